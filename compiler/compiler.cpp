@@ -1,0 +1,1 @@
+// compiler/: see compiler/compiler.h.

@@ -1,0 +1,122 @@
+#pragma once
+// Kernel keys and compiled kernel specs.
+//
+// "Compiling a kernel" in gearbox is the CPU analogue of a device kernel compile: every
+// decision that depends on the static shape is taken once -- loop bounds, strides, the code
+// path (same-shape / scalar / row broadcast / general for Add, GEMM blocking for MatMul,
+// contiguous row blocks for IndexSelect and Cat) and the thread split (one task for small
+// work, oneTBB tasks only where the work is large enough) -- and stored in a KernelSpec.
+// The executor (executor/kernels.h) runs a spec with no further shape work.
+//
+// A key whose shapes contain dynamic dims gives a shape-generic spec: the executor then
+// derives the parameters from the runtime shapes on every call (what dynamic mode pays).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace gearbox {
+
+struct KernelKey {
+  OpKind kind = OpKind::kAdd;
+  DType dtype = DType::kF32;          // dtype of input 0 (the data dtype)
+  std::string format = "ND";          // layout; only ND today, kept for the op-info files
+  std::vector<TensorType> inputs;     // every input's dtype and shape
+  Attrs attrs;                        // dim already wrapped to [0, rank)
+
+  bool operator==(const KernelKey& o) const;
+  size_t hash() const;
+  bool isStatic() const;
+  // Readable kernel name, unique per key:
+  //   {Op}_{dtype}_{format}_{in0 dims}[__{in1 dims}...][__dim{d}]
+  // e.g. "MatMul_float_ND_64_128__128_32", "Cat_float_ND_2_3__2_5__dim1". Dynamic dims print
+  // as -1. Rank-0 inputs print as "s".
+  std::string name() const;
+};
+
+// Builds the key for one node of a graph from the current input types.
+KernelKey makeKernelKey(const Graph& g, NodeId node);
+KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs);
+
+// ---- Per-op parameters decided at compile time -------------------------------------------
+
+// Add: out[i] = a[ia(i)] + b[ib(i)].
+struct AddParams {
+  enum class Path : uint8_t {
+    kSameShape,   // both contiguous with the output: one flat loop
+    kScalarB,     // b has one element
+    kScalarA,     // a has one element
+    kRowB,        // b is a row broadcast along the leading dims: out[r, :] = a[r, :] + b[:]
+    kRowA,        // a is the row
+    kGeneral,     // arbitrary broadcast: strided loops over up to 6 dims
+  };
+  Path path = Path::kGeneral;
+  int64_t numel = 0;
+  int64_t rows = 0, cols = 0;               // kRowA / kRowB
+  int rank = 0;                             // kGeneral
+  int64_t outDims[kMaxRank] = {};
+  int64_t aStrides[kMaxRank] = {};          // 0 on broadcast dims
+  int64_t bStrides[kMaxRank] = {};
+};
+
+// MatMul: batch of [M, K] x [K, N], row-major.
+struct MatMulParams {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  // Per-batch offsets (in elements) of A and B; broadcast batch dims give repeated offsets.
+  std::vector<int64_t> aOffsets, bOffsets;
+  // Parallel split: rows of M per task when a single GEMM is large; 0 = split over batch.
+  int64_t rowsPerTask = 0;
+};
+
+// IndexSelect: out viewed as [outer, count, inner], input as [outer, dimSize, inner].
+struct GatherParams {
+  int64_t outer = 1, dimSize = 0, count = 0, inner = 1;
+  DType indexType = DType::kI64;
+};
+
+// Cat: input i viewed as [outer, dim_i * inner]; out rows are the concatenation.
+struct CatParams {
+  int64_t outer = 1;
+  std::vector<int64_t> rowElems;  // dim_i * inner per input
+  int64_t outRowElems = 0;
+};
+
+// CatGather: inputs viewed as [outer, dim_i, inner]; index picks rows of the virtual cat.
+struct CatGatherParams {
+  int64_t outer = 1, inner = 1, count = 0;
+  std::vector<int64_t> dimSizes;   // dim_i per input
+  DType indexType = DType::kI64;
+};
+
+struct KernelSpec {
+  KernelKey key;
+  std::string name;
+  TensorType output;
+  bool generic = false;  // built for dynamic dims: params are derived at run time
+  int tasks = 1;         // 1 = runs in the calling thread; > 1 = oneTBB tasks
+  double work = 0;       // flops (MatMul) or bytes moved (others): drives `tasks`
+  std::variant<std::monostate, AddParams, MatMulParams, GatherParams, CatParams, CatGatherParams>
+      params;
+};
+
+// The compile step for one kernel: derives every per-shape decision. For a key with dynamic
+// dims it returns a generic spec (params empty). Throws Error(kShape) if the key is invalid.
+std::shared_ptr<const KernelSpec> compileKernelSpec(const KernelKey& key);
+// Derives the params for concrete shapes at run time (dynamic mode); not cached.
+KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<TensorType>& inputs);
+
+// Work above which a kernel is split across oneTBB tasks (oneTBB's guidance: a task should
+// hold on the order of 1M cycles of work).
+constexpr double kParallelFlopThreshold = 4.0e6;
+constexpr double kParallelByteThreshold = 4.0 * 1024 * 1024;
+
+}  // namespace gearbox
+
+template <>
+struct std::hash<gearbox::KernelKey> {
+  size_t operator()(const gearbox::KernelKey& k) const { return k.hash(); }
+};

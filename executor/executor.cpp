@@ -1,0 +1,1 @@
+// executor/: see executor/session.h.

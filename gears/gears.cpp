@@ -1,0 +1,1 @@
+// gears/: gear specs, merge, matching and padding analysis (see gears/gears.h).

@@ -1,0 +1,63 @@
+#pragma once
+// Helpers shared by the per-op shape inference files.
+
+#include "graph/error.h"
+#include "graph/graph.h"
+
+namespace gearbox::ops {
+
+// "input 1 (%w)"
+inline std::string inputLabel(const InferContext& ctx, size_t i) {
+  return fmt::format("input {} ({})", i, i < ctx.inputNames.size() ? ctx.inputNames[i] : "?");
+}
+
+inline void expectArity(const InferContext& ctx, size_t n) {
+  if (ctx.inputs.size() != n)
+    fail(ErrorKind::kShape, "{}: expects {} inputs, got {}", ctx.where, n, ctx.inputs.size());
+}
+
+// Two dims that must be equal (Cat's non-concat dims, MatMul's K). A static dim wins over a
+// symbolic one; two different static sizes are an error naming both inputs and dims.
+inline int64_t unifyEqual(const InferContext& ctx, size_t ia, int da, int64_t a, size_t ib, int db,
+                          int64_t b, std::string_view why) {
+  if (a == b) return a;
+  if (a >= 0 && b >= 0)
+    fail(ErrorKind::kShape, "{}: {} dim {} is {} but {} dim {} is {} ({})", ctx.where,
+         inputLabel(ctx, ia), da, a, inputLabel(ctx, ib), db, b, why);
+  if (a >= 0) return a;
+  if (b >= 0) return b;
+  return a;  // two different unknowns: keep the first; checked again once concrete
+}
+
+// NumPy broadcasting of two shapes, right-aligned.
+inline Shape broadcastShapes(const InferContext& ctx, size_t ia, const Shape& a, size_t ib,
+                             const Shape& b) {
+  const int r = std::max(a.rank(), b.rank());
+  Shape out;
+  for (int i = 0; i < r; ++i) {
+    const int ka = i - (r - a.rank());
+    const int kb = i - (r - b.rank());
+    const int64_t da = ka >= 0 ? a[ka] : 1;
+    const int64_t db = kb >= 0 ? b[kb] : 1;
+    int64_t d;
+    if (da == db || db == 1) {
+      d = da;
+    } else if (da == 1) {
+      d = db;
+    } else if (da >= 0 && db >= 0) {
+      fail(ErrorKind::kShape,
+           "{}: {} dim {} (size {}) and {} dim {} (size {}) cannot be broadcast", ctx.where,
+           inputLabel(ctx, ia), ka, da, inputLabel(ctx, ib), kb, db);
+    } else if (da >= 0) {
+      d = da;  // the unknown must be 1 or equal; checked again once concrete
+    } else if (db >= 0) {
+      d = db;
+    } else {
+      d = kAnyDim;
+    }
+    out.push(d);
+  }
+  return out;
+}
+
+}  // namespace gearbox::ops

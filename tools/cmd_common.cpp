@@ -1,0 +1,5 @@
+#include "tools/commands.h"
+
+namespace gearbox::cli {
+int gExitCode = 0;
+}

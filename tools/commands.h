@@ -1,0 +1,16 @@
+#pragma once
+// Each CLI subcommand lives in its own tools/cmd_<name>.cpp and registers itself here; main.cpp
+// calls every register function. Commands throw gearbox::Error for user errors (exit 2).
+
+#include <CLI/CLI.hpp>
+
+namespace gearbox::cli {
+
+// Exit code a command wants when it did not throw (e.g. 1 for a broken --assert bound).
+extern int gExitCode;
+
+void registerPrint(CLI::App& app);
+void registerRun(CLI::App& app);
+void registerEval(CLI::App& app);
+
+}  // namespace gearbox::cli

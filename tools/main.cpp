@@ -1,0 +1,35 @@
+// gearbox: a graph-compiler backend simulator. See README.md.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "graph/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gearbox: compile a graph per shape, run it in static, eager, dynamic, auto or "
+               "geared mode, and measure what shape changes cost"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Expand all help");
+  gearbox::cli::registerPrint(app);
+  gearbox::cli::registerRun(app);
+  gearbox::cli::registerEval(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Bad command lines are user input: one message, exit 2 (CLI11 would use 105-ish codes).
+    app.exit(e);
+    return 2;
+  } catch (const gearbox::Error& e) {
+    std::cerr << "gearbox: " << gearbox::errorKindName(e.kind()) << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "gearbox: out of memory\n";
+    return 2;
+  }
+  return gearbox::cli::gExitCode;
+}
