@@ -1,0 +1,112 @@
+#pragma once
+// The static compiler: input signature -> specialised graph -> verification -> memory plan ->
+// per-op kernels from the kernel cache -> a Plan (cached by signature in a PlanCache).
+//
+//   build graph -> compilePlan(graph, signature) -> Plan (cached) -> bind buffers -> run
+//
+// Nothing compiles inside run; a static plan's run allocates nothing (executor/plan_runner.h).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/kernel_spec.h"
+#include "compiler/lru_cache.h"
+#include "compiler/specialize.h"
+
+namespace gearbox {
+
+// Where compiled kernels can come from besides compiling: a persistent kernel_meta directory
+// or a precompiled bundle (compiler/kernel_store.h). load() returns nullptr on a miss.
+class KernelStore {
+ public:
+  virtual ~KernelStore() = default;
+  virtual std::shared_ptr<const KernelSpec> load(const KernelKey& key) = 0;
+  virtual void save(const KernelSpec& spec) = 0;
+};
+
+// Observes every kernel actually compiled (for --record-op-info and reports).
+using KernelCompileHook = std::function<void(const KernelSpec&)>;
+
+struct KernelCacheStats {
+  CacheStats cache;
+  int64_t compiles = 0;    // kernels compiled in this process
+  int64_t storeHits = 0;   // kernels loaded from a KernelStore instead of compiled
+  double compileSeconds = 0;
+};
+
+// The op-level kernel cache, keyed by op type, dtype, format, every input shape and the
+// attributes: two plans that share an op shape share one compiled kernel. Thread-safe, so
+// geared mode can compile gears in parallel.
+class KernelCache {
+ public:
+  explicit KernelCache(size_t capacity = 1024) : cache_(capacity) {}
+  // Returns the kernel for `key`, compiling it (and logging "To compile op: <name>") on a miss.
+  // `compiled` (optional) is incremented when this call compiled.
+  std::shared_ptr<const KernelSpec> get(const KernelKey& key, int* compiled = nullptr);
+  void addStore(std::shared_ptr<KernelStore> store) { stores_.push_back(std::move(store)); }
+  void setCompileHook(KernelCompileHook hook) { hook_ = std::move(hook); }
+  KernelCacheStats stats() const;
+  size_t capacity() const { return cache_.capacity(); }
+
+ private:
+  LruCache<KernelKey, std::shared_ptr<const KernelSpec>> cache_;
+  std::vector<std::shared_ptr<KernelStore>> stores_;
+  KernelCompileHook hook_;
+  mutable std::mutex mu_;
+  int64_t compiles_ = 0, storeHits_ = 0;
+  double compileSeconds_ = 0;
+};
+
+// Where the data of one value lives while a plan runs.
+enum class Storage : uint8_t { kInput, kConst, kArena, kOutput, kNone };
+
+struct PlanStep {
+  std::shared_ptr<const KernelSpec> kernel;
+  NodeId node = 0;
+  int32_t firstArg = 0;  // into Plan::args
+  int32_t numArgs = 0;
+  ValueId out = 0;
+};
+
+struct Plan {
+  uint64_t id = 0;
+  InputSignature signature;  // may hold dynamic dims (automatic-dynamic plans)
+  Graph graph;               // specialised to `signature`
+  bool isStatic = true;      // every dim concrete: runs with precompiled params, no allocation
+  std::vector<PlanStep> steps;
+  std::vector<ValueId> args;  // flattened step inputs
+  std::vector<Storage> storage;       // per value
+  std::vector<int64_t> location;      // per value: input index, arena offset, or output index
+  std::vector<const void*> constData; // per value (consts only)
+  int64_t arenaBytes = 0;   // peak intermediate bytes after reuse
+  int64_t naiveBytes = 0;   // without reuse
+  int kernelsCompiled = 0;  // kernel compiles this plan caused (others were cache hits)
+  int kernelsReused = 0;
+  double compileSeconds = 0;  // measured host time
+  std::string reason;
+
+  // Scratch owned by the plan so that running it allocates nothing. A plan runs on one
+  // thread at a time (the session's).
+  std::shared_ptr<std::byte> arena;
+  mutable std::vector<void*> ptrs;        // per value
+  mutable std::vector<const void*> argPtrs;
+
+  std::string summary() const;
+};
+
+struct PlanCompileOptions {
+  std::string reason;
+};
+
+// Compiles `g` for `sig`. With a fully static signature every kernel is static; with
+// dynamic dims left in `sig` the kernels are shape-generic (dynamic mode). Throws Error.
+std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, KernelCache& kernels,
+                                  const PlanCompileOptions& options = {});
+
+using PlanCache = LruCache<InputSignature, std::shared_ptr<Plan>, SignatureHash>;
+
+}  // namespace gearbox

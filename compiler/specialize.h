@@ -1,0 +1,50 @@
+#pragma once
+// Specialisation: graph + concrete input shapes -> a graph whose every dim is concrete.
+//
+// Binding checks the actual shapes against the declared ones the way a compiled graph's
+// guards would: static dims must match, every dim named by the same symbol must take one
+// value, ranks and dtypes must match. Errors name the input and the dim.
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace gearbox {
+
+// The shapes of one call, in graph input order.
+using InputSignature = std::vector<Shape>;
+
+struct SignatureHash {
+  size_t operator()(const InputSignature& s) const;
+};
+
+std::string signatureToString(const Graph& g, const InputSignature& sig);
+
+// Checks `sig` against the declared input types of `g` (rank, static dims, symbol
+// consistency). Throws Error(kShape) naming the input and the dim.
+void checkSignature(const Graph& g, const InputSignature& sig);
+
+// Returns a copy of `g` with input types set to `sig` (dims may still be dynamic where the
+// signature has -1/symbols, as dynamic mode does) and every node re-inferred and verified.
+Graph specializeGraph(const Graph& g, const InputSignature& sig);
+
+// One guard failure in TORCH_LOGS=recompiles style:
+//   "input 'x1' size mismatch at dim 0: expected 4, actual 5"
+struct GuardFailure {
+  int input = 0;
+  int dim = -1;  // -1: rank mismatch
+  int64_t expected = 0, actual = 0;
+  std::string text;
+};
+
+// Every guard of a plan compiled for `cached` that fails for `actual`. A cached dim that is
+// dynamic (< 0) accepts any size >= 2 (sizes 0 and 1 are specialised, as Dynamo does).
+std::vector<GuardFailure> guardFailures(const Graph& g, const InputSignature& cached,
+                                        const InputSignature& actual);
+
+// Does a plan compiled for `cached` (possibly with dynamic dims) accept `actual`?
+bool signatureAccepts(const InputSignature& cached, const InputSignature& actual);
+
+}  // namespace gearbox

@@ -1,0 +1,99 @@
+#pragma once
+// The simulated device. Two implementations behind one interface:
+//  - InlineDevice runs each launched task in the calling thread (deterministic; tests);
+//  - StreamDevice owns a real worker thread with an in-order launch queue: the host enqueues,
+//    sync() waits for the queue to drain. Handoff costs are real and measured.
+// Both count launches, syncs and device allocations identically; a task that throws has its
+// exception delivered at the next sync(), as a device error surfaces at synchronisation.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace gearbox {
+
+struct DeviceCounters {
+  int64_t launches = 0;      // kernel or whole-graph launches
+  int64_t graphLaunches = 0; // launches that carried a whole static graph
+  int64_t syncs = 0;
+  int64_t allocations = 0;   // allocation requests (every intermediate a call allocates)
+  int64_t poolMisses = 0;    // requests that needed new memory (the rest reused pooled blocks)
+  int64_t bytesAllocated = 0;  // new memory only
+};
+
+enum class DeviceKind { kInline, kStream };
+const char* deviceKindName(DeviceKind k);
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // Enqueues one task. `graph` marks a whole-graph launch (static plans).
+  void launch(std::function<void()> task, bool graph = false);
+  // Waits until every launched task ran; rethrows the first task error.
+  void sync();
+  // Pooled device memory (a caching allocator): released blocks are kept by rounded size and
+  // reused. Every request counts as an allocation; pool misses also count as new memory.
+  void* allocate(size_t bytes);
+  void release(void* p, size_t bytes);
+  const DeviceCounters& counters() const { return counters_; }
+  virtual DeviceKind kind() const = 0;
+
+ protected:
+  virtual void enqueue(std::function<void()> task) = 0;
+  virtual void drain() = 0;
+  void recordError(std::exception_ptr e);
+  std::mutex errMu_;
+  std::exception_ptr error_;
+
+ private:
+  DeviceCounters counters_;
+  std::unordered_map<size_t, std::vector<void*>> pool_;
+  std::vector<std::pair<void*, size_t>> owned_;
+
+ public:
+  Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  void freePool();
+};
+
+class InlineDevice final : public Device {
+ public:
+  ~InlineDevice() override { freePool(); }
+  DeviceKind kind() const override { return DeviceKind::kInline; }
+
+ protected:
+  void enqueue(std::function<void()> task) override;
+  void drain() override {}
+};
+
+class StreamDevice final : public Device {
+ public:
+  StreamDevice();
+  ~StreamDevice() override;
+  DeviceKind kind() const override { return DeviceKind::kStream; }
+
+ protected:
+  void enqueue(std::function<void()> task) override;
+  void drain() override;
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_, idle_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false, stop_ = false;
+  std::thread worker_;
+};
+
+std::unique_ptr<Device> makeDevice(DeviceKind kind);
+
+}  // namespace gearbox

@@ -1,1 +1,0 @@
-// executor/: see executor/session.h.

@@ -1,0 +1,64 @@
+#include "executor/plan_runner.h"
+
+#include <cstring>
+
+#include "executor/kernels.h"
+#include "graph/error.h"
+
+namespace gearbox {
+
+void rethrowForNode(const Graph& g, NodeId node, const std::exception& e) {
+  const Node& n = g.nodes[node];
+  std::string what = e.what();
+  if (auto* err = dynamic_cast<const Error*>(&e)) {
+    // Index errors come from the index operand: the last input of IndexSelect / CatGather.
+    if (err->kind() == ErrorKind::kIndex && !n.inputs.empty()) {
+      const size_t i = n.inputs.size() - 1;
+      fail(ErrorKind::kIndex, "{}: input {} (%{}): {}", g.describeNode(node), i,
+           g.values[n.inputs[i]].name, what);
+    }
+    fail(err->kind(), "{}: {}", g.describeNode(node), what);
+  }
+  fail(ErrorKind::kShape, "{}: {}", g.describeNode(node), what);
+}
+
+void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
+                   std::span<const TensorView> outputs) {
+  const Graph& g = plan.graph;
+  void** ptrs = plan.ptrs.data();
+  for (size_t i = 0; i < g.inputs.size(); ++i) ptrs[g.inputs[i]] = inputs[i].data;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const ValueId v = g.outputs[i];
+    if (plan.storage[v] == Storage::kOutput && plan.location[v] == static_cast<int64_t>(i))
+      ptrs[v] = outputs[i].data;
+  }
+  const void** args = plan.argPtrs.data();
+  for (const PlanStep& step : plan.steps) {
+    for (int32_t a = 0; a < step.numArgs; ++a)
+      args[step.firstArg + a] = ptrs[plan.args[step.firstArg + a]];
+    try {
+      kernels::run(*step.kernel, args + step.firstArg, ptrs[step.out]);
+    } catch (const std::exception& e) {
+      rethrowForNode(g, step.node, e);
+    }
+  }
+  // Outputs that are graph inputs, constants, or repeats of another output are copies.
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const ValueId v = g.outputs[i];
+    if (plan.storage[v] == Storage::kOutput && plan.location[v] == static_cast<int64_t>(i))
+      continue;
+    if (outputs[i].data != ptrs[v]) std::memcpy(outputs[i].data, ptrs[v], outputs[i].bytes());
+  }
+}
+
+std::vector<Tensor> allocateOutputs(const Plan& plan) {
+  std::vector<Tensor> out;
+  out.reserve(plan.graph.outputs.size());
+  for (ValueId v : plan.graph.outputs) {
+    const TensorType& t = plan.graph.values[v].type;
+    out.emplace_back(t.dtype, t.shape);
+  }
+  return out;
+}
+
+}  // namespace gearbox

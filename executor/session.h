@@ -1,0 +1,160 @@
+#pragma once
+// Session: one graph, one execution mode, its caches and counters.
+//
+//   Session s(graph, options);
+//   std::vector<Tensor> out = s.run(inputs);   // inputs in graph input order
+//   const SessionStats& st = s.stats();         // exact, deterministic counters
+//
+// Modes (docs/modes.md):
+//   static  - a plan per input signature (torch.compile dynamic=False, a GE static graph);
+//             a call is one whole-graph launch + one sync;
+//   eager   - no graph: every op is dispatched on its own, its kernel compiled the first time
+//             each (op, dtype, shapes, attrs) is seen (seed 000); one launch per op;
+//   dynamic - one compile with dynamic dims symbolic and shape-generic kernels; every call
+//             infers shapes, allocates intermediates from a pool, launches each op and syncs
+//             per the cost model's policy (seed 001);
+//   auto    - automatic dynamic: static first; a miss caused by changed dims recompiles with
+//             those dims dynamic (torch.compile's default);
+//   geared  - set_dim_gears: every gear a static plan compiled up front (gears/).
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "executor/cost_model.h"
+#include "executor/device.h"
+
+namespace gearbox {
+
+enum class Mode { kStatic, kEager, kDynamic, kAuto, kGeared };
+const char* modeName(Mode m);
+std::optional<Mode> parseMode(std::string_view s);
+
+enum class OnRecompileLimit { kFallback, kError, kUnlimited };
+
+// (input name, dim) pairs, as given by --dynamic-dims x:0,y:1 / --static-dims x:1.
+using DimMarks = std::set<std::pair<std::string, int>>;
+DimMarks parseDimMarks(const std::string& spec);  // Error(kConfig) on bad syntax
+
+struct SessionOptions {
+  Mode mode = Mode::kStatic;
+  DeviceKind device = DeviceKind::kInline;
+  CostModel cost;
+  size_t kernelCacheCapacity = 1024;  // as oneDNN's primitive cache
+  size_t planCacheCapacity = 64;
+  int recompileLimit = 8;             // as Dynamo's recompile_limit
+  OnRecompileLimit onRecompileLimit = OnRecompileLimit::kFallback;
+  DimMarks dynamicDims;  // mark_dynamic
+  DimMarks staticDims;   // mark_static
+};
+
+// What one call did.
+struct CallRecord {
+  int iteration = 0;
+  std::string signature;        // "x1=[2, 2], x2=[2, 2]"
+  bool graphCompiled = false;
+  uint64_t planId = 0;          // 0 when no plan (eager, fallback)
+  std::string reason;           // plan compile reason ("first call", guard failures)
+  std::vector<std::string> guardFailures;  // every failed guard against every cached plan
+  std::vector<std::string> kernelsCompiled;  // kernel names compiled during this call
+  bool fallback = false;        // ran through the dynamic path after the recompile limit
+  int64_t launches = 0, syncs = 0, allocations = 0;
+  double compileSeconds = 0;    // measured host time spent compiling
+  double runSeconds = 0;        // measured host time of the call minus compiling
+  double modeledDeviceUs = 0;   // MODELED device time (cost model)
+};
+
+struct SessionStats {
+  Mode mode = Mode::kStatic;
+  int64_t iterations = 0;
+  int64_t graphCompiles = 0;
+  int64_t kernelCompiles = 0;
+  int64_t kernelStoreHits = 0;  // loaded from kernel_meta / a bundle instead of compiled
+  int64_t planCacheHits = 0;
+  int64_t planCacheMisses = 0;
+  int64_t kernelCacheHits = 0;
+  int64_t kernelCacheMisses = 0;
+  int64_t launches = 0;
+  int64_t syncs = 0;
+  int64_t allocations = 0;
+  int64_t fallbackRuns = 0;
+  int64_t peakBytes = 0;        // largest plan arena (static/geared) or pooled bytes
+  double compileSeconds = 0;    // measured
+  double modeledDeviceUs = 0;   // MODELED
+  CacheStats kernelCache, planCache;
+};
+
+class Session {
+ public:
+  Session(Graph graph, SessionOptions options = {});
+  ~Session();
+
+  // Runs one call. Throws Error for inputs that do not fit the graph (naming input and dim),
+  // for a shape outside the gears, and for the recompile limit under kError.
+  std::vector<Tensor> run(std::span<const Tensor> inputs);
+
+  const SessionStats& stats() const;
+  const std::vector<CallRecord>& history() const { return history_; }
+  const Graph& graph() const { return graph_; }
+  const SessionOptions& options() const { return options_; }
+  KernelCache& kernelCache() { return kernels_; }
+  Device& device() { return *device_; }
+
+  // Geared mode: installs the gear set and compiles every gear up front (gears/, executor/
+  // geared.cpp). Declared here so the session owns one cache of plans for every mode.
+  struct GearState {
+    virtual ~GearState() = default;
+  };
+  GearState* gears() { return gears_.get(); }
+  void setGears(std::unique_ptr<GearState> g);
+
+ private:
+  std::vector<Tensor> runStatic(std::span<const Tensor> inputs, const InputSignature& sig,
+                                CallRecord& rec);
+  std::vector<Tensor> launchStatic(const Plan& plan, std::span<const Tensor> inputs,
+                                   CallRecord& rec);
+  std::vector<Tensor> runEager(std::span<const Tensor> inputs, CallRecord& rec);
+  std::vector<Tensor> runCompiled(std::span<const Tensor> inputs, const InputSignature& sig,
+                                  CallRecord& rec);
+  std::vector<Tensor> runGeared(std::span<const Tensor> inputs, const InputSignature& sig,
+                                CallRecord& rec);
+  // Runs a graph op by op on the device: runtime shape inference, pooled intermediates, one
+  // launch per op. `specs[i]` are the step kernels of a generic plan, or empty (the kernel is
+  // then derived at run time: eager-style or fallback).
+  std::vector<Tensor> runDynamicPath(const Graph& g, const Plan* plan,
+                                     std::span<const Tensor> inputs, bool syncPerOp,
+                                     CallRecord& rec, bool eagerCompile);
+  std::shared_ptr<Plan> compile(const InputSignature& sig, const std::string& reason,
+                                CallRecord& rec);
+  InputSignature autoSignature(const InputSignature& actual) const;
+  std::string describeMiss(const InputSignature& sig, CallRecord& rec) const;
+
+  Graph graph_;
+  SessionOptions options_;
+  std::unique_ptr<Device> device_;
+  KernelCache kernels_;
+  PlanCache plans_;
+  std::vector<std::shared_ptr<Plan>> dynamicPlans_;  // plans with dynamic dims (auto/dynamic)
+  std::optional<InputSignature> firstSeen_;
+  std::set<std::pair<int, int>> autoDynamic_;  // (input, dim) made dynamic so far
+  std::vector<std::string> kernelLog_;  // names compiled, filled by the kernel-cache hook
+  std::vector<CallRecord> history_;
+  mutable SessionStats stats_;
+  std::unique_ptr<GearState> gears_;
+};
+
+// Reference executor: runs the graph with the reference kernels, inferring shapes per call.
+// The oracle of every differential test.
+std::vector<Tensor> referenceRun(const Graph& g, std::span<const Tensor> inputs);
+
+// Deterministic pseudo-random inputs for a signature (the CLI's trace data). Index-typed
+// graph inputs get values in range for the graph where possible (docs/trace.md).
+std::vector<Tensor> makeInputs(const Graph& g, const InputSignature& sig, uint64_t seed);
+
+}  // namespace gearbox

@@ -1,0 +1,239 @@
+// Mode counters on seed 001's trace (PyTorch's own reference counts: sizes 2,3,4,4,5,5,6 ->
+// static 5 compiles, automatic dynamic 2, dynamic 1) and the recompile-limit policies, on both
+// simulated devices. Every counter is exact.
+#include <gtest/gtest.h>
+
+#include "executor/session.h"
+#include "graph/error.h"
+#include "test_models.h"
+
+namespace gearbox {
+namespace {
+
+using testing_models::seed001;
+using testing_models::seed001Sig;
+
+const std::vector<int64_t> kSeedTrace = {2, 3, 4, 4, 5, 5, 6};
+
+struct Expected {
+  Mode mode;
+  int64_t graphCompiles, kernelCompiles, planHits, launches, syncs;
+};
+
+class SeedTrace : public ::testing::TestWithParam<std::tuple<Expected, DeviceKind>> {};
+
+TEST_P(SeedTrace, CountsMatchReference) {
+  const auto [e, device] = GetParam();
+  SessionOptions o;
+  o.mode = e.mode;
+  o.device = device;
+  Session s(seed001(), o);
+  for (size_t i = 0; i < kSeedTrace.size(); ++i) {
+    auto in = makeInputs(s.graph(), seed001Sig(kSeedTrace[i]), i);
+    auto out = s.run(in);
+    auto ref = referenceRun(s.graph(), in);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].equals(ref[0])) << "iteration " << i;
+  }
+  const SessionStats& st = s.stats();
+  EXPECT_EQ(st.iterations, 7);
+  EXPECT_EQ(st.graphCompiles, e.graphCompiles);
+  EXPECT_EQ(st.kernelCompiles, e.kernelCompiles);
+  EXPECT_EQ(st.planCacheHits, e.planHits);
+  EXPECT_EQ(st.launches, e.launches);
+  EXPECT_EQ(st.syncs, e.syncs);
+  EXPECT_EQ(st.allocations, 0);  // one Add: no intermediates, no arena
+  EXPECT_EQ(st.fallbackRuns, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, SeedTrace,
+    ::testing::Combine(::testing::Values(Expected{Mode::kStatic, 5, 5, 2, 7, 7},
+                                         Expected{Mode::kEager, 0, 5, 0, 7, 7},
+                                         Expected{Mode::kDynamic, 1, 1, 6, 7, 7},
+                                         Expected{Mode::kAuto, 2, 2, 5, 7, 7}),
+                       ::testing::Values(DeviceKind::kInline, DeviceKind::kStream)),
+    [](const auto& info) {
+      return std::string(modeName(std::get<0>(info.param).mode)) + "_" +
+             deviceKindName(std::get<1>(info.param));
+    });
+
+TEST(Session, StaticRecompileReasonsNameInputDimAndValues) {
+  Session s(seed001());
+  for (int64_t n : {2, 3}) s.run(makeInputs(s.graph(), seed001Sig(n), 0));
+  const auto& h = s.history();
+  EXPECT_EQ(h[0].reason, "first call");
+  EXPECT_EQ(h[1].reason, "input 'x1' size mismatch at dim 0: expected 2, actual 3");
+  ASSERT_EQ(h[1].guardFailures.size(), 2u);
+  EXPECT_EQ(h[1].guardFailures[1], "plan #" + std::to_string(h[0].planId) +
+                                       ": input 'x2' size mismatch at dim 0: expected 2, actual 3");
+  EXPECT_EQ(h[1].kernelsCompiled, std::vector<std::string>{"Add_float_ND_3_2__3_2"});
+}
+
+TEST(Session, FourOpModelCountsPerMode) {
+  // 4 kernels (add, matmul, cat, index_select); 3 intermediates (s, m, c).
+  struct Case {
+    Mode mode;
+    SyncPolicy policy;
+    int64_t launches, syncs, allocations, graphCompiles, kernelCompiles;
+  };
+  const std::vector<int64_t> batches = {2, 3, 3, 5};
+  for (const Case& c : {Case{Mode::kStatic, SyncPolicy::kPerOp, 4, 4, 3, 3, 12},
+                        Case{Mode::kEager, SyncPolicy::kPerOp, 16, 4, 12, 0, 12},
+                        Case{Mode::kDynamic, SyncPolicy::kPerOp, 16, 16, 12, 1, 4},
+                        Case{Mode::kDynamic, SyncPolicy::kEndOnly, 16, 4, 12, 1, 4},
+                        Case{Mode::kAuto, SyncPolicy::kPerOp, 13, 13, 10, 2, 8}}) {
+    for (DeviceKind device : {DeviceKind::kInline, DeviceKind::kStream}) {
+      SessionOptions o;
+      o.mode = c.mode;
+      o.device = device;
+      o.cost.syncPolicy = c.policy;
+      Session s(testing_models::fourOps(), o);
+      for (size_t i = 0; i < batches.size(); ++i) {
+        auto in = makeInputs(s.graph(), {Shape{batches[i], 4}, Shape{4, 3}}, i);
+        auto out = s.run(in);
+        auto ref = referenceRun(s.graph(), in);
+        EXPECT_LE(maxAbsDiff(out[0], ref[0]), 1e-5);
+      }
+      const SessionStats& st = s.stats();
+      SCOPED_TRACE(std::string(modeName(c.mode)) + "/" + deviceKindName(device));
+      EXPECT_EQ(st.launches, c.launches);
+      EXPECT_EQ(st.syncs, c.syncs);
+      EXPECT_EQ(st.allocations, c.allocations);
+      EXPECT_EQ(st.graphCompiles, c.graphCompiles);
+      EXPECT_EQ(st.kernelCompiles, c.kernelCompiles);
+    }
+  }
+}
+
+TEST(Session, RecompileLimitFallbackServesCachedPlansAndRunsTheRestDynamically) {
+  SessionOptions o;
+  o.recompileLimit = 3;
+  Session s(seed001(), o);
+  for (int64_t n : {2, 3, 4, 5, 6, 7, 2, 3}) {
+    auto in = makeInputs(s.graph(), seed001Sig(n), n);
+    auto out = s.run(in);
+    EXPECT_TRUE(out[0].equals(referenceRun(s.graph(), in)[0]));
+  }
+  const SessionStats& st = s.stats();
+  EXPECT_EQ(st.graphCompiles, 3);
+  EXPECT_EQ(st.fallbackRuns, 3);
+  EXPECT_EQ(st.planCacheHits, 2);
+  EXPECT_EQ(st.kernelCompiles, 3);  // fallback kernels are shape-generic and not cached
+  EXPECT_TRUE(s.history()[3].fallback);
+  EXPECT_EQ(s.history()[3].reason, "input 'x1' size mismatch at dim 0: expected 4, actual 5");
+}
+
+TEST(Session, RecompileLimitErrorCarriesTheLastReason) {
+  SessionOptions o;
+  o.recompileLimit = 3;
+  o.onRecompileLimit = OnRecompileLimit::kError;
+  Session s(seed001(), o);
+  for (int64_t n : {2, 3, 4}) s.run(makeInputs(s.graph(), seed001Sig(n), 0));
+  try {
+    s.run(makeInputs(s.graph(), seed001Sig(5), 0));
+    FAIL() << "expected the recompile limit error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kLimit);
+    EXPECT_STREQ(e.what(),
+                 "hit recompile_limit (3); last reason: input 'x1' size mismatch at dim 0: "
+                 "expected 4, actual 5");
+  }
+}
+
+TEST(Session, AutoWithMarkDynamicCompilesOnceAndSpecialisesSizeOne) {
+  SessionOptions o;
+  o.mode = Mode::kAuto;
+  o.dynamicDims = parseDimMarks("x1:0,x2:0");
+  Session s(seed001(), o);
+  for (int64_t n : {2, 3, 4, 1, 5}) s.run(makeInputs(s.graph(), seed001Sig(n), 0));
+  // One dynamic plan for sizes >= 2; size 1 is specialised (as Dynamo does): 2 compiles.
+  EXPECT_EQ(s.stats().graphCompiles, 2);
+  EXPECT_TRUE(s.history()[3].graphCompiled);
+  EXPECT_FALSE(s.history()[4].graphCompiled);
+}
+
+TEST(Session, AutoWithMarkStaticKeepsRecompiling) {
+  SessionOptions o;
+  o.mode = Mode::kAuto;
+  o.staticDims = parseDimMarks("x1:0,x2:0");
+  Session s(seed001(), o);
+  for (int64_t n : {2, 3, 4, 4}) s.run(makeInputs(s.graph(), seed001Sig(n), 0));
+  EXPECT_EQ(s.stats().graphCompiles, 3);
+}
+
+TEST(Session, KernelCacheCapacityEvictsLeastRecentlyUsed) {
+  SessionOptions o;
+  o.mode = Mode::kEager;
+  o.kernelCacheCapacity = 2;
+  Session s(seed001(), o);
+  for (int64_t n : {2, 3, 4, 2}) s.run(makeInputs(s.graph(), seed001Sig(n), 0));
+  const SessionStats& st = s.stats();
+  EXPECT_EQ(st.kernelCompiles, 4);  // 2 was evicted by 4 and compiled again
+  EXPECT_EQ(st.kernelCache.evictions, 2);
+  EXPECT_EQ(st.kernelCache.size, 2);
+}
+
+TEST(Session, PlanCacheCapacityEvicts) {
+  SessionOptions o;
+  o.planCacheCapacity = 1;
+  Session s(seed001(), o);
+  for (int64_t n : {2, 3, 2}) s.run(makeInputs(s.graph(), seed001Sig(n), 0));
+  EXPECT_EQ(s.stats().graphCompiles, 3);
+  EXPECT_EQ(s.stats().planCache.evictions, 2);
+  EXPECT_EQ(s.stats().kernelCompiles, 2);  // the kernel cache still had Add 2x2
+}
+
+TEST(Session, BadInputsAreErrorsNamingInputAndDim) {
+  Session s(testing_models::fourOps());
+  auto bad = makeInputs(s.graph(), {Shape{2, 4}, Shape{4, 3}}, 0);
+  bad[1] = Tensor(DType::kF32, {5, 3});
+  try {
+    s.run(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "input 'w' dim 0: declared 4, got 5");
+  }
+  bad[1] = Tensor(DType::kI32, {4, 3});
+  EXPECT_THROW(s.run(bad), Error);
+  EXPECT_EQ(s.stats().iterations, 0);
+}
+
+TEST(Session, OutOfRangeRuntimeIndexIsAClearErrorInEveryMode) {
+  GraphBuilder b("gather");
+  auto x = b.input("x", DType::kF32, {kAnyDim, 3});
+  auto i = b.input("i", DType::kI64, {2});
+  b.output(b.indexSelect(x, i, 0, "o"));
+  const Graph g = b.build();
+  for (Mode m : {Mode::kStatic, Mode::kEager, Mode::kDynamic, Mode::kAuto}) {
+    for (DeviceKind d : {DeviceKind::kInline, DeviceKind::kStream}) {
+      SessionOptions o;
+      o.mode = m;
+      o.device = d;
+      Session s(g, o);
+      std::vector<Tensor> in = {randomTensor(DType::kF32, {4, 3}, 1), Tensor(DType::kI64, {2})};
+      in[1].as<int64_t>()[1] = 4;
+      try {
+        s.run(in);
+        ADD_FAILURE() << modeName(m) << ": expected an index error";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::kIndex) << e.what();
+        EXPECT_NE(std::string(e.what()).find("op %o = index_select: input 1 (%i)"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+}
+
+TEST(Session, StaticPlanRunReusesItsArena) {
+  Session s(testing_models::fourOps());
+  for (int k = 0; k < 3; ++k) s.run(makeInputs(s.graph(), {Shape{6, 4}, Shape{4, 3}}, k));
+  EXPECT_EQ(s.stats().graphCompiles, 1);
+  EXPECT_EQ(s.stats().allocations, 1);  // the arena, at compile time; runs allocate nothing
+  // s (6x4) and m (6x3) are both live when c is written; reuse keeps peak below the sum.
+  EXPECT_GT(s.stats().peakBytes, 0);
+}
+
+}  // namespace
+}  // namespace gearbox

@@ -1,0 +1,77 @@
+// gearbox run MODEL --trace TRACE.jsonl --mode static|eager|dynamic|auto|geared [--json F]
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "compiler/compile_log.h"
+#include "graph/error.h"
+#include "graph/text.h"
+#include "tools/commands.h"
+#include "tools/run_options.h"
+#include "tools/trace.h"
+
+namespace gearbox::cli {
+
+namespace {
+
+// One line per iteration: what ran, what compiled and why.
+void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
+  std::string what;
+  if (r.fallback) {
+    what = fmt::format("recompile limit hit: ran through the dynamic path ({})", r.reason);
+  } else if (r.graphCompiled) {
+    what = fmt::format("compiled plan #{} ({})", r.planId, r.reason);
+  } else if (r.planId) {
+    what = fmt::format("plan #{} (cache hit)", r.planId);
+  } else {
+    what = "eager";
+  }
+  os << fmt::format("iter {:>3}  {}  {}", r.iteration, r.signature, what);
+  if (!r.kernelsCompiled.empty())
+    os << fmt::format("; kernels compiled: {}", fmt::join(r.kernelsCompiled, ", "));
+  os << "\n";
+  if (explain && r.guardFailures.size() > 0) {
+    os << "          triggered by the following guard failure(s):\n";
+    for (const std::string& g : r.guardFailures) os << "          - " << g << "\n";
+  }
+}
+
+}  // namespace
+
+int runTrace(Session& session, const std::vector<InputSignature>& trace, const RunOptions& o,
+             std::ostream& os) {
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (o.iterMarkers) compileLogger()->info("To compile op|=====iter{}", i);
+    auto inputs = makeInputs(session.graph(), trace[i], o.seed + i);
+    session.run(inputs);
+    if (!o.quiet) printIteration(session.history().back(), o.explain, os);
+  }
+  return 0;
+}
+
+void registerRun(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a model over a trace in one mode and report "
+                                            "compiles, cache hits, launches and times");
+  addCommonOptions(cmd, *o);
+  cmd->add_option("--mode", o->mode, "static, eager, dynamic, auto or geared")
+      ->check(CLI::IsMember({"static", "eager", "dynamic", "auto", "geared"}));
+  cmd->add_option("--json", o->json, "Write the report as JSON (atomically)");
+  cmd->add_option("--assert", o->asserts,
+                  "Bound on a report metric, e.g. 'graph_compiles<=3' (exit 1 when broken)");
+  cmd->callback([o] {
+    configureLogFromOptions(*o);
+    Graph g = loadGraph(o->model);
+    const auto trace = loadTrace(o->trace, g);
+    Session session(std::move(g), toSessionOptions(*o, *parseMode(o->mode)));
+    runTrace(session, trace, *o, std::cout);
+    printSummary(session, std::cout);
+    const auto report = reportJson(session, o->model, o->trace);
+    const auto failures = checkAsserts(report, o->asserts);
+    if (!o->json.empty()) writeJsonFile(o->json, report);
+    for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
+    if (!failures.empty()) gExitCode = 1;
+  });
+}
+
+}  // namespace gearbox::cli

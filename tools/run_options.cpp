@@ -1,0 +1,198 @@
+#include "tools/run_options.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ostream>
+
+#include "compiler/compile_log.h"
+#include "graph/error.h"
+#include "graph/npy.h"
+
+namespace gearbox::cli {
+
+void addCommonOptions(CLI::App* cmd, RunOptions& o) {
+  cmd->add_option("MODEL", o.model, "Model file (.gbx, docs/IR.md)")->required();
+  cmd->add_option("--trace", o.trace, "Trace: one JSON object per line, input name -> shape")
+      ->required();
+  cmd->add_option("--device", o.device, "Simulated device: inline (deterministic) or stream")
+      ->check(CLI::IsMember({"inline", "stream"}));
+  cmd->add_option("--seed", o.seed, "Seed of the deterministic input data");
+  cmd->add_option("--kernel-cache-capacity", o.kernelCacheCapacity, "Kernel cache entries (LRU)");
+  cmd->add_option("--plan-cache-capacity", o.planCacheCapacity, "Plan cache entries (LRU)");
+  cmd->add_option("--recompile-limit", o.recompileLimit, "Plan compiles per graph (Dynamo: 8)");
+  cmd->add_option("--on-recompile-limit", o.onRecompileLimit,
+                  "fallback (run-only: misses take the dynamic path), error, unlimited")
+      ->check(CLI::IsMember({"fallback", "error", "unlimited"}));
+  cmd->add_option("--dynamic-dims", o.dynamicDims, "mark_dynamic: x:0,y:1");
+  cmd->add_option("--static-dims", o.staticDims, "mark_static: x:1");
+  cmd->add_option("--cost-model", o.costModel, "Cost model JSON (docs/cost-model.md)");
+  cmd->add_option("--cost", o.costOverrides, "Cost model override key=value (repeatable)");
+  cmd->add_option("--log", o.logFile, "Write the compile log (spdlog) to FILE");
+  cmd->add_flag("--log-stdout", o.logStdout, "Also print the compile log on stdout");
+  cmd->add_flag("--iter-markers", o.iterMarkers,
+                "Log 'To compile op|=====iter<N>' before iteration N (seed 000 workflow)");
+  cmd->add_flag("--explain", o.explain, "Print every failed guard of every recompile");
+  cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
+}
+
+SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
+  SessionOptions s;
+  s.mode = mode;
+  s.device = o.device == "stream" ? DeviceKind::kStream : DeviceKind::kInline;
+  if (!o.costModel.empty()) s.cost = loadCostModel(o.costModel);
+  for (const std::string& a : o.costOverrides) applyCostOverride(s.cost, a);
+  if (o.kernelCacheCapacity == 0 || o.planCacheCapacity == 0)
+    fail(ErrorKind::kConfig, "cache capacities must be >= 1");
+  s.kernelCacheCapacity = o.kernelCacheCapacity;
+  s.planCacheCapacity = o.planCacheCapacity;
+  if (o.recompileLimit < 1) fail(ErrorKind::kConfig, "--recompile-limit must be >= 1");
+  s.recompileLimit = o.recompileLimit;
+  s.onRecompileLimit = o.onRecompileLimit == "error"       ? OnRecompileLimit::kError
+                       : o.onRecompileLimit == "unlimited" ? OnRecompileLimit::kUnlimited
+                                                           : OnRecompileLimit::kFallback;
+  if (!o.dynamicDims.empty()) s.dynamicDims = parseDimMarks(o.dynamicDims);
+  if (!o.staticDims.empty()) s.staticDims = parseDimMarks(o.staticDims);
+  return s;
+}
+
+void configureLogFromOptions(const RunOptions& o) {
+  configureLogging(LogOptions{o.logFile, o.logStdout, false});
+}
+
+double medianRunSeconds(const Session& s) {
+  std::vector<double> t;
+  for (const CallRecord& r : s.history()) t.push_back(r.runSeconds);
+  if (t.empty()) return 0;
+  std::sort(t.begin(), t.end());
+  return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+}
+
+nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
+                                  const std::string& trace) {
+  const SessionStats& st = s.stats();
+  nlohmann::ordered_json j;
+  j["model"] = model;
+  j["trace"] = trace;
+  j["mode"] = modeName(st.mode);
+  j["device"] = deviceKindName(s.options().device);
+  j["iterations"] = st.iterations;
+  j["graph_compiles"] = st.graphCompiles;
+  j["kernel_compiles"] = st.kernelCompiles;
+  j["kernel_store_hits"] = st.kernelStoreHits;
+  j["plan_cache_hits"] = st.planCacheHits;
+  j["plan_cache_misses"] = st.planCacheMisses;
+  j["kernel_cache_hits"] = st.kernelCacheHits;
+  j["kernel_cache_misses"] = st.kernelCacheMisses;
+  j["kernel_cache_evictions"] = st.kernelCache.evictions;
+  j["plan_cache_evictions"] = st.planCache.evictions;
+  j["launches"] = st.launches;
+  j["syncs"] = st.syncs;
+  j["allocations"] = st.allocations;
+  j["fallback_runs"] = st.fallbackRuns;
+  j["peak_bytes"] = st.peakBytes;
+  j["measured_host_compile_seconds"] = st.compileSeconds;
+  j["measured_median_run_seconds"] = medianRunSeconds(s);
+  j["modeled_device_us"] = st.modeledDeviceUs;
+  auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
+  for (const CallRecord& r : s.history()) {
+    nlohmann::ordered_json it;
+    it["iteration"] = r.iteration;
+    it["shapes"] = r.signature;
+    it["graph_compiled"] = r.graphCompiled;
+    it["plan"] = r.planId;
+    it["reason"] = r.reason;
+    it["guard_failures"] = r.guardFailures;
+    it["kernels_compiled"] = r.kernelsCompiled;
+    it["fallback"] = r.fallback;
+    it["launches"] = r.launches;
+    it["syncs"] = r.syncs;
+    it["allocations"] = r.allocations;
+    it["measured_compile_seconds"] = r.compileSeconds;
+    it["measured_run_seconds"] = r.runSeconds;
+    it["modeled_device_us"] = r.modeledDeviceUs;
+    its.push_back(std::move(it));
+  }
+  return j;
+}
+
+std::string formatSeconds(double s) {
+  if (s < 1e-6) return fmt::format("{:.0f} ns", s * 1e9);
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.2f} s", s);
+}
+
+void printSummary(const Session& s, std::ostream& os) {
+  const SessionStats& st = s.stats();
+  os << fmt::format("mode {}, device {}, {} iterations\n", modeName(st.mode),
+                    deviceKindName(s.options().device), st.iterations);
+  os << fmt::format("  graph compiles {}, kernel compiles {} (+{} loaded from a kernel store)\n",
+                    st.graphCompiles, st.kernelCompiles, st.kernelStoreHits);
+  os << fmt::format("  plan cache: {} hits, {} misses, {} evictions (capacity {})\n",
+                    st.planCacheHits, st.planCacheMisses, st.planCache.evictions,
+                    st.planCache.capacity);
+  os << fmt::format("  kernel cache: {} hits, {} misses, {} evictions (capacity {})\n",
+                    st.kernelCacheHits, st.kernelCacheMisses, st.kernelCache.evictions,
+                    st.kernelCache.capacity);
+  os << fmt::format("  launches {}, syncs {}, allocations {}, fallback runs {}, peak bytes {}\n",
+                    st.launches, st.syncs, st.allocations, st.fallbackRuns, st.peakBytes);
+  os << fmt::format("  measured: host compile {}, median run per call {}\n",
+                    formatSeconds(st.compileSeconds), formatSeconds(medianRunSeconds(s)));
+  os << fmt::format("  modeled device time: {:.1f} us (cost model, not measured)\n",
+                    st.modeledDeviceUs);
+}
+
+std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
+                                      const std::vector<std::string>& asserts) {
+  std::vector<std::string> failures;
+  for (const std::string& a : asserts) {
+    // The operator starts at the first comparison character; "<=" and friends are two long.
+    const size_t at = a.find_first_of("<>=!");
+    std::string op;
+    if (at != std::string::npos) {
+      op = a.substr(at, at + 1 < a.size() && a[at + 1] == '=' ? 2 : 1);
+      if (op == "=" || op == "!") op.clear();
+    }
+    if (op.empty())
+      fail(ErrorKind::kConfig, "--assert '{}': expected METRIC<=N (ops <=, >=, ==, !=, <, >)", a);
+    auto trim = [](std::string v) {
+      v.erase(0, v.find_first_not_of(" \t"));
+      v.erase(v.find_last_not_of(" \t") + 1);
+      return v;
+    };
+    const std::string metric = trim(a.substr(0, at));
+    const std::string rhs = trim(a.substr(at + op.size()));
+    if (!report.contains(metric) || !report[metric].is_number()) {
+      std::string names;
+      for (auto& [k, v] : report.items())
+        if (v.is_number()) names += (names.empty() ? "" : ", ") + k;
+      fail(ErrorKind::kConfig, "--assert '{}': unknown metric '{}' (one of: {})", a, metric,
+           names);
+    }
+    double bound = 0;
+    try {
+      size_t used = 0;
+      bound = std::stod(rhs, &used);
+      if (used != rhs.size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      fail(ErrorKind::kConfig, "--assert '{}': '{}' is not a number", a, rhs);
+    }
+    const double v = report[metric].get<double>();
+    const bool ok = op == "<=" ? v <= bound
+                    : op == ">=" ? v >= bound
+                    : op == "==" ? v == bound
+                    : op == "!=" ? v != bound
+                    : op == "<"  ? v < bound
+                                 : v > bound;
+    if (!ok) failures.push_back(fmt::format("assertion failed: {} (actual {} = {})", a, metric,
+                                            report[metric].dump()));
+  }
+  return failures;
+}
+
+void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j) {
+  writeFileAtomic(path, j.dump(2) + "\n");
+}
+
+}  // namespace gearbox::cli

@@ -1,0 +1,46 @@
+#pragma once
+// Options shared by `gearbox run` and `gearbox compare`, and the report both print.
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "executor/session.h"
+
+namespace gearbox::cli {
+
+struct RunOptions {
+  std::string model, trace, json, mode = "static", device = "inline";
+  std::string onRecompileLimit = "fallback", dynamicDims, staticDims, costModel;
+  std::vector<std::string> costOverrides, asserts;
+  std::string logFile;
+  bool logStdout = false, iterMarkers = false, explain = false, quiet = false;
+  size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;
+  int recompileLimit = 8;
+  uint64_t seed = 0;
+};
+
+// Adds the options common to run and compare (everything but --mode/--json).
+void addCommonOptions(CLI::App* cmd, RunOptions& o);
+SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
+void configureLogFromOptions(const RunOptions& o);
+
+// The report of one session over a trace.
+nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
+                                  const std::string& trace);
+double medianRunSeconds(const Session& s);
+void printSummary(const Session& s, std::ostream& os);
+
+// --assert 'graph_compiles<=3': evaluates against the report's top-level numbers. Returns the
+// failure messages (empty = all hold). A malformed assertion is an Error(kConfig).
+std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
+                                      const std::vector<std::string>& asserts);
+
+// Writes JSON to a file atomically.
+void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j);
+
+// Formats seconds for humans: "412 ns", "3.1 us", "2.4 ms", "1.20 s".
+std::string formatSeconds(double s);
+
+}  // namespace gearbox::cli

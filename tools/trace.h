@@ -1,0 +1,19 @@
+#pragma once
+// Traces: one JSON object per line, one iteration each, mapping input name -> shape, e.g.
+//   {"x1": [2, 2], "x2": [2, 2]}
+// Blank lines and lines starting with '#' are skipped. Errors name file:line and the input.
+
+#include <string>
+#include <vector>
+
+#include "compiler/specialize.h"
+
+namespace gearbox::cli {
+
+std::vector<InputSignature> loadTrace(const std::string& path, const Graph& g);
+std::vector<InputSignature> parseTrace(const std::string& text, const std::string& file,
+                                       const Graph& g);
+// Parses '{"x": [2, 4]}' into a signature for g; inputs not named keep their declared shape.
+InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where);
+
+}  // namespace gearbox::cli
