@@ -35,7 +35,7 @@ std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* co
     compileSeconds_ += secs;
   }
   for (auto& store : stores_) store->save(*spec);
-  if (hook_) hook_(*spec);
+  for (auto& hook : hooks_) hook(*spec);
   if (compiled) ++*compiled;
   return spec;
 }

@@ -48,14 +48,14 @@ class KernelCache {
   // `compiled` (optional) is incremented when this call compiled.
   std::shared_ptr<const KernelSpec> get(const KernelKey& key, int* compiled = nullptr);
   void addStore(std::shared_ptr<KernelStore> store) { stores_.push_back(std::move(store)); }
-  void setCompileHook(KernelCompileHook hook) { hook_ = std::move(hook); }
+  void addCompileHook(KernelCompileHook hook) { hooks_.push_back(std::move(hook)); }
   KernelCacheStats stats() const;
   size_t capacity() const { return cache_.capacity(); }
 
  private:
   LruCache<KernelKey, std::shared_ptr<const KernelSpec>> cache_;
   std::vector<std::shared_ptr<KernelStore>> stores_;
-  KernelCompileHook hook_;
+  std::vector<KernelCompileHook> hooks_;
   mutable std::mutex mu_;
   int64_t compiles_ = 0, storeHits_ = 0;
   double compileSeconds_ = 0;

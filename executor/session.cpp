@@ -66,7 +66,9 @@ Session::Session(Graph graph, SessionOptions options)
       plans_(options_.planCacheCapacity) {
   verifyGraph(graph_);
   stats_.mode = options_.mode;
-  kernels_.setCompileHook([this](const KernelSpec& spec) { kernelLog_.push_back(spec.name); });
+  kernels_.addCompileHook([this](const KernelSpec& spec) { kernelLog_.push_back(spec.name); });
+  for (auto& hook : options_.compileHooks) kernels_.addCompileHook(hook);
+  for (auto& store : options_.kernelStores) kernels_.addStore(store);
   for (const auto& marks : {options_.dynamicDims, options_.staticDims}) {
     for (const auto& [name, dim] : marks) {
       const int i = graph_.findInput(name);

@@ -52,6 +52,13 @@ struct SessionOptions {
   OnRecompileLimit onRecompileLimit = OnRecompileLimit::kFallback;
   DimMarks dynamicDims;  // mark_dynamic
   DimMarks staticDims;   // mark_static
+  // Persistent kernel_meta directories and precompiled bundles consulted before compiling,
+  // and observers of every kernel compile (--record-op-info).
+  std::vector<std::shared_ptr<KernelStore>> kernelStores;
+  std::vector<KernelCompileHook> compileHooks;
+  // Passes run once on the graph before any mode compiles it (compiler/passes.h); empty =
+  // the default pipeline.
+  bool runPasses = true;
 };
 
 // What one call did.

@@ -34,6 +34,7 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
                 "Log 'To compile op|=====iter<N>' before iteration N (seed 000 workflow)");
   cmd->add_flag("--explain", o.explain, "Print every failed guard of every recompile");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
+  addKernelStoreOptions(cmd, o);
 }
 
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
@@ -53,6 +54,7 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
                                                            : OnRecompileLimit::kFallback;
   if (!o.dynamicDims.empty()) s.dynamicDims = parseDimMarks(o.dynamicDims);
   if (!o.staticDims.empty()) s.staticDims = parseDimMarks(o.staticDims);
+  attachKernelStores(o, s);
   return s;
 }
 

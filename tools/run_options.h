@@ -19,7 +19,15 @@ struct RunOptions {
   size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;
   int recompileLimit = 8;
   uint64_t seed = 0;
+  // Persistence and static-kernel workflows (seeds 000 and 003).
+  std::string kernelMeta, recordOpInfo;
+  std::vector<std::string> kernelBundles;
 };
+
+// Adds --kernel-meta, --record-op-info and --kernel-bundle (tools/kernel_store_options.cpp).
+void addKernelStoreOptions(CLI::App* cmd, RunOptions& o);
+// Creates the stores and hooks those options ask for.
+void attachKernelStores(const RunOptions& o, SessionOptions& s);
 
 // Adds the options common to run and compare (everything but --mode/--json).
 void addCommonOptions(CLI::App* cmd, RunOptions& o);
