@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "compiler/recompile_report.h"
@@ -48,54 +50,87 @@ std::string readLog(const std::string& path) {
   return text;
 }
 
-// Writes `contents` to a temp file next to `path`, then renames it over `path`, so a reader
-// (or a crash) never sees a half-written list. Local on purpose: it must not depend on
-// graph/npy's helper, which lives in another branch.
-void writeFileAtomic(const std::string& path, const std::string& contents) {
-  std::string tempPath = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tempPath.data());
-  if (fd < 0) {
-    fail(ErrorKind::kIo, "cannot create a temp file for '{}': {}", path, std::strerror(errno));
-  }
-  auto abandon = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tempPath.c_str());
-    fail(ErrorKind::kIo, "cannot {} '{}': {}", what, path, std::strerror(err));
-  };
-  // mkstemp creates 0600; give the file the mode open() would (0666 minus the umask), as the
-  // script's open(..., 'w') does. The CLI is single-threaded here, so the umask round trip
-  // cannot race.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) abandon("set the mode of");
+void writeAll(int fd, const std::string& contents) {
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      abandon("write");
+      throw std::system_error(errno, std::generic_category());
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) abandon("flush");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tempPath.c_str());
-    fail(ErrorKind::kIo, "cannot write '{}': {}", path, std::strerror(err));
+}
+
+// Writes `contents` to a temp file next to `path`, then renames it over `path`, so a reader
+// (or a crash) never sees a half-written list. Local on purpose: it must not depend on
+// graph/npy's helper, which lives in another branch. `mode` is the mode the file gets.
+void writeFileAtomic(const std::string& path, const std::string& contents, mode_t mode) {
+  std::string tempPath = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tempPath.data());
+  if (fd < 0) {
+    fail(ErrorKind::kIo, "cannot create a temp file for '{}': {}", path, std::strerror(errno));
   }
-  if (::rename(tempPath.c_str(), path.c_str()) != 0) {
+  try {
+    if (::fchmod(fd, mode) != 0) throw std::system_error(errno, std::generic_category());
+    writeAll(fd, contents);
+    if (::fsync(fd) != 0) throw std::system_error(errno, std::generic_category());
+  } catch (const std::system_error& e) {
+    ::close(fd);
+    ::unlink(tempPath.c_str());
+    fail(ErrorKind::kIo, "cannot write '{}': {}", path, std::strerror(e.code().value()));
+  }
+  if (::close(fd) != 0 || ::rename(tempPath.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tempPath.c_str());
     fail(ErrorKind::kIo, "cannot write '{}': {}", path, std::strerror(err));
   }
 }
 
+// Writes the op list where the script's open(path, 'w') would put it, atomically when that
+// is a regular file.
+void writeOutput(const std::string& path, const std::string& contents) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    // /dev/null, a FIFO, a terminal: renaming a temp file over it would replace the device
+    // with a plain file, so write in place like the script. (A directory fails in open().)
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) fail(ErrorKind::kIo, "cannot write '{}': {}", path, std::strerror(errno));
+    try {
+      writeAll(fd, contents);
+    } catch (const std::system_error& e) {
+      ::close(fd);
+      fail(ErrorKind::kIo, "cannot write '{}': {}", path, std::strerror(e.code().value()));
+    }
+    ::close(fd);
+    return;
+  }
+  // Through a symlink the script writes the link's target; renaming over the link itself
+  // would replace the link, so rename over the resolved target instead.
+  std::string target = path;
+  if (exists) {
+    if (char* resolved = ::realpath(path.c_str(), nullptr)) {
+      target = resolved;
+      std::free(resolved);
+    }
+  }
+  // A new file gets what open() would give it (0666 minus the umask); a replaced file keeps
+  // its mode. The CLI is single-threaded here, so the umask round trip cannot race.
+  mode_t mode = st.st_mode & 07777;
+  if (!exists) {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  writeFileAtomic(target, contents, mode);
+}
+
 void runRecompileReport(const RecompileReportOptions& opts) {
   const RecompileReport report = parseCompileLog(readLog(opts.log), opts.splitFlag);
   // Summarize before writing so every failure happens before the file is touched.
   const std::string summary = summarize(report, opts.stableSteps);
-  writeFileAtomic(opts.output, formatRecompileOpList(report));
+  writeOutput(opts.output, formatRecompileOpList(report));
   std::cout << summary << "op list written to " << opts.output << "\n";
 }
 
