@@ -103,6 +103,11 @@ const std::vector<GoldenCase>& goldenCases() {
   return cases;
 }
 
+// Readable parameter in gtest failure messages instead of a byte dump.
+void PrintTo(const GoldenCase& c, std::ostream* os) {
+  *os << c.name << ".log with split flag '" << c.splitFlag << "'";
+}
+
 class RecompileGolden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(RecompileGolden, InProcessMatchesScriptOutput) {
