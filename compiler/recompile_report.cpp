@@ -130,8 +130,9 @@ std::string describeVariation(const std::vector<std::string>& allOfType,
       for (size_t r : ranks) g.values.emplace_back(r);
     }
     for (size_t i = 0; i < parsed->inputs.size(); ++i) {
-      for (size_t j = 0; j < parsed->inputs[i].size(); ++j)
+      for (size_t j = 0; j < parsed->inputs[i].size(); ++j) {
         g.values[i][j].insert(parsed->inputs[i][j]);
+      }
     }
     ++g.kernels;
     g.hasSuspect = g.hasSuspect || suspect;
