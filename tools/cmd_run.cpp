@@ -38,15 +38,18 @@ void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
 
 }  // namespace
 
-int runTrace(Session& session, const std::vector<InputSignature>& trace, const RunOptions& o,
-             std::ostream& os) {
+std::vector<std::vector<Tensor>> runTrace(Session& session, const std::vector<InputSignature>& trace,
+                                          const RunOptions& o, std::ostream& os,
+                                          bool keepOutputs) {
+  std::vector<std::vector<Tensor>> outputs;
   for (size_t i = 0; i < trace.size(); ++i) {
     if (o.iterMarkers) compileLogger()->info("To compile op|=====iter{}", i);
     auto inputs = makeInputs(session.graph(), trace[i], o.seed + i);
-    session.run(inputs);
+    auto out = session.run(inputs);
+    if (keepOutputs) outputs.push_back(std::move(out));
     if (!o.quiet) printIteration(session.history().back(), o.explain, os);
   }
-  return 0;
+  return outputs;
 }
 
 void registerRun(CLI::App& app) {

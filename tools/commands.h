@@ -12,6 +12,7 @@ extern int gExitCode;
 void registerPrint(CLI::App& app);
 void registerRun(CLI::App& app);
 void registerEval(CLI::App& app);
+void registerCompare(CLI::App& app);
 void registerRecompileReport(CLI::App& app);
 
 }  // namespace gearbox::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   gearbox::cli::registerPrint(app);
   gearbox::cli::registerRun(app);
   gearbox::cli::registerEval(app);
+  gearbox::cli::registerCompare(app);
   gearbox::cli::registerRecompileReport(app);
   try {
     app.parse(argc, argv);

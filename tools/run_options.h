@@ -45,6 +45,13 @@ void printSummary(const Session& s, std::ostream& os);
 std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
                                       const std::vector<std::string>& asserts);
 
+// Runs every trace iteration through the session with deterministic inputs (seed + i),
+// printing one line per iteration unless quiet. Returns the outputs of every call when
+// `keepOutputs` (compare checks the modes agree).
+std::vector<std::vector<Tensor>> runTrace(Session& session, const std::vector<InputSignature>& trace,
+                                          const RunOptions& o, std::ostream& os,
+                                          bool keepOutputs = false);
+
 // Writes JSON to a file atomically.
 void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j);
 

@@ -1,0 +1,166 @@
+// gearbox compare MODEL --trace TRACE [--modes eager,static,dynamic,auto] [--json F]
+//
+// Runs every mode over the same trace and the same data, checks that they return the same
+// outputs, and prints one side-by-side table of counters, measured host times and modeled
+// device time, then which mode is fastest on this trace and why.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "graph/error.h"
+#include "graph/text.h"
+#include "tools/commands.h"
+#include "tools/run_options.h"
+#include "tools/trace.h"
+
+namespace gearbox::cli {
+
+namespace {
+
+struct ModeResult {
+  Mode mode;
+  std::unique_ptr<Session> session;
+  nlohmann::ordered_json report;
+  double totalRunSeconds = 0;  // measured: sum over calls, compile excluded
+  double totalSeconds = 0;     // measured: compile + run
+};
+
+std::vector<Mode> parseModes(const std::string& list) {
+  std::vector<Mode> modes;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto m = parseMode(item);
+    if (!m) fail(ErrorKind::kConfig, "--modes: unknown mode '{}' (static, eager, dynamic, auto, geared)", item);
+    for (Mode seen : modes)
+      if (seen == *m) fail(ErrorKind::kConfig, "--modes: '{}' given twice", item);
+    modes.push_back(*m);
+  }
+  if (modes.empty()) fail(ErrorKind::kConfig, "--modes: no mode given");
+  return modes;
+}
+
+// Largest elementwise difference between two modes' outputs over the whole trace.
+double maxDiff(const std::vector<std::vector<Tensor>>& a, const std::vector<std::vector<Tensor>>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t k = 0; k < a[i].size(); ++k) m = std::max(m, maxAbsDiff(a[i][k], b[i][k]));
+  return m;
+}
+
+void printTable(const std::vector<ModeResult>& results, std::ostream& os) {
+  std::string header = fmt::format("{:<34}", "");
+  for (const ModeResult& r : results) header += fmt::format("{:>14}", modeName(r.mode));
+  os << header << "\n";
+  auto row = [&](const std::string& label, auto&& cell) {
+    std::string line = fmt::format("{:<34}", label);
+    for (const ModeResult& r : results) line += fmt::format("{:>14}", cell(r));
+    os << line << "\n";
+  };
+  auto count = [&](const char* key) {
+    return [key](const ModeResult& r) { return r.report[key].dump(); };
+  };
+  row("graph compiles", count("graph_compiles"));
+  row("kernel compiles", count("kernel_compiles"));
+  row("plan cache hits", count("plan_cache_hits"));
+  row("kernel cache hits", count("kernel_cache_hits"));
+  row("launches", count("launches"));
+  row("syncs", count("syncs"));
+  row("allocations", count("allocations"));
+  row("fallback runs", count("fallback_runs"));
+  row("measured host compile time", [](const ModeResult& r) {
+    return formatSeconds(r.report["measured_host_compile_seconds"].get<double>());
+  });
+  row("measured median run per call", [](const ModeResult& r) {
+    return formatSeconds(r.report["measured_median_run_seconds"].get<double>());
+  });
+  row("measured total (compile + runs)",
+      [](const ModeResult& r) { return formatSeconds(r.totalSeconds); });
+  row("modeled device time", [](const ModeResult& r) {
+    return fmt::format("{:.0f} us", r.report["modeled_device_us"].get<double>());
+  });
+}
+
+// Explains the winner: compiles against per-call cost, in the same terms as the table.
+std::string verdict(const std::vector<ModeResult>& results, bool modeled) {
+  auto total = [&](const ModeResult& r) {
+    return modeled ? r.report["modeled_device_us"].get<double>() * 1e-6 : r.totalSeconds;
+  };
+  const ModeResult* best = &results[0];
+  for (const ModeResult& r : results)
+    if (total(r) < total(*best)) best = &r;
+  std::string why;
+  for (const ModeResult& r : results) {
+    if (&r == best) continue;
+    const double compiles = r.report["graph_compiles"].get<double>() +
+                            r.report["kernel_compiles"].get<double>();
+    const double bestCompiles = best->report["graph_compiles"].get<double>() +
+                                best->report["kernel_compiles"].get<double>();
+    const double perCall = r.report["measured_median_run_seconds"].get<double>();
+    const double bestPerCall = best->report["measured_median_run_seconds"].get<double>();
+    std::string reason;
+    if (compiles > bestCompiles && (modeled || perCall <= bestPerCall * 1.05))
+      reason = fmt::format("{} pays {} more compiles", modeName(r.mode), compiles - bestCompiles);
+    else if (modeled)
+      reason = fmt::format("{} pays {} launches and {} syncs vs {} and {}", modeName(r.mode),
+                           r.report["launches"].dump(), r.report["syncs"].dump(),
+                           best->report["launches"].dump(), best->report["syncs"].dump());
+    else
+      reason = fmt::format("{} costs {} per call vs {}", modeName(r.mode), formatSeconds(perCall),
+                           formatSeconds(bestPerCall));
+    why += (why.empty() ? "" : "; ") + reason;
+  }
+  return fmt::format("{}: {} ({:.3g} {}){}{}", modeled ? "fastest by modeled device time"
+                                                       : "fastest by measured host time",
+                     modeName(best->mode), modeled ? total(*best) * 1e6 : total(*best) * 1e3,
+                     modeled ? "us" : "ms", why.empty() ? "" : " -- ", why);
+}
+
+}  // namespace
+
+void registerCompare(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto modes = std::make_shared<std::string>("eager,static,dynamic,auto");
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "Run every mode over the same trace and data and compare them side by side");
+  addCommonOptions(cmd, *o);
+  cmd->add_option("--modes", *modes, "Comma-separated modes (default eager,static,dynamic,auto)");
+  cmd->add_option("--json", o->json, "Write every mode's report as JSON (atomically)");
+  cmd->callback([o, modes] {
+    configureLogFromOptions(*o);
+    const Graph g = loadGraph(o->model);
+    const auto trace = loadTrace(o->trace, g);
+    std::vector<ModeResult> results;
+    std::vector<std::vector<std::vector<Tensor>>> outputs;
+    RunOptions quiet = *o;
+    quiet.quiet = true;
+    for (Mode m : parseModes(*modes)) {
+      ModeResult r;
+      r.mode = m;
+      r.session = std::make_unique<Session>(g, toSessionOptions(*o, m));
+      outputs.push_back(runTrace(*r.session, trace, quiet, std::cout, true));
+      r.report = reportJson(*r.session, o->model, o->trace);
+      for (const CallRecord& c : r.session->history()) r.totalRunSeconds += c.runSeconds;
+      r.totalSeconds = r.totalRunSeconds + r.session->stats().compileSeconds;
+      results.push_back(std::move(r));
+    }
+    std::cout << fmt::format("{} over {} ({} iterations), device {}\n\n", o->model, o->trace,
+                             trace.size(), o->device);
+    printTable(results, std::cout);
+    double diff = 0;
+    for (size_t i = 1; i < outputs.size(); ++i) diff = std::max(diff, maxDiff(outputs[0], outputs[i]));
+    std::cout << fmt::format("\noutputs agree across modes: {} (max abs difference {:.3g})\n",
+                             diff <= 1e-4 ? "yes" : "NO", diff);
+    std::cout << verdict(results, false) << "\n" << verdict(results, true) << "\n";
+    nlohmann::ordered_json j;
+    j["model"] = o->model;
+    j["trace"] = o->trace;
+    j["max_abs_output_difference"] = diff;
+    for (const ModeResult& r : results) j["modes"][modeName(r.mode)] = r.report;
+    if (!o->json.empty()) writeJsonFile(o->json, j);
+    if (diff > 1e-4) fail(ErrorKind::kShape, "modes disagree: max abs difference {}", diff);
+  });
+}
+
+}  // namespace gearbox::cli
