@@ -12,5 +12,6 @@ extern int gExitCode;
 void registerPrint(CLI::App& app);
 void registerRun(CLI::App& app);
 void registerEval(CLI::App& app);
+void registerGears(CLI::App& app);
 
 }  // namespace gearbox::cli

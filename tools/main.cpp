@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   gearbox::cli::registerPrint(app);
   gearbox::cli::registerRun(app);
   gearbox::cli::registerEval(app);
+  gearbox::cli::registerGears(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
