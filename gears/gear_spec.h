@@ -54,7 +54,9 @@ class GearConfig {
  public:
   GearConfig() = default;
   explicit GearConfig(std::vector<InputDecl> inputs);
-  explicit GearConfig(const Graph& g) : GearConfig(graphInputDecls(g)) {}
+  // A static function rather than a constructor: Graph is an aggregate, so a GearConfig(Graph)
+  // overload would make GearConfig({{"x", {-1, 2}}}) ambiguous.
+  static GearConfig fromGraph(const Graph& g) { return GearConfig(graphInputDecls(g)); }
 
   const std::vector<InputDecl>& inputs() const { return inputs_; }
   // Index of `name` in inputs(); throws Error(kGear) listing the inputs when absent.
