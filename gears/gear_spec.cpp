@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -265,9 +266,26 @@ void setDimGears(GearConfig& cfg, const Graph& g, std::string_view input,
 }
 
 void applyGearsJson(GearConfig& cfg, std::string_view jsonText) {
+  // A repeated key would silently keep its last value (as json.loads does); for gears that
+  // hides a typo or a second, different set_dim_gears, so it is an error here.
+  std::vector<std::vector<std::string>> keysPerObject;
+  auto rejectRepeatedKeys = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      keysPerObject.emplace_back();
+    } else if (event == Json::parse_event_t::object_end && !keysPerObject.empty()) {
+      keysPerObject.pop_back();
+    } else if (event == Json::parse_event_t::key && !keysPerObject.empty()) {
+      auto& keys = keysPerObject.back();
+      const std::string key = parsed.get<std::string>();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        fail(ErrorKind::kGear, "gears JSON repeats the key \"{}\" in one object", key);
+      keys.push_back(key);
+    }
+    return true;
+  };
   Json doc;
   try {
-    doc = Json::parse(jsonText.begin(), jsonText.end());
+    doc = Json::parse(jsonText.begin(), jsonText.end(), rejectRepeatedKeys);
   } catch (const Json::exception& e) {
     fail(ErrorKind::kGear, "gears JSON is malformed: {}", e.what());
   }

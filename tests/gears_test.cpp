@@ -257,6 +257,17 @@ TEST(GearSpecJson, DocumentShapeErrors) {
   const std::string malformed = jsonError(R"({"x1": {"0": [2, 4]})");
   EXPECT_EQ(malformed.rfind("gears JSON is malformed: ", 0), 0u) << malformed;
   EXPECT_EQ(jsonError("").rfind("gears JSON is malformed: ", 0), 0u);
+  EXPECT_EQ(jsonError(R"({"x1": {"0": [2, 4], "0": [2, 8]}})"),
+            "gears JSON repeats the key \"0\" in one object");
+  EXPECT_EQ(jsonError(R"({"x1": {"0": [2, 4]}, "x1": {"1": [2, 8]}})"),
+            "gears JSON repeats the key \"x1\" in one object");
+  // "00" is the same dim as "0" but a different JSON key: the dim check catches it.
+  EXPECT_EQ(jsonError(R"({"x1": {"0": [2, 4], "00": [2, 8]}})"),
+            "gears for input 'x1': Dim index 0 appears more than once in dim_gears of input "
+            "'x1'.");
+  // Keys may repeat across different objects.
+  EXPECT_NO_THROW(parseGearsJson({{"a", {kAnyDim}}, {"b", {kAnyDim}}},
+                                 R"({"a": {"0": [2, 4]}, "b": {"0": [2, 4]}})"));
 }
 
 TEST(GearSpecJson, AlreadySetAcrossFrontEnds) {
