@@ -231,6 +231,9 @@ class Analyzer {
 }  // namespace
 
 PaddingPlan analyzePadding(const Graph& g, std::span<const InputDim> padded) {
+  // The rules index operands by rank and read attrs.dim; re-verifying first means a graph
+  // edited after it was built fails with a shape error instead of misreading its nodes.
+  verifyGraph(g);
   return Analyzer(g).run(padded);
 }
 

@@ -50,7 +50,8 @@ struct PaddingPlan {
 
 // Propagates padding of `padded` through `g`. Throws Error(kGear) "<file:line>: op %c = cat:
 // cannot pad input 'x' dim 0: ..." for the first op (in node order) where padding could reach
-// a real output position, or when `padded` names a dim the graph does not have.
+// a real output position, or when `padded` names a dim the graph does not have. `g` is
+// re-verified first (verifyGraph), so a malformed graph throws Error(kShape).
 PaddingPlan analyzePadding(const Graph& g, std::span<const InputDim> padded);
 
 // The geared dims of `gears` as InputDims; a GearSet built from GearConfig(g) has g's input

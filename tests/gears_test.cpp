@@ -823,6 +823,23 @@ TEST(PaddingAnalysis, RejectsDimsTheGraphDoesNotHave) {
   EXPECT_EQ(analyzePadding(g, ok).outputs[0].size(), 1u);
 }
 
+TEST(PaddingAnalysis, AGraphEditedIntoAnInvalidStateIsAShapeError) {
+  GraphBuilder b("g");
+  auto x = b.input("x", DType::kF32, {kAnyDim, 2});
+  auto idx = b.constant(indexTensor(2), "idx");
+  b.output(b.indexSelect(x, idx, 1, "o"));
+  Graph g = b.build();
+  g.nodes.back().attrs.dim.reset();
+  const std::vector<InputDim> padded{{0, 0}};
+  try {
+    analyzePadding(g, padded);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape) << e.what();
+    EXPECT_NE(std::string(e.what()).find("missing attribute dim"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PaddingAnalysis, GearSetToPlanEndToEnd) {
   GraphBuilder b("seed");
   auto x1 = b.input("x1", DType::kF32, {kAnyDim, 2});
