@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   gearbox::cli::registerEval(app);
   gearbox::cli::registerCompare(app);
   gearbox::cli::registerRecompileReport(app);
+  gearbox::cli::registerGears(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

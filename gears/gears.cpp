@@ -1,1 +1,0 @@
-// gears/: gear specs, merge, matching and padding analysis (see gears/gears.h).

@@ -1,0 +1,274 @@
+#include "gears/padding.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <limits>
+#include <optional>
+
+#include "gears/gear_set.h"
+#include "graph/error.h"
+
+namespace gearbox {
+namespace {
+
+// What is known about one dim of one value: padded or not, from which input dim, and whether
+// the padded positions still hold the zeros the pad wrote.
+struct Tag {
+  bool padded = false;
+  InputDim origin;
+  bool zero = true;
+};
+using Tags = std::array<Tag, kMaxRank>;
+
+class Analyzer {
+ public:
+  explicit Analyzer(const Graph& g) : g_(g), tags_(g.values.size()) {}
+
+  PaddingPlan run(std::span<const InputDim> padded) {
+    for (const InputDim& p : padded) {
+      if (p.input < 0 || p.input >= static_cast<int>(g_.inputs.size()))
+        fail(ErrorKind::kGear, "graph {} has no input {} to pad", g_.name, p.input);
+      const Value& v = g_.value(g_.inputs[p.input]);
+      if (p.dim < 0 || p.dim >= v.type.shape.rank())
+        fail(ErrorKind::kGear, "cannot pad input '{}' dim {}: it has rank {}", v.name, p.dim,
+             v.type.shape.rank());
+      tags_[g_.inputs[p.input]][p.dim] = Tag{true, p, true};
+    }
+    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes.size()); ++n) visit(n);
+    PaddingPlan plan;
+    for (ValueId out : g_.outputs) {
+      std::vector<PaddedOutputDim> dims;
+      for (int d = 0; d < rank(out); ++d)
+        if (tags_[out][d].padded) dims.push_back(PaddedOutputDim{d, tags_[out][d].origin});
+      plan.outputs.push_back(std::move(dims));
+    }
+    plan.sameRealSize = std::move(same_);
+    return plan;
+  }
+
+ private:
+  int rank(ValueId v) const { return g_.value(v).type.shape.rank(); }
+  const Shape& shape(ValueId v) const { return g_.value(v).type.shape; }
+  std::string label(const Node& n, size_t i) const {
+    return fmt::format("input {} (%{})", i, g_.value(n.inputs[i]).name);
+  }
+
+  [[noreturn]] void refuse(NodeId n, const Tag& t, const std::string& why) const {
+    fail(ErrorKind::kGear, "{}: cannot pad input '{}' dim {}: {}", g_.describeNode(n),
+         g_.value(g_.inputs[t.origin.input]).name, t.origin.dim, why);
+  }
+
+  void tie(const Tag& a, const Tag& b) {
+    if (a.origin == b.origin) return;
+    for (const auto& [x, y] : same_)
+      if ((x == a.origin && y == b.origin) || (x == b.origin && y == a.origin)) return;
+    same_.emplace_back(a.origin, b.origin);
+  }
+
+  // NumPy broadcasting of two padded-dim rows, right-aligned (add, and matmul batch dims).
+  // `productZero`: matmul keeps a padded batch slice zero when either operand's is zero;
+  // add keeps it zero only when both are.
+  void broadcast(NodeId n, size_t ia, const Tags& ta, int ra, const Shape& sa, size_t ib,
+                 const Tags& tb, int rb, const Shape& sb, bool productZero, Tags& out) {
+    const Node& node = g_.node(n);
+    const int r = std::max(ra, rb);
+    for (int i = 0; i < r; ++i) {
+      const int ka = i - (r - ra), kb = i - (r - rb);
+      const Tag a = ka >= 0 ? ta[ka] : Tag{};
+      const Tag b = kb >= 0 ? tb[kb] : Tag{};
+      if (a.padded && b.padded) {
+        tie(a, b);
+        out[i] = Tag{true, a.origin, productZero ? (a.zero || b.zero) : (a.zero && b.zero)};
+        continue;
+      }
+      if (!a.padded && !b.padded) continue;
+      // One side padded: fine only when the other side broadcasts (size 1 or no such dim).
+      const bool aPadded = a.padded;
+      const Tag& p = aPadded ? a : b;
+      const int kOther = aPadded ? kb : ka;
+      const int64_t sizeOther = kOther < 0 ? 1 : (aPadded ? sb[kOther] : sa[kOther]);
+      if (kOther >= 0 && sizeOther != 1) {
+        const size_t iPad = aPadded ? ia : ib, iOther = aPadded ? ib : ia;
+        const int kPad = aPadded ? ka : kb;
+        refuse(n, p,
+               fmt::format("{} dim {} is padded but it meets {} dim {} (size {}), which is not; "
+                           "padded positions would combine with real ones",
+                           label(node, iPad), kPad, label(node, iOther), kOther,
+                           dimToString(sizeOther)));
+      }
+      // The broadcast operand's values land on the padded positions, so they are not zero
+      // any more for add; for a matmul batch slice a zero operand still gives zero.
+      out[i] = Tag{true, p.origin, productZero && p.zero};
+    }
+  }
+
+  void visitAdd(NodeId n, const Node& node, Tags& out) {
+    const ValueId a = node.inputs[0], b = node.inputs[1];
+    broadcast(n, 0, tags_[a], rank(a), shape(a), 1, tags_[b], rank(b), shape(b), false, out);
+  }
+
+  void visitMatMul(NodeId n, const Node& node, Tags& out) {
+    const ValueId a = node.inputs[0], b = node.inputs[1];
+    const int ra = rank(a), rb = rank(b);
+    const Tags& ta = tags_[a];
+    const Tags& tb = tags_[b];
+    const Tag& ka = ta[ra - 1];
+    const Tag& kb = tb[rb - 2];
+    if (ka.padded != kb.padded) {
+      const Tag& p = ka.padded ? ka : kb;
+      refuse(n, p,
+             fmt::format("the contraction dim K is padded in {} but not in {}; padded K would be "
+                         "multiplied by real values",
+                         ka.padded ? label(node, 0) : label(node, 1),
+                         ka.padded ? label(node, 1) : label(node, 0)));
+    }
+    if (ka.padded) {
+      if (!ka.zero || !kb.zero)
+        refuse(n, ka.zero ? kb : ka,
+               fmt::format("the contraction dim K is padded in both inputs but the padding of {} "
+                           "is no longer zero (a broadcast add or an index wrote into it), so it "
+                           "would add to the real sums",
+                           !ka.zero ? label(node, 0) : label(node, 1)));
+      tie(ka, kb);  // K is contracted away: the output is not padded there
+    }
+    Shape batchA(shape(a).begin(), shape(a).end() - 2);
+    Shape batchB(shape(b).begin(), shape(b).end() - 2);
+    Tags tba{}, tbb{};
+    std::copy(ta.begin(), ta.begin() + (ra - 2), tba.begin());
+    std::copy(tb.begin(), tb.begin() + (rb - 2), tbb.begin());
+    broadcast(n, 0, tba, ra - 2, batchA, 1, tbb, rb - 2, batchB, true, out);
+    const int r = std::max(ra, rb);
+    out[r - 2] = ta[ra - 2];  // M: zero rows of a give zero rows of the product
+    out[r - 1] = tb[rb - 1];  // N: zero columns of b give zero columns
+  }
+
+  // The gather part of index_select / cat_gather: the dim `d` of the data is read by index.
+  void gatherAlong(NodeId n, const Node& node, int d, size_t indexInput, Tags& out) {
+    const Tag& idx = tags_[node.inputs[indexInput]][0];
+    // A padded index holds zeros there, which read real row 0: padded but not zero.
+    out[d] = idx.padded ? Tag{true, idx.origin, false} : Tag{};
+  }
+
+  void refuseGatherAlongPadded(NodeId n, const Node& node, size_t i, int d) {
+    const Tag& t = tags_[node.inputs[i]][d];
+    if (t.padded)
+      refuse(n, t,
+             fmt::format("{} is read by index along dim {}, which is padded; an index >= the "
+                         "real size would read padding instead of failing",
+                         label(node, i), d));
+  }
+
+  void visitIndexSelect(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int d = shape(in).wrapDim(*node.attrs.dim, g_.describeNode(n));
+    refuseGatherAlongPadded(n, node, 0, d);
+    out = tags_[in];
+    gatherAlong(n, node, d, 1, out);
+  }
+
+  // Cat's data inputs [0, count): refused along the cat dim, padded alike elsewhere.
+  int visitCatInputs(NodeId n, const Node& node, size_t count, Tags& out) {
+    const int d = shape(node.inputs[0]).wrapDim(*node.attrs.dim, g_.describeNode(n));
+    for (size_t i = 0; i < count; ++i) {
+      const Tag& t = tags_[node.inputs[i]][d];
+      if (t.padded)
+        refuse(n, t,
+               fmt::format("{} is padded along dim {}, and the cat along dim {} would put "
+                           "padded rows between real rows",
+                           label(node, i), d, d));
+    }
+    for (int k = 0; k < rank(node.inputs[0]); ++k) {
+      if (k == d) continue;
+      std::optional<size_t> firstPadded, firstReal;
+      for (size_t i = 0; i < count; ++i)
+        (tags_[node.inputs[i]][k].padded ? firstPadded : firstReal).emplace(i);
+      if (!firstPadded) continue;
+      if (firstReal) {
+        const Tag& t = tags_[node.inputs[*firstPadded]][k];
+        refuse(n, t,
+               fmt::format("{} dim {} is padded but {} dim {} is not; cat needs its inputs "
+                           "padded alike",
+                           label(node, *firstPadded), k, label(node, *firstReal), k));
+      }
+      Tag merged = tags_[node.inputs[0]][k];
+      for (size_t i = 1; i < count; ++i) {
+        const Tag& t = tags_[node.inputs[i]][k];
+        tie(merged, t);
+        merged.zero = merged.zero && t.zero;
+      }
+      out[k] = merged;
+    }
+    return d;
+  }
+
+  void visit(NodeId n) {
+    const Node& node = g_.node(n);
+    Tags out{};
+    switch (node.kind) {
+      case OpKind::kConst: break;
+      case OpKind::kAdd: visitAdd(n, node, out); break;
+      case OpKind::kMatMul: visitMatMul(n, node, out); break;
+      case OpKind::kIndexSelect: visitIndexSelect(n, node, out); break;
+      case OpKind::kCat: visitCatInputs(n, node, node.inputs.size(), out); break;
+      case OpKind::kCatGather: {
+        const size_t data = node.inputs.size() - 1;
+        const int d = shape(node.inputs[0]).wrapDim(*node.attrs.dim, g_.describeNode(n));
+        for (size_t i = 0; i < data; ++i) refuseGatherAlongPadded(n, node, i, d);
+        visitCatInputs(n, node, data, out);
+        gatherAlong(n, node, d, data, out);
+        break;
+      }
+    }
+    tags_[node.output] = out;
+  }
+
+  const Graph& g_;
+  std::vector<Tags> tags_;  // per value
+  std::vector<std::pair<InputDim, InputDim>> same_;
+};
+
+}  // namespace
+
+PaddingPlan analyzePadding(const Graph& g, std::span<const InputDim> padded) {
+  // The rules index operands by rank and read attrs.dim; re-verifying first means a graph
+  // edited after it was built fails with a shape error instead of misreading its nodes.
+  verifyGraph(g);
+  return Analyzer(g).run(padded);
+}
+
+std::vector<InputDim> gearedInputDims(const GearSet& gears) {
+  std::vector<InputDim> out;
+  for (const GearSlot& s : gears.slots()) out.push_back(InputDim{s.inputIndex, s.dim});
+  return out;
+}
+
+void checkRealSizes(const Graph& g, const PaddingPlan& plan, std::span<const Shape> actual) {
+  if (actual.size() != g.inputs.size())
+    fail(ErrorKind::kGear, "expected {} input shapes, got {}", g.inputs.size(), actual.size());
+  auto size = [&](const InputDim& d) -> int64_t {
+    const Shape& s = actual[d.input];
+    if (d.dim >= s.rank())
+      fail(ErrorKind::kGear, "input '{}': shape {} has no dim {}", g.value(g.inputs[d.input]).name,
+           s.toString(), d.dim);
+    return s[d.dim];
+  };
+  for (const auto& [a, b] : plan.sameRealSize) {
+    const int64_t sa = size(a), sb = size(b);
+    if (sa != sb)
+      fail(ErrorKind::kGear,
+           "cannot pad: input '{}' dim {} is {} but input '{}' dim {} is {}; padding both to one "
+           "gear would hide that the graph needs them equal (or broadcasts a 1)",
+           g.value(g.inputs[a.input]).name, a.dim, sa, g.value(g.inputs[b.input]).name, b.dim, sb);
+  }
+}
+
+double paddingWaste(std::span<const Shape> padded, std::span<const Shape> actual) {
+  int64_t p = 0, a = 0;
+  for (const Shape& s : padded) p += s.numel();
+  for (const Shape& s : actual) a += s.numel();
+  if (a == 0) return p == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return static_cast<double>(p - a) / static_cast<double>(a);
+}
+
+}  // namespace gearbox

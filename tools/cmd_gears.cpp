@@ -1,0 +1,132 @@
+// `gearbox gears --shape x1=-1,2 --shape x2=-1,2 --gears '{"x1": {"0": [2, 4]}, ...}'
+// [--merge zip|product] [--seen x=3,2]`: expands gear specs into the gear list and prints the GE
+// options a TorchAir compile would log (ge.inputShape, ge.dynamicDims, ge.dynamicNodeType).
+// See docs/gears.md.
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gears/gear_set.h"
+#include "gears/gear_spec.h"
+#include "graph/error.h"
+#include "tools/commands.h"
+
+namespace gearbox::cli {
+namespace {
+
+struct GearsOptions {
+  std::vector<std::string> shapes;
+  std::vector<std::string> seen;
+  std::string gears;
+  std::string merge = "zip";  // TorchAir's default dynamic_gears_merge_policy
+};
+
+// "x1=-1,2" -> {"x1", [-1, 2]}; "s=" is a scalar. A dim is a size >= 0, -1, or a symbol name.
+InputDecl parseShapeArg(const std::string& arg, const char* option) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail(ErrorKind::kConfig, "{} '{}': expected NAME=DIMS, e.g. x1=-1,2 (a scalar is s=)", option,
+         arg);
+  InputDecl decl{arg.substr(0, eq), Shape()};
+  const std::string dims = arg.substr(eq + 1);
+  if (dims.empty()) return decl;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = dims.find(',', start);
+    const std::string tok = dims.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (tok.empty()) fail(ErrorKind::kConfig, "{} '{}': empty dim", option, arg);
+    int64_t d = 0;
+    auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
+    if (ec == std::errc() && ptr == tok.data() + tok.size()) {
+      if (d < kAnyDim)
+        fail(ErrorKind::kConfig, "{} '{}': dim {} must be >= 0 or -1", option, arg, d);
+    } else {
+      const bool identifier = (std::isalpha(static_cast<unsigned char>(tok[0])) || tok[0] == '_') &&
+                              std::all_of(tok.begin(), tok.end(), [](char c) {
+                                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                              });
+      if (!identifier)
+        fail(ErrorKind::kConfig, "{} '{}': dim '{}' is neither a size nor a symbol name", option,
+             arg, tok);
+      d = symbolDim(tok);
+    }
+    decl.shape.push(d);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return decl;
+}
+
+// --gears takes the JSON itself or @path to a file holding it.
+std::string gearsText(const std::string& arg) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  const std::string path = arg.substr(1);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::kIo, "cannot open gears file '{}': {}", path, std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad() || (in.fail() && !in.eof()))
+    fail(ErrorKind::kIo, "cannot read gears file '{}'", path);
+  return text.str();
+}
+
+void runGears(const GearsOptions& opt) {
+  // The policy is checked first, as TorchAir checks its config before expanding gears.
+  const MergePolicy policy = parseMergePolicy(opt.merge);
+  std::vector<InputDecl> inputs;
+  for (const std::string& s : opt.shapes) inputs.push_back(parseShapeArg(s, "--shape"));
+  GearConfig cfg(std::move(inputs));
+  applyGearsJson(cfg, gearsText(opt.gears));
+  FirstSeenShapes seen;
+  for (const std::string& s : opt.seen) {
+    InputDecl d = parseShapeArg(s, "--seen");
+    if (!seen.emplace(d.name, d.shape).second)
+      fail(ErrorKind::kConfig, "--seen gives input '{}' twice", d.name);
+  }
+  const GearSet gears = GearSet::build(cfg, policy, seen);
+
+  std::vector<size_t> byName(gears.inputs().size());
+  for (size_t i = 0; i < byName.size(); ++i) byName[i] = i;
+  std::sort(byName.begin(), byName.end(),
+            [&](size_t a, size_t b) { return gears.inputs()[a].name < gears.inputs()[b].name; });
+  std::string out;
+  for (size_t g = 0; g < gears.size(); ++g) {
+    out += "gear " + std::to_string(g) + ":";
+    for (size_t i : byName)
+      out += " " + gears.inputs()[i].name + "=" + gears.shapes(g)[i].toString();
+    out += "\n";
+  }
+  out += "ge.inputShape = " + gears.inputShapeOption() + "\n";
+  out += "ge.dynamicDims = " + gears.dynamicDimsOption() + "\n";
+  out += "ge.dynamicNodeType = " + gears.dynamicNodeTypeOption() + "\n";
+  std::cout << out;
+}
+
+}  // namespace
+
+void registerGears(CLI::App& app) {
+  auto opt = std::make_shared<GearsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "gears", "Expand gear specs (TorchAir set_dim_gears) into the gear list and GE options");
+  cmd->add_option("--shape", opt->shapes,
+                  "A graph input as NAME=DIMS (dims: size, -1 or a symbol; a scalar is NAME=); "
+                  "repeat per input")
+      ->required();
+  cmd->add_option("--gears", opt->gears,
+                  "Gears as JSON {\"x1\": {\"0\": [2, 4]}}, or @FILE to read it from a file")
+      ->required();
+  cmd->add_option("--merge", opt->merge, "dynamic_gears_merge_policy: zip (default) or product");
+  cmd->add_option("--seen", opt->seen,
+                  "First-seen shape NAME=DIMS, specialising dynamic dims that have no gears");
+  cmd->callback([opt] { runGears(*opt); });
+}
+
+}  // namespace gearbox::cli
