@@ -13,10 +13,44 @@
 namespace gearbox {
 
 std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* compiled) {
-  if (auto hit = cache_.get(key)) return *hit;
+  std::promise<std::shared_ptr<const KernelSpec>> promise;
+  {
+    // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
+    // else counts a hit, so the counters are the same whatever the thread interleaving.
+    std::unique_lock lock(mu_);
+    if (auto hit = cache_.touch(key)) {
+      cache_.countHit();
+      return *hit;
+    }
+    auto it = inflight_.find(key);
+    if (it != inflight_.end()) {
+      auto future = it->second;
+      cache_.countHit();
+      lock.unlock();
+      return future.get();
+    }
+    cache_.countMiss();
+    inflight_.emplace(key, promise.get_future().share());
+  }
+  std::shared_ptr<const KernelSpec> spec;
+  try {
+    spec = loadOrCompile(key, compiled);
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    std::lock_guard lock(mu_);
+    inflight_.erase(key);
+    throw;
+  }
+  cache_.put(key, spec);
+  promise.set_value(spec);
+  std::lock_guard lock(mu_);
+  inflight_.erase(key);
+  return spec;
+}
+
+std::shared_ptr<const KernelSpec> KernelCache::loadOrCompile(const KernelKey& key, int* compiled) {
   for (auto& store : stores_) {
     if (auto loaded = store->load(key)) {
-      cache_.put(key, loaded);
       std::lock_guard lock(mu_);
       ++storeHits_;
       return loaded;
@@ -28,14 +62,13 @@ std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* co
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The exact line seed 000's workflow greps for; one per kernel compile.
   compileLogger()->info("To compile op: {}", spec->name);
-  cache_.put(key, spec);
   {
     std::lock_guard lock(mu_);
     ++compiles_;
     compileSeconds_ += secs;
+    for (auto& hook : hooks_) hook(*spec);
   }
   for (auto& store : stores_) store->save(*spec);
-  for (auto& hook : hooks_) hook(*spec);
   if (compiled) ++*compiled;
   return spec;
 }

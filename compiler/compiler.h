@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,10 +55,14 @@ class KernelCache {
   size_t capacity() const { return cache_.capacity(); }
 
  private:
+  std::shared_ptr<const KernelSpec> loadOrCompile(const KernelKey& key, int* compiled);
   LruCache<KernelKey, std::shared_ptr<const KernelSpec>> cache_;
   std::vector<std::shared_ptr<KernelStore>> stores_;
   std::vector<KernelCompileHook> hooks_;
   mutable std::mutex mu_;
+  // Keys being compiled right now: a second thread asking for one waits for the first
+  // instead of compiling it again, so shared op shapes compile once even in parallel.
+  std::unordered_map<KernelKey, std::shared_future<std::shared_ptr<const KernelSpec>>> inflight_;
   int64_t compiles_ = 0, storeHits_ = 0;
   double compileSeconds_ = 0;
 };

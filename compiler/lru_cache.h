@@ -38,6 +38,24 @@ class LruCache {
     return it->second->second;
   }
 
+  // Looks up and refreshes recency without counting; callers that decide hit/miss themselves
+  // (the kernel cache, under concurrent compiles) count with countHit/countMiss.
+  std::optional<Value> touch(const Key& key) {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return std::nullopt;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  void countHit() {
+    std::lock_guard lock(mu_);
+    ++stats_.hits;
+  }
+  void countMiss() {
+    std::lock_guard lock(mu_);
+    ++stats_.misses;
+  }
+
   // Looks up without touching stats or recency (for diagnostics).
   std::optional<Value> peek(const Key& key) const {
     std::lock_guard lock(mu_);

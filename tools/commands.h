@@ -12,11 +12,8 @@ extern int gExitCode;
 void registerPrint(CLI::App& app);
 void registerRun(CLI::App& app);
 void registerEval(CLI::App& app);
-<<<<<<< HEAD
 void registerCompare(CLI::App& app);
 void registerRecompileReport(CLI::App& app);
-=======
 void registerGears(CLI::App& app);
->>>>>>> gears
 
 }  // namespace gearbox::cli
