@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "compiler/compile_log.h"
+#include "executor/gear_state.h"
 #include "executor/kernels.h"
 #include "executor/plan_runner.h"
 #include "graph/error.h"
@@ -79,6 +80,7 @@ Session::Session(Graph graph, SessionOptions options)
     }
   }
 }
+
 
 Session::~Session() = default;
 
@@ -400,15 +402,6 @@ std::vector<Tensor> Session::runCompiled(std::span<const Tensor> inputs, const I
   }
   dynamicPlans_.push_back(plan);
   return runDynamicPath(plan->graph, plan.get(), inputs, perOp, rec, false);
-}
-
-void Session::setGears(std::unique_ptr<GearState>) {
-  fail(ErrorKind::kConfig, "geared mode is not available in this build");
-}
-
-std::vector<Tensor> Session::runGeared(std::span<const Tensor>, const InputSignature&,
-                                       CallRecord&) {
-  fail(ErrorKind::kConfig, "geared mode is not available in this build");
 }
 
 std::vector<Tensor> referenceRun(const Graph& g, std::span<const Tensor> inputs) {

@@ -29,6 +29,8 @@
 #include "compiler/compiler.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
+#include "gears/gear_set.h"
+#include "gears/padding.h"
 
 namespace gearbox {
 
@@ -37,6 +39,16 @@ const char* modeName(Mode m);
 std::optional<Mode> parseMode(std::string_view s);
 
 enum class OnRecompileLimit { kFallback, kError, kUnlimited };
+
+// Geared mode (set_dim_gears): per-input gear specs, merge policy and what to do with a shape
+// outside the gears.
+struct GearOptions {
+  // set_dim_gears calls in order (validated as TorchAir validates them).
+  std::vector<std::pair<std::string, DimGearList>> dimGears;
+  std::string json;  // --gears '{"x1": {"0": [2, 4]}}', applied after dimGears
+  MergePolicy merge = MergePolicy::kZip;
+  bool padFallback = false;  // --gear-fallback pad: pad up to the smallest covering gear
+};
 
 // (input name, dim) pairs, as given by --dynamic-dims x:0,y:1 / --static-dims x:1.
 using DimMarks = std::set<std::pair<std::string, int>>;
@@ -59,6 +71,7 @@ struct SessionOptions {
   // Passes run once on the graph before any mode compiles it (compiler/passes.h); empty =
   // the default pipeline.
   bool runPasses = true;
+  GearOptions gears;
 };
 
 // What one call did.
@@ -71,6 +84,9 @@ struct CallRecord {
   std::vector<std::string> guardFailures;  // every failed guard against every cached plan
   std::vector<std::string> kernelsCompiled;  // kernel names compiled during this call
   bool fallback = false;        // ran through the dynamic path after the recompile limit
+  int gear = -1;                // geared: the gear that ran
+  bool padded = false;          // geared: inputs were padded up to the gear
+  int64_t realElements = 0, paddedElements = 0;  // geared: input elements before/after padding
   int64_t launches = 0, syncs = 0, allocations = 0;
   double compileSeconds = 0;    // measured host time spent compiling
   double runSeconds = 0;        // measured host time of the call minus compiling
@@ -95,6 +111,9 @@ struct SessionStats {
   double compileSeconds = 0;    // measured
   double modeledDeviceUs = 0;   // MODELED
   CacheStats kernelCache, planCache;
+  int64_t gears = 0;            // geared: gears compiled up front
+  int64_t paddedCalls = 0;      // geared: calls padded up to a gear
+  int64_t realElements = 0, paddedElements = 0;  // geared: over padded calls
 };
 
 class Session {
@@ -113,13 +132,18 @@ class Session {
   KernelCache& kernelCache() { return kernels_; }
   Device& device() { return *device_; }
 
-  // Geared mode: installs the gear set and compiles every gear up front (gears/, executor/
-  // geared.cpp). Declared here so the session owns one cache of plans for every mode.
-  struct GearState {
-    virtual ~GearState() = default;
-  };
-  GearState* gears() { return gears_.get(); }
-  void setGears(std::unique_ptr<GearState> g);
+  // Geared mode (executor/geared.cpp). setDimGears validates one input's gears now, as
+  // TorchAir's set_dim_gears does. compileGears builds the gear list and compiles every gear
+  // to a static plan up front, in parallel (one oneTBB task per gear); non-geared dynamic
+  // dims take their values from `firstSeen` (in graph input order). run() calls it on the
+  // first call when nobody did.
+  void setDimGears(const std::string& input, const DimGearList& gears);
+  void compileGears(const InputSignature& firstSeen = {});
+  // Null before compileGears.
+  const GearSet* gearSet() const;
+  // The option strings TorchAir's concrete-graph log prints, in its order.
+  std::vector<std::string> gearOptionLines() const;
+  struct GearState;
 
  private:
   std::vector<Tensor> runStatic(std::span<const Tensor> inputs, const InputSignature& sig,
@@ -155,6 +179,11 @@ class Session {
   mutable SessionStats stats_;
   std::unique_ptr<GearState> gears_;
 };
+
+// TorchAir's spelling: set_dim_gears(session, "x1", {{0, {2, 4}}}).
+inline void set_dim_gears(Session& s, const std::string& input, const DimGearList& gears) {
+  s.setDimGears(input, gears);
+}
 
 // Reference executor: runs the graph with the reference kernels, inferring shapes per call.
 // The oracle of every differential test.

@@ -128,6 +128,8 @@ void registerCompare(CLI::App& app) {
   cmd->add_option("--modes", *modes, "Comma-separated modes (default eager,static,dynamic,auto)");
   cmd->add_option("--json", o->json, "Write every mode's report as JSON (atomically)");
   cmd->callback([o, modes] {
+    // Geared joins the default comparison whenever gears are given.
+    if (!o->gears.empty() && modes->find("geared") == std::string::npos) *modes += ",geared";
     configureLogFromOptions(*o);
     const Graph g = loadGraph(o->model);
     const auto trace = loadTrace(o->trace, g);

@@ -18,6 +18,7 @@
 #include "gears/gear_spec.h"
 #include "graph/error.h"
 #include "tools/commands.h"
+#include "tools/run_options.h"
 
 namespace gearbox::cli {
 namespace {
@@ -65,18 +66,6 @@ InputDecl parseShapeArg(const std::string& arg, const char* option) {
   return decl;
 }
 
-// --gears takes the JSON itself or @path to a file holding it.
-std::string gearsText(const std::string& arg) {
-  if (arg.empty() || arg[0] != '@') return arg;
-  const std::string path = arg.substr(1);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kIo, "cannot open gears file '{}': {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad() || (in.fail() && !in.eof()))
-    fail(ErrorKind::kIo, "cannot read gears file '{}'", path);
-  return text.str();
-}
 
 void runGears(const GearsOptions& opt) {
   // The policy is checked first, as TorchAir checks its config before expanding gears.
@@ -111,6 +100,19 @@ void runGears(const GearsOptions& opt) {
 }
 
 }  // namespace
+
+// --gears takes the JSON itself or @path to a file holding it.
+std::string gearsText(const std::string& arg) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  const std::string path = arg.substr(1);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::kIo, "cannot open gears file '{}': {}", path, std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad() || (in.fail() && !in.eof()))
+    fail(ErrorKind::kIo, "cannot read gears file '{}'", path);
+  return text.str();
+}
 
 void registerGears(CLI::App& app) {
   auto opt = std::make_shared<GearsOptions>();

@@ -21,6 +21,10 @@ void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
     what = fmt::format("recompile limit hit: ran through the dynamic path ({})", r.reason);
   } else if (r.graphCompiled) {
     what = fmt::format("compiled plan #{} ({})", r.planId, r.reason);
+  } else if (r.gear >= 0) {
+    what = r.padded ? fmt::format("padded {} -> {} elements, ran gear {} (plan #{})",
+                                  r.realElements, r.paddedElements, r.gear, r.planId)
+                    : fmt::format("gear {} (plan #{})", r.gear, r.planId);
   } else if (r.planId) {
     what = fmt::format("plan #{} (cache hit)", r.planId);
   } else {
@@ -42,6 +46,16 @@ std::vector<std::vector<Tensor>> runTrace(Session& session, const std::vector<In
                                           const RunOptions& o, std::ostream& os,
                                           bool keepOutputs) {
   std::vector<std::vector<Tensor>> outputs;
+  if (session.options().mode == Mode::kGeared) {
+    // Every gear is compiled before the first call; non-geared dynamic dims take the first
+    // iteration's sizes.
+    session.compileGears(trace.front());
+    if (!o.quiet) {
+      os << fmt::format("compiled {} gears up front ({} kernels):\n", session.stats().gears,
+                        session.stats().kernelCompiles);
+      for (const std::string& line : session.gearOptionLines()) os << "  " << line << "\n";
+    }
+  }
   for (size_t i = 0; i < trace.size(); ++i) {
     if (o.iterMarkers) compileLogger()->info("To compile op|=====iter{}", i);
     auto inputs = makeInputs(session.graph(), trace[i], o.seed + i);

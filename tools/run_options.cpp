@@ -34,6 +34,13 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
                 "Log 'To compile op|=====iter<N>' before iteration N (seed 000 workflow)");
   cmd->add_flag("--explain", o.explain, "Print every failed guard of every recompile");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
+  cmd->add_option("--gears", o.gears,
+                  "Geared mode: gears as JSON {\"x1\": {\"0\": [2, 4]}} or @FILE");
+  cmd->add_option("--merge", o.merge, "Gear merge policy: zip or product")
+      ->check(CLI::IsMember({"zip", "product"}));
+  cmd->add_option("--gear-fallback", o.gearFallback,
+                  "A shape outside the gears: error, or pad up to the smallest covering gear")
+      ->check(CLI::IsMember({"error", "pad"}));
   addKernelStoreOptions(cmd, o);
 }
 
@@ -55,6 +62,12 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   if (!o.dynamicDims.empty()) s.dynamicDims = parseDimMarks(o.dynamicDims);
   if (!o.staticDims.empty()) s.staticDims = parseDimMarks(o.staticDims);
   attachKernelStores(o, s);
+  if (mode == Mode::kGeared) {
+    if (o.gears.empty()) fail(ErrorKind::kConfig, "geared mode needs --gears");
+    s.gears.json = gearsText(o.gears);
+    s.gears.merge = parseMergePolicy(o.merge);
+    s.gears.padFallback = o.gearFallback == "pad";
+  }
   return s;
 }
 
@@ -96,6 +109,15 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["measured_host_compile_seconds"] = st.compileSeconds;
   j["measured_median_run_seconds"] = medianRunSeconds(s);
   j["modeled_device_us"] = st.modeledDeviceUs;
+  if (st.mode == Mode::kGeared) {
+    j["gears"] = st.gears;
+    j["padded_calls"] = st.paddedCalls;
+    // Padding waste: padded elements / real elements over the padded calls.
+    j["padding_waste"] = st.realElements ? static_cast<double>(st.paddedElements - st.realElements) /
+                                               static_cast<double>(st.realElements)
+                                         : 0.0;
+    j["gear_options"] = s.gearOptionLines();
+  }
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
   for (const CallRecord& r : s.history()) {
     nlohmann::ordered_json it;
@@ -107,6 +129,12 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
     it["guard_failures"] = r.guardFailures;
     it["kernels_compiled"] = r.kernelsCompiled;
     it["fallback"] = r.fallback;
+    if (st.mode == Mode::kGeared) {
+      it["gear"] = r.gear;
+      it["padded"] = r.padded;
+      it["real_elements"] = r.realElements;
+      it["padded_elements"] = r.paddedElements;
+    }
     it["launches"] = r.launches;
     it["syncs"] = r.syncs;
     it["allocations"] = r.allocations;
@@ -139,6 +167,14 @@ void printSummary(const Session& s, std::ostream& os) {
                     st.kernelCache.capacity);
   os << fmt::format("  launches {}, syncs {}, allocations {}, fallback runs {}, peak bytes {}\n",
                     st.launches, st.syncs, st.allocations, st.fallbackRuns, st.peakBytes);
+  if (st.mode == Mode::kGeared) {
+    os << fmt::format("  gears compiled up front {}, padded calls {}, padding waste {:.1f}%\n",
+                      st.gears, st.paddedCalls,
+                      st.realElements ? 100.0 * static_cast<double>(st.paddedElements - st.realElements) /
+                                            static_cast<double>(st.realElements)
+                                      : 0.0);
+    for (const std::string& line : s.gearOptionLines()) os << "  " << line << "\n";
+  }
   os << fmt::format("  measured: host compile {}, median run per call {}\n",
                     formatSeconds(st.compileSeconds), formatSeconds(medianRunSeconds(s)));
   os << fmt::format("  modeled device time: {:.1f} us (cost model, not measured)\n",

@@ -22,7 +22,12 @@ struct RunOptions {
   // Persistence and static-kernel workflows (seeds 000 and 003).
   std::string kernelMeta, recordOpInfo;
   std::vector<std::string> kernelBundles;
+  // Geared mode.
+  std::string gears, merge = "zip", gearFallback = "error";
 };
+
+// --gears takes the JSON itself or @path to a file holding it (tools/cmd_gears.cpp).
+std::string gearsText(const std::string& arg);
 
 // Adds --kernel-meta, --record-op-info and --kernel-bundle (tools/kernel_store_options.cpp).
 void addKernelStoreOptions(CLI::App* cmd, RunOptions& o);

@@ -1,0 +1,17 @@
+#pragma once
+// Internal: what a Session keeps for geared mode.
+
+#include <optional>
+
+#include "executor/session.h"
+
+namespace gearbox {
+
+struct Session::GearState {
+  GearConfig config;
+  std::optional<GearSet> set;
+  std::vector<std::shared_ptr<Plan>> plans;  // one per gear
+  std::optional<PaddingPlan> padding;        // with the pad fallback
+};
+
+}  // namespace gearbox

@@ -1,0 +1,192 @@
+// Geared mode: every gear is a static plan compiled up front; a call runs the gear its shapes
+// match exactly (an O(1) hash lookup), or -- with the pad fallback -- the smallest gear that
+// covers it, with inputs zero-padded and outputs sliced back.
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include <cstring>
+
+#include "compiler/compile_log.h"
+#include "executor/gear_state.h"
+#include "executor/plan_runner.h"
+#include "executor/session.h"
+#include "graph/error.h"
+
+namespace gearbox {
+
+Session::GearState& ensureGearState(std::unique_ptr<Session::GearState>& g, const Graph& graph) {
+  if (!g) {
+    g = std::make_unique<Session::GearState>();
+    g->config = GearConfig::fromGraph(graph);
+  }
+  return *g;
+}
+
+void Session::setDimGears(const std::string& input, const DimGearList& gears) {
+  GearState& st = ensureGearState(gears_, graph_);
+  if (st.set) fail(ErrorKind::kGear, "gears are already compiled; set_dim_gears must come first");
+  st.config.setDimGears(input, gears);
+}
+
+const GearSet* Session::gearSet() const { return gears_ && gears_->set ? &*gears_->set : nullptr; }
+
+std::vector<std::string> Session::gearOptionLines() const {
+  const GearSet* set = gearSet();
+  if (!set) return {};
+  return {"ge.dynamicDims = " + set->dynamicDimsOption(),
+          "ge.dynamicNodeType = " + set->dynamicNodeTypeOption(),
+          "ge.inputShape = " + set->inputShapeOption()};
+}
+
+void Session::compileGears(const InputSignature& firstSeen) {
+  GearState& st = ensureGearState(gears_, graph_);
+  if (st.set) return;
+  // The session's own options are applied once, after any set_dim_gears calls.
+  for (const auto& [input, list] : options_.gears.dimGears) st.config.setDimGears(input, list);
+  if (!options_.gears.json.empty()) applyGearsJson(st.config, options_.gears.json);
+  FirstSeenShapes seen;
+  for (size_t i = 0; i < firstSeen.size() && i < graph_.inputs.size(); ++i)
+    seen.emplace(graph_.values[graph_.inputs[i]].name, firstSeen[i]);
+  GearSet set = GearSet::build(st.config, options_.gears.merge, seen);
+  if (options_.gears.padFallback)
+    st.padding = analyzePadding(graph_, gearedInputDims(set));  // refuses unsafe graphs now
+
+  // TorchAir logs the options of the concrete graph it compiles.
+  auto log = compileLogger();
+  log->info("Compiling concrete graph {} with options:", graph_.name);
+  log->info("  ge.dynamicDims = {}", set.dynamicDimsOption());
+  log->info("  ge.dynamicNodeType = {}", set.dynamicNodeTypeOption());
+  log->info("  ge.inputShape = {}", set.inputShapeOption());
+
+  const auto start = std::chrono::steady_clock::now();
+  st.plans.resize(set.size());
+  // One task per gear; the kernel cache makes sure a shared op shape compiles once.
+  tbb::parallel_for(size_t{0}, set.size(), [&](size_t gear) {
+    auto shapes = set.shapes(gear);
+    st.plans[gear] = compilePlan(graph_, InputSignature(shapes.begin(), shapes.end()), kernels_,
+                                 PlanCompileOptions{fmt::format("gear {} compiled up front", gear)});
+  });
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  st.set.emplace(std::move(set));
+  stats_.gears = static_cast<int64_t>(st.plans.size());
+  stats_.graphCompiles += static_cast<int64_t>(st.plans.size());
+  stats_.compileSeconds += secs;
+  int kernels = 0;
+  for (const auto& p : st.plans) {
+    stats_.peakBytes = std::max(stats_.peakBytes, p->arenaBytes);
+    if (p->arenaBytes > 0) stats_.allocations++;
+    kernels += p->kernelsCompiled;
+  }
+  // MODELED device cost of the up-front compile (serial, as a device compiles).
+  double modeled = static_cast<double>(st.plans.size()) * options_.cost.graphCompileUs;
+  for (const std::string& name : kernelLog_)
+    modeled += options_.cost.kernelCompile(name.substr(0, name.find('_')));
+  kernelLog_.clear();
+  stats_.modeledDeviceUs += modeled;
+  log->info("Compiled {} gears up front: {} kernels compiled", st.plans.size(), kernels);
+}
+
+namespace {
+
+// Copies the leading block of `src` (extent = the smaller of the two shapes per dim) into
+// `dst`; both contiguous, same rank and dtype. Row-wise memcpy over the last dim.
+void copyBlock(const TensorView& src, const TensorView& dst) {
+  const int r = src.shape.rank();
+  const size_t es = dtypeSize(src.dtype);
+  if (r == 0) {
+    std::memcpy(dst.data, src.data, es);
+    return;
+  }
+  Shape ext;
+  for (int d = 0; d < r; ++d) ext.push(std::min(src.shape[d], dst.shape[d]));
+  if (ext.numel() == 0) return;
+  const auto ss = contiguousStrides(src.shape), ds = contiguousStrides(dst.shape);
+  const int64_t rows = ext.numel() / ext[r - 1];
+  const size_t rowBytes = static_cast<size_t>(ext[r - 1]) * es;
+  int64_t idx[kMaxRank] = {};
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t so = 0, doff = 0;
+    for (int d = 0; d < r - 1; ++d) {
+      so += idx[d] * ss[d];
+      doff += idx[d] * ds[d];
+    }
+    std::memcpy(static_cast<char*>(dst.data) + doff * es,
+                static_cast<const char*>(src.data) + so * es, rowBytes);
+    for (int d = r - 2; d >= 0; --d) {
+      if (++idx[d] < ext[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const InputSignature& sig,
+                                       CallRecord& rec) {
+  if (!gears_ || !gears_->set) compileGears(sig);
+  GearState& st = *gears_;
+  if (auto gear = st.set->find(sig)) {
+    stats_.planCacheHits++;
+    rec.gear = static_cast<int>(*gear);
+    return launchStatic(*st.plans[*gear], inputs, rec);
+  }
+  stats_.planCacheMisses++;
+  if (!options_.gears.padFallback) st.set->match(sig);  // throws the explanatory message
+  const size_t gear = st.set->padTarget(sig);  // throws when no gear covers the shapes
+  checkRealSizes(graph_, *st.padding, sig);
+  const Plan& plan = *st.plans[gear];
+  rec.gear = static_cast<int>(gear);
+  rec.padded = true;
+  rec.planId = plan.id;
+
+  // Zero-padded copies of the inputs in pooled device memory.
+  std::vector<TensorView> in(inputs.size());
+  std::vector<size_t> inBytes(inputs.size(), 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& t = plan.graph.values[plan.graph.inputs[i]].type;
+    rec.realElements += inputs[i].numel();
+    rec.paddedElements += t.shape.numel();
+    if (t.shape == inputs[i].shape()) {
+      in[i] = inputs[i].view();
+      continue;
+    }
+    inBytes[i] = static_cast<size_t>(t.shape.numel()) * dtypeSize(t.dtype);
+    in[i] = TensorView{device_->allocate(inBytes[i]), t.dtype, t.shape};
+    std::memset(in[i].data, 0, inBytes[i]);
+    copyBlock(inputs[i].view(), in[i]);
+  }
+  std::vector<Tensor> padded = allocateOutputs(plan);
+  std::vector<TensorView> ov(padded.size());
+  for (size_t i = 0; i < padded.size(); ++i) ov[i] = padded[i].view();
+  device_->launch([&] { runStaticPlan(plan, in, ov); }, /*graph=*/true);
+  try {
+    device_->sync();
+  } catch (...) {
+    for (size_t i = 0; i < in.size(); ++i) device_->release(inBytes[i] ? in[i].data : nullptr, inBytes[i]);
+    throw;
+  }
+  for (size_t i = 0; i < in.size(); ++i)
+    if (inBytes[i]) device_->release(in[i].data, inBytes[i]);
+
+  // Slice every output back to the real sizes the padding analysis traced.
+  std::vector<Tensor> out;
+  for (size_t o = 0; o < padded.size(); ++o) {
+    Shape real = padded[o].shape();
+    for (const PaddedOutputDim& pd : st.padding->outputs[o])
+      real[pd.dim] = sig[pd.origin.input][pd.origin.dim];
+    if (real == padded[o].shape()) {
+      out.push_back(std::move(padded[o]));
+      continue;
+    }
+    Tensor t(padded[o].dtype(), real);
+    copyBlock(padded[o].view(), t.view());
+    out.push_back(std::move(t));
+  }
+  stats_.paddedCalls++;
+  stats_.realElements += rec.realElements;
+  stats_.paddedElements += rec.paddedElements;
+  return out;
+}
+
+}  // namespace gearbox
