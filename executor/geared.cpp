@@ -59,32 +59,53 @@ void Session::compileGears(const InputSignature& firstSeen) {
   log->info("  ge.inputShape = {}", set.inputShapeOption());
 
   const auto start = std::chrono::steady_clock::now();
-  st.plans.resize(set.size());
+  st.plans.assign(set.size(), nullptr);
+  st.invalid.assign(set.size(), "");
   // One task per gear; the kernel cache makes sure a shared op shape compiles once.
   tbb::parallel_for(size_t{0}, set.size(), [&](size_t gear) {
     auto shapes = set.shapes(gear);
-    st.plans[gear] = compilePlan(graph_, InputSignature(shapes.begin(), shapes.end()), kernels_,
-                                 PlanCompileOptions{fmt::format("gear {} compiled up front", gear)});
+    try {
+      st.plans[gear] =
+          compilePlan(graph_, InputSignature(shapes.begin(), shapes.end()), kernels_,
+                      PlanCompileOptions{fmt::format("gear {} compiled up front", gear)});
+    } catch (const Error& e) {
+      // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
+      st.invalid[gear] = e.what();
+    }
   });
+  size_t valid = 0;
+  for (size_t gear = 0; gear < set.size(); ++gear) {
+    if (st.plans[gear]) {
+      ++valid;
+      continue;
+    }
+    log->warn("gear {} ({}) cannot be compiled and will never run: {}", gear,
+              signatureToString(graph_, InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
+              st.invalid[gear]);
+  }
+  if (valid == 0)
+    fail(ErrorKind::kGear, "no gear can be compiled; gear 0: {}", st.invalid.front());
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   st.set.emplace(std::move(set));
-  stats_.gears = static_cast<int64_t>(st.plans.size());
-  stats_.graphCompiles += static_cast<int64_t>(st.plans.size());
+  stats_.gears = static_cast<int64_t>(valid);
+  stats_.graphCompiles += static_cast<int64_t>(valid);
   stats_.compileSeconds += secs;
   int kernels = 0;
   for (const auto& p : st.plans) {
+    if (!p) continue;
     stats_.peakBytes = std::max(stats_.peakBytes, p->arenaBytes);
     if (p->arenaBytes > 0) stats_.allocations++;
     kernels += p->kernelsCompiled;
   }
   // MODELED device cost of the up-front compile (serial, as a device compiles).
-  double modeled = static_cast<double>(st.plans.size()) * options_.cost.graphCompileUs;
+  double modeled = static_cast<double>(valid) * options_.cost.graphCompileUs;
   for (const std::string& name : kernelLog_)
     modeled += options_.cost.kernelCompile(name.substr(0, name.find('_')));
   kernelLog_.clear();
   stats_.modeledDeviceUs += modeled;
-  log->info("Compiled {} gears up front: {} kernels compiled", st.plans.size(), kernels);
+  log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, st.plans.size(),
+            kernels);
 }
 
 namespace {
@@ -127,6 +148,9 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   if (!gears_ || !gears_->set) compileGears(sig);
   GearState& st = *gears_;
   if (auto gear = st.set->find(sig)) {
+    if (!st.plans[*gear])
+      fail(ErrorKind::kGear, "shapes [{}] match gear {}, which could not be compiled: {}",
+           signatureToString(graph_, sig), *gear, st.invalid[*gear]);
     stats_.planCacheHits++;
     rec.gear = static_cast<int>(*gear);
     return launchStatic(*st.plans[*gear], inputs, rec);
@@ -134,6 +158,9 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   stats_.planCacheMisses++;
   if (!options_.gears.padFallback) st.set->match(sig);  // throws the explanatory message
   const size_t gear = st.set->padTarget(sig);  // throws when no gear covers the shapes
+  if (!st.plans[gear])
+    fail(ErrorKind::kGear, "shapes [{}] pad up to gear {}, which could not be compiled: {}",
+         signatureToString(graph_, sig), gear, st.invalid[gear]);
   checkRealSizes(graph_, *st.padding, sig);
   const Plan& plan = *st.plans[gear];
   rec.gear = static_cast<int>(gear);
