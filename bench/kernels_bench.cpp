@@ -15,6 +15,8 @@
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside its AVX-512 intrinsics when they
 // are inlined from Eigen's GEMM kernels.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <fmt/format.h>
+
 #include <Eigen/Core>
 
 #include "compiler/kernel_spec.h"
@@ -50,8 +52,7 @@ void setGflops(benchmark::State& state, int64_t n) {
       benchmark::Counter(2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_MatMul_Gearbox(benchmark::State& state) {
-  const int64_t n = state.range(0);
+void BM_MatMul_Gearbox(benchmark::State& state, int64_t n) {
   Prepared p(OpKind::kMatMul,
              {randomTensor(DType::kF32, {n, n}, 1), randomTensor(DType::kF32, {n, n}, 2)}, {});
   for (auto _ : state) {
@@ -63,8 +64,7 @@ void BM_MatMul_Gearbox(benchmark::State& state) {
   state.counters["tasks"] = p.spec->tasks;
 }
 
-void BM_MatMul_Eigen1T(benchmark::State& state) {
-  const int64_t n = state.range(0);
+void BM_MatMul_Eigen1T(benchmark::State& state, int64_t n) {
   using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Tensor a = randomTensor(DType::kF32, {n, n}, 1), b = randomTensor(DType::kF32, {n, n}, 2);
   Tensor c(DType::kF32, {n, n});
@@ -81,8 +81,7 @@ void BM_MatMul_Eigen1T(benchmark::State& state) {
 // Output sizes for the bandwidth benchmarks: cache-resident and memory-bound.
 const int64_t kSizes[] = {1 * kMiB, 16 * kMiB};
 
-void BM_Memcpy(benchmark::State& state) {
-  const int64_t bytes = state.range(0);
+void BM_Memcpy(benchmark::State& state, int64_t bytes) {
   const Tensor src = randomTensor(DType::kF32, {bytes / 4}, 1);
   Tensor dst(DType::kF32, {bytes / 4});
   for (auto _ : state) {
@@ -93,8 +92,8 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * bytes);
 }
 
-void BM_Add_Gearbox(benchmark::State& state) {
-  const int64_t n = state.range(0) / 4;
+void BM_Add_Gearbox(benchmark::State& state, int64_t bytes) {
+  const int64_t n = bytes / 4;
   Prepared p(OpKind::kAdd, {randomTensor(DType::kF32, {n}, 1), randomTensor(DType::kF32, {n}, 2)},
              {});
   for (auto _ : state) {
@@ -102,13 +101,13 @@ void BM_Add_Gearbox(benchmark::State& state) {
     benchmark::DoNotOptimize(p.output.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * 3 * state.range(0));
+  state.SetBytesProcessed(state.iterations() * 3 * bytes);
   state.counters["tasks"] = p.spec->tasks;
 }
 
 // Row-block Cat: two [rows, 512] f32 halves side by side into [rows, 1024].
-void BM_Cat_Gearbox(benchmark::State& state) {
-  const int64_t rows = state.range(0) / (1024 * 4);
+void BM_Cat_Gearbox(benchmark::State& state, int64_t bytes) {
+  const int64_t rows = bytes / (1024 * 4);
   Prepared p(OpKind::kCat,
              {randomTensor(DType::kF32, {rows, 512}, 1), randomTensor(DType::kF32, {rows, 512}, 2)},
              Attrs{1});
@@ -117,13 +116,13 @@ void BM_Cat_Gearbox(benchmark::State& state) {
     benchmark::DoNotOptimize(p.output.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * 2 * state.range(0));
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
   state.counters["tasks"] = p.spec->tasks;
 }
 
 // IndexSelect: a permutation of rows of 1024 floats along dim 0.
-void BM_IndexSelect_Gearbox(benchmark::State& state) {
-  const int64_t rows = state.range(0) / (1024 * 4);
+void BM_IndexSelect_Gearbox(benchmark::State& state, int64_t bytes) {
+  const int64_t rows = bytes / (1024 * 4);
   Tensor index(DType::kI64, {rows});
   // A fixed odd stride visits every row once in a scattered order.
   for (int64_t j = 0; j < rows; ++j) index.as<int64_t>()[j] = (j * 2654435761ll) % rows;
@@ -133,7 +132,7 @@ void BM_IndexSelect_Gearbox(benchmark::State& state) {
     benchmark::DoNotOptimize(p.output.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * 2 * state.range(0));
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
   state.counters["tasks"] = p.spec->tasks;
 }
 
@@ -147,35 +146,33 @@ void BM_Add_Gearbox_1Element(benchmark::State& state) {
   }
 }
 
-std::string sizeName(int64_t bytes) {
-  return std::to_string(bytes / kMiB) + "MiB";
-}
-
-// Registers the bandwidth benchmarks with readable size names (BM_Add_Gearbox/16MiB).
-bool registerBandwidth() {
-  struct Entry {
-    const char* name;
-    void (*fn)(benchmark::State&);
+// Registers every benchmark under a readable name (BM_MatMul_Gearbox/256, BM_Add_Gearbox/16MiB),
+// each kernel next to its peer. Real time, not CPU time: the Gearbox kernels may run on oneTBB
+// worker threads, whose CPU time the calling thread's clock would not see.
+bool registerAll() {
+  using Fn = void (*)(benchmark::State&, int64_t);
+  auto add = [](std::string name, Fn fn, int64_t arg) {
+    benchmark::RegisterBenchmark(name.c_str(), [fn, arg](benchmark::State& st) {
+      fn(st, arg);
+    })->UseRealTime();
   };
-  const Entry entries[] = {{"BM_Memcpy", BM_Memcpy},
-                           {"BM_Add_Gearbox", BM_Add_Gearbox},
-                           {"BM_Cat_Gearbox", BM_Cat_Gearbox},
-                           {"BM_IndexSelect_Gearbox", BM_IndexSelect_Gearbox}};
-  for (int64_t s : kSizes)
-    for (const Entry& e : entries)
-      benchmark::RegisterBenchmark((std::string(e.name) + "/" + sizeName(s)).c_str(), e.fn)
-          ->Arg(s)
-          ->UseRealTime();
+  for (int64_t n : {64, 256, 1024}) {
+    add(fmt::format("BM_MatMul_Gearbox/{}", n), BM_MatMul_Gearbox, n);
+    add(fmt::format("BM_MatMul_Eigen1T/{}", n), BM_MatMul_Eigen1T, n);
+  }
+  for (int64_t bytes : kSizes) {
+    const std::string size = std::to_string(bytes / kMiB) + "MiB";
+    add("BM_Memcpy/" + size, BM_Memcpy, bytes);
+    add("BM_Add_Gearbox/" + size, BM_Add_Gearbox, bytes);
+    add("BM_Cat_Gearbox/" + size, BM_Cat_Gearbox, bytes);
+    add("BM_IndexSelect_Gearbox/" + size, BM_IndexSelect_Gearbox, bytes);
+  }
+  benchmark::RegisterBenchmark("BM_Add_Gearbox_1Element", BM_Add_Gearbox_1Element);
   return true;
 }
-[[maybe_unused]] const bool kBandwidthRegistered = registerBandwidth();
+[[maybe_unused]] const bool kRegistered = registerAll();
 
 }  // namespace
 }  // namespace gearbox
-
-// Real time, not CPU time: the Gearbox kernels may use oneTBB worker threads.
-BENCHMARK(gearbox::BM_MatMul_Gearbox)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
-BENCHMARK(gearbox::BM_MatMul_Eigen1T)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
-BENCHMARK(gearbox::BM_Add_Gearbox_1Element);
 
 BENCHMARK_MAIN();
