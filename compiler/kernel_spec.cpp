@@ -332,13 +332,14 @@ std::shared_ptr<const KernelSpec> compileKernelSpec(const KernelKey& key) {
 KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<TensorType>& inputs) {
   KernelKey key = generic.key;
   if (inputs.size() != key.inputs.size())
-    fail(ErrorKind::kShape, "kernel {}: expects {} inputs, got {}", generic.name,
-         key.inputs.size(), inputs.size());
+    fail(ErrorKind::kShape, "kernel {}: expects {} inputs, got {}", generic.name, key.inputs.size(),
+         inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].shape.isStatic())
       fail(ErrorKind::kShape, "kernel {}: input {} has non-static shape {} at run time",
            generic.name, i, inputs[i].shape.toString());
-    if (inputs[i].dtype != key.inputs[i].dtype || inputs[i].shape.rank() != key.inputs[i].shape.rank())
+    if (inputs[i].dtype != key.inputs[i].dtype ||
+        inputs[i].shape.rank() != key.inputs[i].shape.rank())
       fail(ErrorKind::kShape, "kernel {}: input {} is {} but the kernel was built for {}",
            generic.name, i, inputs[i].toString(), key.inputs[i].toString());
     // The static dims of a generic kernel are promises the runtime shapes must keep.

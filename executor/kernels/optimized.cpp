@@ -251,8 +251,8 @@ void runMatMul(const MatMulParams& p, int tasks, const void* const* in, void* ou
       const int64_t bi = item / blocks;
       const int64_t r0 = item % blocks * p.rowsPerTask;
       const int64_t rows = std::min(p.rowsPerTask, p.m - r0);
-      gemm<T>(a + p.aOffsets[bi] + r0 * p.k, b + p.bOffsets[bi], c + bi * mn + r0 * p.n, rows,
-              p.n, p.k);
+      gemm<T>(a + p.aOffsets[bi] + r0 * p.k, b + p.bOffsets[bi], c + bi * mn + r0 * p.n, rows, p.n,
+              p.k);
     }
   });
 }
@@ -260,7 +260,7 @@ void runMatMul(const MatMulParams& p, int tasks, const void* const* in, void* ou
 // ---- index checks ---------------------------------------------------------------------------
 
 [[noreturn, gnu::cold, gnu::noinline]] void failIndex(int64_t value, int64_t pos, int64_t dim,
-                                                     int64_t size) {
+                                                      int64_t size) {
   fail(ErrorKind::kIndex, "index value {} at position {} is out of range for dim {} of size {}",
        value, pos, dim, size);
 }
@@ -296,7 +296,8 @@ void gatherRows(const I* idx, int64_t count, int64_t inner, E* out, int64_t begi
       for (int64_t j = j0; j < j1; ++j) dst[j - j0] = *source(o, idx[j]);
     } else {
       const size_t rowBytes = static_cast<size_t>(inner) * sizeof(E);
-      for (int64_t j = j0; j < j1; ++j) std::memcpy(dst + (j - j0) * inner, source(o, idx[j]), rowBytes);
+      for (int64_t j = j0; j < j1; ++j)
+        std::memcpy(dst + (j - j0) * inner, source(o, idx[j]), rowBytes);
     }
     r += j1 - j0;
   }
@@ -378,7 +379,8 @@ void catRange(const CatParams& p, const void* const* in, std::byte* out, size_t 
       if (off < segStart + len) {
         const int64_t from = off - segStart;
         const int64_t n = std::min(len - from, end - s);
-        std::memcpy(out + s * esize, static_cast<const std::byte*>(in[i]) + (o * len + from) * esize,
+        std::memcpy(out + s * esize,
+                    static_cast<const std::byte*>(in[i]) + (o * len + from) * esize,
                     static_cast<size_t>(n) * esize);
         s += n;
         off += n;
@@ -423,16 +425,14 @@ void run(const KernelSpec& spec, const void* const* inputs, void* output) {
   switch (spec.key.kind) {
     case OpKind::kAdd:
       if (const auto* p = std::get_if<AddParams>(&spec.params)) {
-        return dispatchDType(dt, [&](auto tag) {
-          runAdd<decltype(tag)>(*p, spec.tasks, inputs, output);
-        });
+        return dispatchDType(
+            dt, [&](auto tag) { runAdd<decltype(tag)>(*p, spec.tasks, inputs, output); });
       }
       break;
     case OpKind::kMatMul:
       if (const auto* p = std::get_if<MatMulParams>(&spec.params)) {
-        return dispatchDType(dt, [&](auto tag) {
-          runMatMul<decltype(tag)>(*p, spec.tasks, inputs, output);
-        });
+        return dispatchDType(
+            dt, [&](auto tag) { runMatMul<decltype(tag)>(*p, spec.tasks, inputs, output); });
       }
       break;
     case OpKind::kIndexSelect:

@@ -39,8 +39,7 @@ int64_t offsetOf(const Shape& s, const int64_t* idx) {
 
 // Offset in an operand of the element broadcast to output index outIdx: the operand's dims
 // are right-aligned with the first `outRank` output dims, and a size-1 dim always reads 0.
-int64_t broadcastOffset(const Shape& operand, int operandRank, int outRank,
-                        const int64_t* outIdx) {
+int64_t broadcastOffset(const Shape& operand, int operandRank, int outRank, const int64_t* outIdx) {
   int64_t off = 0;
   for (int k = 0; k < operandRank; ++k) {
     const int64_t i = outIdx[k + (outRank - operandRank)];
@@ -214,7 +213,8 @@ void runOp(OpKind kind, const Attrs& attrs, std::span<const TensorView> ins,
     case OpKind::kConst: break;
     case OpKind::kAdd: return addImpl(ins[0], ins[1], out);
     case OpKind::kMatMul: return matmulImpl(ins[0], ins[1], out);
-    case OpKind::kIndexSelect: return indexSelectImpl(ins[0], ins[1], wrappedDim(attrs, ins[0]), out);
+    case OpKind::kIndexSelect:
+      return indexSelectImpl(ins[0], ins[1], wrappedDim(attrs, ins[0]), out);
     case OpKind::kCat: return catImpl(ins, wrappedDim(attrs, ins[0]), out);
     case OpKind::kCatGather:
       return catGatherImpl(ins.first(ins.size() - 1), ins.back(), wrappedDim(attrs, ins[0]), out);

@@ -1,0 +1,741 @@
+// Differential tests: every optimized kernel against the reference kernel (the oracle), on a
+// table of hand-picked shapes (sizes 1, odd sizes, empty tensors, every Add path, broadcast
+// batches, negative dims, shapes large enough to split into tasks) plus deterministic random
+// shapes, over every dtype. Also: index errors, the per-shape compile decisions, kernel names,
+// key hashing, and shape-generic specs.
+#include "executor/kernels.h"
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <unordered_set>
+
+#include "compiler/kernel_spec.h"
+#include "graph/error.h"
+
+namespace gearbox {
+namespace {
+
+// ---- case table -----------------------------------------------------------------------------
+
+struct OpCase {
+  std::string name;
+  OpKind kind = OpKind::kAdd;
+  DType dtype = DType::kF32;
+  std::vector<Shape> shapes;  // data inputs; the index (gather ops) is added from indexCount
+  std::optional<int64_t> dim;
+  DType indexType = DType::kI64;
+  int64_t indexCount = 0;
+  bool large = false;  // big enough that the compile step must split it into tasks
+  uint64_t seed = 1;
+};
+
+std::string caseName(const OpCase& c) {
+  std::string s = fmt::format("{}_{}_{}", opKernelName(c.kind), dtypeName(c.dtype), c.name);
+  if (c.kind == OpKind::kIndexSelect || c.kind == OpKind::kCatGather)
+    s += fmt::format("_idx{}", dtypeName(c.indexType));
+  return s;
+}
+
+// gtest prints a failing case's parameter; without this it would be a byte dump.
+void PrintTo(const OpCase& c, std::ostream* os) {
+  *os << caseName(c) << " inputs";
+  for (const Shape& s : c.shapes) *os << ' ' << s.toString();
+  if (c.dim) *os << " dim " << *c.dim;
+  if (c.indexCount) *os << " index count " << c.indexCount;
+}
+
+// Deterministic pseudo-random numbers (splitmix64) for shapes, dims and index values.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [lo, hi].
+  int64_t uniform(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
+  }
+  bool chance(int oneIn) { return next() % oneIn == 0; }
+
+ private:
+  uint64_t s_;
+};
+
+// A random dim: mostly small odd and even sizes, sometimes 1, rarely 0.
+int64_t randomDim(Rng& rng) {
+  if (rng.chance(24)) return 0;
+  if (rng.chance(5)) return 1;
+  return rng.uniform(2, 9);
+}
+
+Shape randomShape(Rng& rng, int minRank, int maxRank) {
+  Shape s;
+  const int r = static_cast<int>(rng.uniform(minRank, maxRank));
+  for (int i = 0; i < r; ++i) s.push(randomDim(rng));
+  return s;
+}
+
+// An operand broadcastable to `out`: some dims become 1, some leading dims are dropped.
+Shape broadcastOperand(Rng& rng, const Shape& out) {
+  Shape s;
+  const int drop = rng.chance(3) ? static_cast<int>(rng.uniform(0, out.rank())) : 0;
+  for (int i = drop; i < out.rank(); ++i) s.push(rng.chance(3) ? 1 : out[i]);
+  return s;
+}
+
+constexpr DType kAllDTypes[] = {DType::kF32, DType::kI32, DType::kI64};
+constexpr DType kIndexTypes[] = {DType::kI32, DType::kI64};
+
+std::vector<OpCase> addCases() {
+  struct Fixed {
+    const char* name;
+    Shape a, b;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"same_2x3", {2, 3}, {2, 3}},
+      {"same_numel_rank_mismatch", {1, 1, 7}, {7}},
+      {"scalar_b", {4, 5}, {}},
+      {"scalar_a", {1}, {3, 7}},
+      {"scalar_both", {}, {}},
+      {"ones", {1, 1}, {1}},
+      {"row_b", {6, 5}, {5}},
+      {"row_a", {1, 5}, {6, 5}},
+      {"row_b_two_dims", {3, 4, 5}, {1, 4, 5}},
+      {"general_outer", {3, 1}, {1, 4}},
+      {"general_mid", {2, 1, 4}, {1, 3, 4}},
+      {"general_rank_mismatch", {5, 1, 3}, {4, 1}},
+      {"general_column", {6, 5}, {6, 1}},
+      {"zero_size", {0, 3}, {3}},
+      {"zero_general", {2, 0, 1}, {1, 3}},
+      {"rank6", {2, 1, 3, 1, 2, 3}, {1, 2, 1, 2, 1, 3}},
+      {"large_same", {700001}, {700001}, true},
+      {"large_row", {1024, 1027}, {1027}, true},
+      {"large_general", {512, 1, 1024}, {1, 3, 1024}, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    for (const Fixed& f : fixed) {
+      // Large shapes check the task split; the other dtypes run the same loops on small ones.
+      if (f.large && t != DType::kF32) continue;
+      cases.push_back({f.name, OpKind::kAdd, t, {f.a, f.b}, {}, DType::kI64, 0, f.large});
+    }
+    Rng rng(100 + static_cast<int>(t));
+    for (int i = 0; i < 12; ++i) {
+      const Shape out = randomShape(rng, 0, 4);
+      cases.push_back({fmt::format("random{}", i),
+                       OpKind::kAdd,
+                       t,
+                       {broadcastOperand(rng, out), broadcastOperand(rng, out)},
+                       {}});
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> matmulCases() {
+  struct Fixed {
+    const char* name;
+    Shape a, b;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"1x1", {1, 1}, {1, 1}},
+      {"outer_product", {5, 1}, {1, 4}},
+      {"dot", {1, 5}, {5, 1}},
+      {"3x5x7", {3, 5}, {5, 7}},
+      {"coeff_based", {7, 6}, {6, 6}},  // m + n + k = 19: Eigen's coefficient-based product
+      {"packed_gemm", {7, 7}, {7, 6}},  // m + n + k = 20: the packed GEMM
+      {"odd_33x65x17", {33, 65}, {65, 17}},
+      {"batched", {2, 3, 4}, {2, 4, 5}},
+      {"broadcast_batch", {2, 1, 3, 4}, {5, 4, 6}},
+      {"fold_batch_into_m", {4, 3, 5}, {5, 2}},
+      {"a_broadcast_over_b_batch", {3, 4}, {2, 4, 5}},
+      {"batch_of_one", {1, 3, 4}, {3, 4, 2}},
+      {"zero_m", {0, 4}, {4, 3}},
+      {"zero_k", {3, 0}, {0, 4}},
+      {"zero_batch", {0, 2, 3}, {3, 4}},
+      {"large_row_split", {192, 256}, {256, 160}, true},
+      {"large_batch_split", {8, 96, 96}, {8, 96, 96}, true},
+      {"large_folded_row_split", {4, 64, 128}, {128, 128}, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    for (const Fixed& f : fixed) {
+      // Integer GEMMs run the same code path; the large shapes are covered once, in f32.
+      if (f.large && t != DType::kF32) continue;
+      cases.push_back({f.name, OpKind::kMatMul, t, {f.a, f.b}, {}, DType::kI64, 0, f.large});
+    }
+  }
+  Rng rng(7);
+  for (int i = 0; i < 10; ++i) {
+    const Shape batch = randomShape(rng, 0, 2);
+    const int64_t m = rng.uniform(1, 20), k = rng.uniform(1, 20), n = rng.uniform(1, 20);
+    Shape a = broadcastOperand(rng, batch), b = broadcastOperand(rng, batch);
+    a.push(m);
+    a.push(k);
+    b.push(k);
+    b.push(n);
+    cases.push_back({fmt::format("random{}", i), OpKind::kMatMul, DType::kF32, {a, b}, {}});
+  }
+  return cases;
+}
+
+std::vector<OpCase> indexSelectCases() {
+  struct Fixed {
+    const char* name;
+    Shape in;
+    int64_t dim, count;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"rows", {5, 3}, 0, 7},
+      {"columns_neg_dim", {4, 6}, -1, 9},
+      {"middle", {2, 5, 3}, 1, 4},
+      {"count0", {3, 4}, 0, 0},
+      {"size1", {1}, 0, 3},
+      {"rank4_neg_dim", {2, 3, 4, 5}, -3, 6},
+      {"zero_outer", {0, 4}, 1, 3},
+      {"large_rows", {1024, 1024}, 0, 1024, true},
+      {"large_inner1", {3, 300000}, 1, 300000, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    for (DType it : kIndexTypes) {
+      for (const Fixed& f : fixed) {
+        if (f.large && (t != DType::kF32 || it != DType::kI64)) continue;
+        cases.push_back({f.name, OpKind::kIndexSelect, t, {f.in}, f.dim, it, f.count, f.large});
+      }
+      Rng rng(200 + 10 * static_cast<int>(t) + static_cast<int>(it));
+      for (int i = 0; i < 4; ++i) {
+        Shape in = randomShape(rng, 1, 4);
+        const int d = static_cast<int>(rng.uniform(0, in.rank() - 1));
+        if (in[d] == 0) in[d] = 3;  // a non-empty dim, so indices exist
+        const int64_t dim = rng.chance(2) ? d - in.rank() : d;
+        cases.push_back({fmt::format("random{}", i),
+                         OpKind::kIndexSelect,
+                         t,
+                         {in},
+                         dim,
+                         it,
+                         rng.uniform(0, 9)});
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> catCases() {
+  struct Fixed {
+    const char* name;
+    std::vector<Shape> ins;
+    int64_t dim;
+    bool large = false;
+  };
+  std::vector<Shape> many;
+  for (int i = 0; i < 20; ++i) many.push_back({2, 1 + i % 3});
+  const Fixed fixed[] = {
+      {"two_dim1", {{2, 3}, {2, 5}}, 1},
+      {"three_dim0", {{1, 4}, {3, 4}, {2, 4}}, 0},
+      {"neg_dim", {{2, 3, 4}, {2, 3, 1}}, -1},
+      {"empty_input", {{2, 0}, {2, 3}}, -1},
+      {"all_empty", {{0, 3}, {0, 3}}, 0},
+      {"single_input", {{3, 3}}, 1},
+      {"rank1", {{5}, {1}, {7}}, 0},
+      {"twenty_inputs", many, 1},
+      {"large_rows", {{1024, 512}, {1024, 512}}, 1, true},
+      {"large_dim0", {{512, 1024}, {512, 1024}}, 0, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    for (const Fixed& f : fixed) {
+      if (f.large && t != DType::kF32) continue;
+      cases.push_back({f.name, OpKind::kCat, t, f.ins, f.dim, DType::kI64, 0, f.large});
+    }
+    Rng rng(300 + static_cast<int>(t));
+    for (int i = 0; i < 6; ++i) {
+      const Shape base = randomShape(rng, 1, 4);
+      const int d = static_cast<int>(rng.uniform(0, base.rank() - 1));
+      std::vector<Shape> ins;
+      for (int64_t j = rng.uniform(1, 4); j > 0; --j) {
+        Shape s = base;
+        s[d] = rng.uniform(0, 4);
+        ins.push_back(s);
+      }
+      cases.push_back(
+          {fmt::format("random{}", i), OpKind::kCat, t, ins, rng.chance(2) ? d - base.rank() : d});
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> catGatherCases() {
+  struct Fixed {
+    const char* name;
+    std::vector<Shape> ins;
+    int64_t dim, count;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"two_dim1", {{2, 3}, {2, 5}}, 1, 6},
+      {"three_dim0", {{3, 4}, {1, 4}, {2, 4}}, 0, 8},
+      {"neg_dim", {{2, 3, 4}, {2, 2, 4}}, -2, 5},
+      {"empty_input", {{2, 0, 3}, {2, 2, 3}}, 1, 3},
+      {"inner1", {{3, 5}, {3, 2}}, -1, 11},
+      {"large", {{512, 1024}, {512, 1024}}, 0, 1024, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : {DType::kF32, DType::kI64}) {
+    for (DType it : kIndexTypes) {
+      for (const Fixed& f : fixed) {
+        if (f.large && (t != DType::kF32 || it != DType::kI32)) continue;
+        cases.push_back({f.name, OpKind::kCatGather, t, f.ins, f.dim, it, f.count, f.large});
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> allCases() {
+  std::vector<OpCase> all;
+  for (auto make : {addCases, matmulCases, indexSelectCases, catCases, catGatherCases})
+    for (OpCase& c : make()) all.push_back(std::move(c));
+  for (size_t i = 0; i < all.size(); ++i) all[i].seed = 1000 + i;
+  return all;
+}
+
+// ---- running a case -------------------------------------------------------------------------
+
+// The case's input tensors: random data, then (gather ops) an index of valid random positions.
+std::vector<Tensor> makeInputs(const OpCase& c) {
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < c.shapes.size(); ++i)
+    ins.push_back(randomTensor(c.dtype, c.shapes[i], c.seed * 16 + i));
+  if (c.kind == OpKind::kIndexSelect || c.kind == OpKind::kCatGather) {
+    const int d = c.shapes[0].wrapDim(*c.dim, "test");
+    int64_t size = 0;
+    for (const Shape& s : c.shapes) size += s[d];
+    if (c.kind == OpKind::kIndexSelect) size = c.shapes[0][d];
+    Tensor index(c.indexType, {c.indexCount});
+    Rng rng(c.seed);
+    for (int64_t j = 0; j < c.indexCount; ++j) {
+      const int64_t v = rng.uniform(0, size - 1);
+      if (c.indexType == DType::kI32) {
+        index.as<int32_t>()[j] = static_cast<int32_t>(v);
+      } else {
+        index.as<int64_t>()[j] = v;
+      }
+    }
+    ins.push_back(std::move(index));
+  }
+  return ins;
+}
+
+std::vector<TensorType> typesOf(const std::vector<Tensor>& ins) {
+  std::vector<TensorType> types;
+  for (const Tensor& t : ins) types.push_back({t.dtype(), t.shape()});
+  return types;
+}
+
+std::vector<TensorView> viewsOf(const std::vector<Tensor>& ins) {
+  std::vector<TensorView> views;
+  for (const Tensor& t : ins) views.push_back(t.view());
+  return views;
+}
+
+TensorType outputType(OpKind kind, const std::vector<TensorType>& types, const Attrs& attrs) {
+  InferContext ctx{kind, types, {}, attrs, "test", nullptr};
+  return inferNode(ctx);
+}
+
+// An output tensor pre-filled with a byte pattern, so an element a kernel forgets to write
+// cannot pass as the zero the allocator put there.
+Tensor poisoned(const TensorType& t) {
+  Tensor out(t.dtype, t.shape);
+  if (out.bytes() > 0) std::memset(out.data(), 0x5A, out.bytes());
+  return out;
+}
+
+Tensor runReference(const OpCase& c, const std::vector<Tensor>& ins) {
+  const Attrs attrs{c.dim};
+  Tensor out = poisoned(outputType(c.kind, typesOf(ins), attrs));
+  kernels::ref::runOp(c.kind, attrs, viewsOf(ins), out.view());
+  return out;
+}
+
+// f32 GEMMs may sum in a different order than the reference loop: compare relative to the
+// result's magnitude. Everything else (and integer GEMMs) must match bit for bit.
+void expectMatches(const OpCase& c, const Tensor& expected, const Tensor& got) {
+  ASSERT_EQ(expected.shape(), got.shape());
+  if (c.kind == OpKind::kMatMul && c.dtype == DType::kF32) {
+    double magnitude = 1.0;
+    for (int64_t i = 0; i < expected.numel(); ++i)
+      magnitude = std::max(magnitude, std::fabs(static_cast<double>(expected.as<float>()[i])));
+    EXPECT_LE(maxAbsDiff(expected, got), 1e-4 * magnitude);
+  } else {
+    EXPECT_TRUE(expected.equals(got)) << "max abs diff " << maxAbsDiff(expected, got);
+  }
+}
+
+class KernelDiff : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(KernelDiff, OptimizedMatchesReference) {
+  const OpCase& c = GetParam();
+  const std::vector<Tensor> ins = makeInputs(c);
+  const Tensor expected = runReference(c, ins);
+
+  auto spec = compileKernelSpec(makeKernelKey(c.kind, typesOf(ins), Attrs{c.dim}));
+  ASSERT_FALSE(spec->generic);
+  ASSERT_EQ(spec->output.shape, expected.shape());
+  Tensor got = poisoned(spec->output);
+  std::vector<const void*> ptrs;
+  for (const Tensor& t : ins) ptrs.push_back(t.data());
+  kernels::run(*spec, ptrs.data(), got.data());
+  expectMatches(c, expected, got);
+
+  // runViews on a static spec is the same kernel behind a shape check.
+  Tensor viaViews = poisoned(spec->output);
+  kernels::runViews(*spec, viewsOf(ins), viaViews.view());
+  EXPECT_TRUE(viaViews.equals(got));
+
+  if (c.large && tbb::this_task_arena::max_concurrency() > 1) {
+    EXPECT_GT(spec->tasks, 1) << "work " << spec->work;
+  } else if (!c.large) {
+    EXPECT_EQ(spec->tasks, 1) << "work " << spec->work;
+  }
+
+  // The fused CatGather must equal the unfused reference pair it replaces.
+  if (c.kind == OpKind::kCatGather) {
+    const std::vector<TensorView> views = viewsOf(ins);
+    const std::span<const TensorView> data(views.data(), views.size() - 1);
+    std::vector<TensorType> dataTypes(typesOf(ins));
+    dataTypes.pop_back();
+    Tensor catted = poisoned(outputType(OpKind::kCat, dataTypes, Attrs{c.dim}));
+    kernels::ref::cat(data, *c.dim, catted.view());
+    Tensor unfused = poisoned(spec->output);
+    kernels::ref::indexSelect(catted.view(), views.back(), *c.dim, unfused.view());
+    EXPECT_TRUE(unfused.equals(got));
+  }
+}
+
+// Shape-generic specs over the same table minus the large shapes, which would only add run
+// time: a generic spec derives the same parameters as a static one, checked above.
+class KernelGenericDiff : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(KernelGenericDiff, GenericSpecMatchesReference) {
+  const OpCase& c = GetParam();
+  const std::vector<Tensor> ins = makeInputs(c);
+  const Tensor expected = runReference(c, ins);
+
+  // Every dim unknown: the kernel can decide nothing until it sees the views.
+  std::vector<TensorType> dynamic = typesOf(ins);
+  for (TensorType& t : dynamic)
+    for (int d = 0; d < t.shape.rank(); ++d) t.shape[d] = kAnyDim;
+  const KernelKey key = makeKernelKey(c.kind, dynamic, Attrs{c.dim});
+  auto spec = compileKernelSpec(key);
+  EXPECT_EQ(spec->generic, !key.isStatic());
+  if (spec->generic) {
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(spec->params));
+  }
+  Tensor got = poisoned(TensorType{expected.dtype(), expected.shape()});
+  kernels::runViews(*spec, viewsOf(ins), got.view());
+  expectMatches(c, expected, got);
+}
+
+std::string paramName(const ::testing::TestParamInfo<OpCase>& info) {
+  return caseName(info.param);
+}
+
+std::vector<OpCase> smallCases() {
+  std::vector<OpCase> small = allCases();
+  std::erase_if(small, [](const OpCase& c) { return c.large; });
+  return small;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelDiff, ::testing::ValuesIn(allCases()), paramName);
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelGenericDiff, ::testing::ValuesIn(smallCases()), paramName);
+
+// ---- index errors ---------------------------------------------------------------------------
+
+struct IndexErrorCase {
+  const char* name;
+  OpKind kind;
+  std::vector<Shape> data;
+  int64_t dim;
+  DType indexType;
+  std::vector<int64_t> index;
+  const char* message;
+};
+
+Tensor indexTensor(DType t, const std::vector<int64_t>& values) {
+  Tensor index(t, {static_cast<int64_t>(values.size())});
+  for (size_t j = 0; j < values.size(); ++j) {
+    if (t == DType::kI32) {
+      index.as<int32_t>()[j] = static_cast<int32_t>(values[j]);
+    } else {
+      index.as<int64_t>()[j] = values[j];
+    }
+  }
+  return index;
+}
+
+template <typename Fn>
+void expectIndexError(const char* what, const std::string& message, Fn&& fn) {
+  try {
+    fn();
+    ADD_FAILURE() << what << ": expected an index error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIndex) << what;
+    EXPECT_EQ(std::string(e.what()), message) << what;
+  }
+}
+
+TEST(KernelIndex, OutOfRangeThrowsInBothKernels) {
+  const IndexErrorCase cases[] = {
+      {"too_large",
+       OpKind::kIndexSelect,
+       {{4, 3}},
+       0,
+       DType::kI64,
+       {0, 5, 1},
+       "index value 5 at position 1 is out of range for dim 0 of size 4"},
+      {"equal_to_size",
+       OpKind::kIndexSelect,
+       {{4, 3}},
+       0,
+       DType::kI32,
+       {4},
+       "index value 4 at position 0 is out of range for dim 0 of size 4"},
+      {"negative",
+       OpKind::kIndexSelect,
+       {{4, 3}},
+       -1,
+       DType::kI32,
+       {2, -1},
+       "index value -1 at position 1 is out of range for dim 1 of size 3"},
+      {"first_of_many",
+       OpKind::kIndexSelect,
+       {{4, 3}},
+       0,
+       DType::kI64,
+       {1, 9, -3},
+       "index value 9 at position 1 is out of range for dim 0 of size 4"},
+      {"empty_output",
+       OpKind::kIndexSelect,
+       {{0, 4}},
+       1,
+       DType::kI64,
+       {4},
+       "index value 4 at position 0 is out of range for dim 1 of size 4"},
+      {"cat_gather",
+       OpKind::kCatGather,
+       {{2, 3}, {2, 5}},
+       1,
+       DType::kI32,
+       {7, 8},
+       "index value 8 at position 1 is out of range for dim 1 of size 8"},
+      {"cat_gather_negative",
+       OpKind::kCatGather,
+       {{2, 3}, {1, 3}},
+       0,
+       DType::kI64,
+       {-2},
+       "index value -2 at position 0 is out of range for dim 0 of size 3"},
+  };
+  for (const IndexErrorCase& c : cases) {
+    std::vector<Tensor> ins;
+    for (const Shape& s : c.data) ins.push_back(randomTensor(DType::kF32, s, 5));
+    ins.push_back(indexTensor(c.indexType, c.index));
+    const Attrs attrs{c.dim};
+    const TensorType outType = outputType(c.kind, typesOf(ins), attrs);
+    Tensor out(outType.dtype, outType.shape);
+    expectIndexError(c.name, c.message,
+                     [&] { kernels::ref::runOp(c.kind, attrs, viewsOf(ins), out.view()); });
+    auto spec = compileKernelSpec(makeKernelKey(c.kind, typesOf(ins), attrs));
+    std::vector<const void*> ptrs;
+    for (const Tensor& t : ins) ptrs.push_back(t.data());
+    expectIndexError(c.name, c.message, [&] { kernels::run(*spec, ptrs.data(), out.data()); });
+  }
+}
+
+// ---- compile decisions ----------------------------------------------------------------------
+
+std::shared_ptr<const KernelSpec> compile(OpKind kind, std::vector<TensorType> inputs,
+                                          std::optional<int64_t> dim = {}) {
+  return compileKernelSpec(makeKernelKey(kind, inputs, Attrs{dim}));
+}
+
+TensorType f32(Shape s) {
+  return {DType::kF32, s};
+}
+
+TEST(KernelSpec, TaskSplitFollowsTheShape) {
+  const bool threads = tbb::this_task_arena::max_concurrency() > 1;
+  struct Case {
+    const char* name;
+    OpKind kind;
+    std::vector<TensorType> inputs;
+    std::optional<int64_t> dim;
+    bool large;
+  };
+  const Case cases[] = {
+      {"add_1", OpKind::kAdd, {f32({1}), f32({1})}, {}, false},
+      {"add_256k", OpKind::kAdd, {f32({256, 1024}), f32({1024})}, {}, false},
+      {"add_4M", OpKind::kAdd, {f32({4096, 1024}), f32({4096, 1024})}, {}, true},
+      {"matmul_64", OpKind::kMatMul, {f32({64, 64}), f32({64, 64})}, {}, false},
+      {"matmul_128", OpKind::kMatMul, {f32({128, 128}), f32({128, 128})}, {}, false},
+      {"matmul_256", OpKind::kMatMul, {f32({256, 256}), f32({256, 256})}, {}, true},
+      {"matmul_1024", OpKind::kMatMul, {f32({1024, 1024}), f32({1024, 1024})}, {}, true},
+      {"index_select_small", OpKind::kIndexSelect, {f32({64, 64}), {DType::kI64, {64}}}, 0, false},
+      {"index_select_16M",
+       OpKind::kIndexSelect,
+       {f32({4096, 1024}), {DType::kI64, {4096}}},
+       0,
+       true},
+      {"cat_small", OpKind::kCat, {f32({2, 3}), f32({2, 5})}, 1, false},
+      {"cat_16M", OpKind::kCat, {f32({4096, 512}), f32({4096, 512})}, 1, true},
+  };
+  for (const Case& c : cases) {
+    auto spec = compile(c.kind, c.inputs, c.dim);
+    if (c.large && threads) {
+      EXPECT_GT(spec->tasks, 1) << c.name;
+      EXPECT_LE(spec->tasks, tbb::this_task_arena::max_concurrency()) << c.name;
+    } else {
+      EXPECT_EQ(spec->tasks, 1) << c.name;
+    }
+  }
+}
+
+TEST(KernelSpec, AddChoosesTheCheapestPath) {
+  using Path = AddParams::Path;
+  struct Case {
+    Shape a, b;
+    Path path;
+  };
+  const Case cases[] = {
+      {{2, 3}, {2, 3}, Path::kSameShape}, {{1, 7}, {7}, Path::kSameShape},
+      {{4, 5}, {}, Path::kScalarB},       {{1, 1}, {3, 2}, Path::kScalarA},
+      {{6, 5}, {5}, Path::kRowB},         {{1, 4, 5}, {3, 4, 5}, Path::kRowA},
+      {{3, 1}, {1, 4}, Path::kGeneral},   {{6, 5}, {6, 1}, Path::kGeneral},
+  };
+  for (const Case& c : cases) {
+    auto spec = compile(OpKind::kAdd, {f32(c.a), f32(c.b)});
+    const auto& p = std::get<AddParams>(spec->params);
+    EXPECT_EQ(p.path, c.path) << c.a.toString() << " + " << c.b.toString();
+  }
+  // Row paths record the row length; the general path coalesces [2, 3, 4] + [4] style dims.
+  auto row = compile(OpKind::kAdd, {f32({3, 4, 5}), f32({4, 5})});
+  EXPECT_EQ(std::get<AddParams>(row->params).cols, 20);
+  EXPECT_EQ(std::get<AddParams>(row->params).rows, 3);
+  auto general = compile(OpKind::kAdd, {f32({2, 3, 4, 5}), f32({2, 1, 1, 5})});
+  const auto& g = std::get<AddParams>(general->params);
+  EXPECT_EQ(g.rank, 3);  // [2, 12, 5]: the two broadcast dims of b merge into one
+  EXPECT_EQ(g.bStrides[1], 0);
+}
+
+TEST(KernelSpec, MatMulBatchOffsetsAndFolding) {
+  auto folded = compile(OpKind::kMatMul, {f32({4, 3, 5}), f32({5, 2})});
+  const auto& f = std::get<MatMulParams>(folded->params);
+  EXPECT_EQ(f.batch, 1);
+  EXPECT_EQ(f.m, 12);
+  auto bcast = compile(OpKind::kMatMul, {f32({2, 1, 3, 4}), f32({5, 4, 6})});
+  const auto& b = std::get<MatMulParams>(bcast->params);
+  EXPECT_EQ(b.batch, 10);
+  EXPECT_EQ(b.aOffsets, (std::vector<int64_t>{0, 0, 0, 0, 0, 12, 12, 12, 12, 12}));
+  EXPECT_EQ(b.bOffsets, (std::vector<int64_t>{0, 24, 48, 72, 96, 0, 24, 48, 72, 96}));
+  if (tbb::this_task_arena::max_concurrency() > 1) {
+    auto big = compile(OpKind::kMatMul, {f32({512, 512}), f32({512, 512})});
+    EXPECT_GT(std::get<MatMulParams>(big->params).rowsPerTask, 0);
+  }
+}
+
+TEST(KernelSpec, NamesAreReadableAndExact) {
+  EXPECT_EQ(compile(OpKind::kMatMul, {f32({64, 128}), f32({128, 32})})->name,
+            "MatMul_float_ND_64_128__128_32");
+  EXPECT_EQ(compile(OpKind::kCat, {f32({2, 3}), f32({2, 5})}, -1)->name,
+            "Cat_float_ND_2_3__2_5__dim1");
+  EXPECT_EQ(compile(OpKind::kAdd, {{DType::kI64, {4}}, {DType::kI64, {}}})->name,
+            "Add_int64_ND_4__s");
+  EXPECT_EQ(compile(OpKind::kIndexSelect, {f32({4, 5}), {DType::kI32, {3}}}, 0)->name,
+            "IndexSelect_float_ND_4_5__3_int32__dim0");
+  EXPECT_EQ(compile(OpKind::kAdd, {f32({symbolDim("B"), 4}), f32({4})})->name,
+            "Add_float_ND_-1_4__4");
+}
+
+TEST(KernelSpec, KeyEqualityAndHash) {
+  const KernelKey a = makeKernelKey(OpKind::kCat, {f32({2, 3}), f32({2, 5})}, Attrs{-1});
+  const KernelKey same = makeKernelKey(OpKind::kCat, {f32({2, 3}), f32({2, 5})}, Attrs{1});
+  EXPECT_EQ(a, same);  // -1 and 1 wrap to the same dim for rank 2
+  EXPECT_EQ(a.hash(), same.hash());
+  const KernelKey different[] = {
+      makeKernelKey(OpKind::kCat, {f32({2, 3}), f32({2, 5})}, Attrs{0}),
+      makeKernelKey(OpKind::kCat, {f32({2, 3}), f32({2, 4})}, Attrs{1}),
+      makeKernelKey(OpKind::kCat, {{DType::kI32, {2, 3}}, {DType::kI32, {2, 5}}}, Attrs{1}),
+      makeKernelKey(OpKind::kCat, {f32({2, 5}), f32({2, 3})}, Attrs{1}),
+      makeKernelKey(OpKind::kCat, {f32({2, 3})}, Attrs{1}),
+  };
+  std::unordered_set<KernelKey> set{a};
+  for (const KernelKey& k : different) {
+    EXPECT_NE(k, a) << k.name();
+    EXPECT_TRUE(set.insert(k).second) << k.name();
+  }
+  EXPECT_FALSE(set.insert(same).second);
+  const KernelKey i32 = makeKernelKey(OpKind::kIndexSelect, {f32({4}), {DType::kI32, {2}}}, {0});
+  const KernelKey i64 = makeKernelKey(OpKind::kIndexSelect, {f32({4}), {DType::kI64, {2}}}, {0});
+  EXPECT_NE(i32, i64);
+  EXPECT_NE(i32.name(), i64.name());
+}
+
+TEST(KernelSpec, GenericSpecDefersToRunTime) {
+  const int64_t b = symbolDim("B");
+  auto spec = compile(OpKind::kMatMul, {f32({b, 3, 4}), f32({4, kAnyDim})});
+  EXPECT_TRUE(spec->generic);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(spec->params));
+  EXPECT_EQ(spec->output.shape, Shape({b, 3, kAnyDim}));
+  const Tensor x = randomTensor(DType::kF32, {2, 3, 4}, 1);
+  const Tensor w = randomTensor(DType::kF32, {4, 5}, 2);
+  Tensor expected(DType::kF32, {2, 3, 5}), got(DType::kF32, {2, 3, 5});
+  kernels::ref::matmul(x.view(), w.view(), expected.view());
+  const TensorView views[] = {x.view(), w.view()};
+  kernels::runViews(*spec, views, got.view());
+  EXPECT_TRUE(expected.equals(got));
+  // The generic kernel's static dims still bind: K was compiled as 4.
+  const Tensor bad = randomTensor(DType::kF32, {2, 3, 5}, 3);
+  const TensorView badViews[] = {bad.view(), w.view()};
+  EXPECT_THROW(kernels::runViews(*spec, badViews, got.view()), Error);
+  // A generic spec has nothing to run without shapes.
+  const void* ptrs[] = {x.data(), w.data()};
+  EXPECT_THROW(kernels::run(*spec, ptrs, got.data()), Error);
+}
+
+TEST(KernelSpec, BadShapesAreShapeErrors) {
+  try {
+    compile(OpKind::kMatMul, {f32({2, 3}), f32({4, 5})});
+    FAIL() << "expected a shape error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape);
+  }
+  EXPECT_THROW(compile(OpKind::kCat, {f32({2, 3})}, 2), Error);
+  // A static spec checks the views it is given.
+  auto spec = compile(OpKind::kAdd, {f32({2, 3}), f32({3})});
+  const Tensor a = randomTensor(DType::kF32, {2, 4}, 1), b = randomTensor(DType::kF32, {3}, 2);
+  Tensor out(DType::kF32, {2, 3});
+  const TensorView views[] = {a.view(), b.view()};
+  try {
+    kernels::runViews(*spec, views, out.view());
+    FAIL() << "expected a shape error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape);
+  }
+}
+
+}  // namespace
+}  // namespace gearbox
