@@ -104,6 +104,7 @@ void Session::compileGears(const InputSignature& firstSeen) {
     modeled += options_.cost.kernelCompile(name.substr(0, name.find('_')));
   kernelLog_.clear();
   stats_.modeledDeviceUs += modeled;
+  stats_.modeledCompileUs += modeled;
   log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, st.plans.size(),
             kernels);
 }

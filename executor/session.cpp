@@ -138,6 +138,7 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   for (const std::string& k : rec.kernelsCompiled)
     modeled += c.kernelCompile(k.substr(0, k.find('_')));
   if (rec.graphCompiled) modeled += c.graphCompileUs;
+  rec.modeledCompileUs = modeled;
   const int64_t graphLaunches = after.graphLaunches - before.graphLaunches;
   modeled += static_cast<double>(graphLaunches) * c.graphLaunchUs +
              static_cast<double>(rec.launches - graphLaunches) * c.launchUs +
@@ -151,6 +152,7 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   stats_.allocations += rec.allocations;
   stats_.compileSeconds += rec.compileSeconds;
   stats_.modeledDeviceUs += modeled;
+  stats_.modeledCompileUs += rec.modeledCompileUs;
   if (rec.fallback) stats_.fallbackRuns++;
   history_.push_back(std::move(rec));
   return out;

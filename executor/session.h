@@ -90,7 +90,8 @@ struct CallRecord {
   int64_t launches = 0, syncs = 0, allocations = 0;
   double compileSeconds = 0;    // measured host time spent compiling
   double runSeconds = 0;        // measured host time of the call minus compiling
-  double modeledDeviceUs = 0;   // MODELED device time (cost model)
+  double modeledDeviceUs = 0;   // MODELED device time (cost model) = compile + run parts
+  double modeledCompileUs = 0;  // MODELED: kernel and graph compiles
 };
 
 struct SessionStats {
@@ -109,7 +110,8 @@ struct SessionStats {
   int64_t fallbackRuns = 0;
   int64_t peakBytes = 0;        // largest plan arena (static/geared) or pooled bytes
   double compileSeconds = 0;    // measured
-  double modeledDeviceUs = 0;   // MODELED
+  double modeledDeviceUs = 0;   // MODELED, compile + run
+  double modeledCompileUs = 0;  // MODELED, the compile part
   CacheStats kernelCache, planCache;
   int64_t gears = 0;            // geared: gears compiled up front
   int64_t paddedCalls = 0;      // geared: calls padded up to a gear

@@ -82,39 +82,42 @@ void printTable(const std::vector<ModeResult>& results, std::ostream& os) {
   });
 }
 
-// Explains the winner: compiles against per-call cost, in the same terms as the table.
+// Explains the winner: for every other mode, whether it loses on compiles or on per-call
+// cost, in the same units as the table.
 std::string verdict(const std::vector<ModeResult>& results, bool modeled) {
-  auto total = [&](const ModeResult& r) {
-    return modeled ? r.report["modeled_device_us"].get<double>() * 1e-6 : r.totalSeconds;
+  struct Cost {
+    double compile, run, total;
+  };
+  auto cost = [&](const ModeResult& r) {
+    if (modeled) {
+      const double total = r.report["modeled_device_us"].get<double>();
+      const double compile = r.report["modeled_compile_us"].get<double>();
+      return Cost{compile, total - compile, total};
+    }
+    const double compile = r.report["measured_host_compile_seconds"].get<double>() * 1e6;
+    return Cost{compile, r.totalRunSeconds * 1e6, r.totalSeconds * 1e6};
   };
   const ModeResult* best = &results[0];
   for (const ModeResult& r : results)
-    if (total(r) < total(*best)) best = &r;
+    if (cost(r).total < cost(*best).total) best = &r;
+  const Cost b = cost(*best);
+  const double calls = std::max<double>(1, best->report["iterations"].get<double>());
   std::string why;
   for (const ModeResult& r : results) {
     if (&r == best) continue;
-    const double compiles = r.report["graph_compiles"].get<double>() +
-                            r.report["kernel_compiles"].get<double>();
-    const double bestCompiles = best->report["graph_compiles"].get<double>() +
-                                best->report["kernel_compiles"].get<double>();
-    const double perCall = r.report["measured_median_run_seconds"].get<double>();
-    const double bestPerCall = best->report["measured_median_run_seconds"].get<double>();
-    std::string reason;
-    if (compiles > bestCompiles && (modeled || perCall <= bestPerCall * 1.05))
-      reason = fmt::format("{} pays {} more compiles", modeName(r.mode), compiles - bestCompiles);
-    else if (modeled)
-      reason = fmt::format("{} pays {} launches and {} syncs vs {} and {}", modeName(r.mode),
-                           r.report["launches"].dump(), r.report["syncs"].dump(),
-                           best->report["launches"].dump(), best->report["syncs"].dump());
-    else
-      reason = fmt::format("{} costs {} per call vs {}", modeName(r.mode), formatSeconds(perCall),
-                           formatSeconds(bestPerCall));
+    const Cost c = cost(r);
+    std::string reason =
+        c.compile - b.compile >= c.run - b.run
+            ? fmt::format("{} loses on compiles ({:.0f} us vs {:.0f} us)", modeName(r.mode),
+                          c.compile, b.compile)
+            : fmt::format("{} loses on per-call cost ({:.1f} us vs {:.1f} us per call)",
+                          modeName(r.mode), c.run / calls, b.run / calls);
     why += (why.empty() ? "" : "; ") + reason;
   }
-  return fmt::format("{}: {} ({:.3g} {}){}{}", modeled ? "fastest by modeled device time"
-                                                       : "fastest by measured host time",
-                     modeName(best->mode), modeled ? total(*best) * 1e6 : total(*best) * 1e3,
-                     modeled ? "us" : "ms", why.empty() ? "" : " -- ", why);
+  return fmt::format("{} {}: {:.0f} us = {:.0f} us compiling + {:.0f} us running{}{}",
+                     modeled ? "fastest by MODELED device time:" : "fastest by measured host time:",
+                     modeName(best->mode), b.total, b.compile, b.run, why.empty() ? "" : "\n  ",
+                     why);
 }
 
 }  // namespace

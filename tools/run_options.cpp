@@ -109,6 +109,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["measured_host_compile_seconds"] = st.compileSeconds;
   j["measured_median_run_seconds"] = medianRunSeconds(s);
   j["modeled_device_us"] = st.modeledDeviceUs;
+  j["modeled_compile_us"] = st.modeledCompileUs;
   if (st.mode == Mode::kGeared) {
     j["gears"] = st.gears;
     j["padded_calls"] = st.paddedCalls;
