@@ -13,5 +13,7 @@ void registerPrint(CLI::App& app);
 void registerRun(CLI::App& app);
 void registerEval(CLI::App& app);
 void registerRecompileReport(CLI::App& app);
+void registerKernels(CLI::App& app);
+void registerPrecompile(CLI::App& app);
 
 }  // namespace gearbox::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   gearbox::cli::registerRun(app);
   gearbox::cli::registerEval(app);
   gearbox::cli::registerRecompileReport(app);
+  gearbox::cli::registerKernels(app);
+  gearbox::cli::registerPrecompile(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
