@@ -503,6 +503,21 @@ void checkFormat(const Json& j, const char* format) {
          kKernelStoreVersion);
 }
 
+// The entries of a directory. Uses the error_code overloads throughout: a std::filesystem
+// exception escaping to the CLI would abort instead of exiting 2.
+std::vector<fs::directory_entry> listDirectory(const fs::path& dir) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) fail(ErrorKind::kIo, "cannot list '{}': {}", dir.string(), ec.message());
+  std::vector<fs::directory_entry> out;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    out.push_back(*it);
+  }
+  if (ec) fail(ErrorKind::kIo, "cannot list '{}': {}", dir.string(), ec.message());
+  return out;
+}
+
 Json parseJsonText(const std::string& text, ErrorKind kind) {
   try {
     return Json::parse(text);
@@ -712,9 +727,7 @@ std::vector<KernelFileInfo> listKernelDir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(ErrorKind::kIo, "'{}' is not a directory", dir);
   std::vector<KernelFileInfo> out;
-  fs::directory_iterator it(dir, ec);
-  if (ec) fail(ErrorKind::kIo, "cannot list '{}': {}", dir, ec.message());
-  for (const fs::directory_entry& e : it) {
+  for (const fs::directory_entry& e : listDirectory(dir)) {
     KernelFileInfo info;
     info.file = e.path().filename().string();
     if (!e.is_regular_file(ec)) {
@@ -1007,10 +1020,10 @@ std::string findOpInfoDir(const std::string& dir, std::string* runDir) {
   fs::path run;
   if (!top.empty()) {
     std::string newest;
-    for (const fs::directory_entry& e : fs::directory_iterator(top, ec)) {
+    for (const fs::directory_entry& e : listDirectory(top)) {
       const std::string name = e.path().filename().string();
       // Timestamps have a fixed width, so the largest name is the newest run.
-      if (e.is_directory() && isRunDirName(name) && name > newest) newest = name;
+      if (e.is_directory(ec) && isRunDirName(name) && name > newest) newest = name;
     }
     if (newest.empty())
       fail(ErrorKind::kIo, "'{}' holds no ts<time>_pid<pid>_outputs folder", top.string());
@@ -1071,8 +1084,9 @@ PrecompileResult precompileBundle(const std::string& recordDir, const std::strin
   std::string runDir;
   r.recordDir = findOpInfoDir(recordDir, &runDir);
   std::vector<fs::path> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(r.recordDir))
-    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::error_code ec;
+  for (const fs::directory_entry& e : listDirectory(r.recordDir))
+    if (e.is_regular_file(ec) && e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(ErrorKind::kIo, "no op-info files (*.json) in '{}'", r.recordDir);
 
