@@ -15,5 +15,7 @@ void registerEval(CLI::App& app);
 void registerCompare(CLI::App& app);
 void registerRecompileReport(CLI::App& app);
 void registerGears(CLI::App& app);
+void registerKernels(CLI::App& app);
+void registerPrecompile(CLI::App& app);
 
 }  // namespace gearbox::cli

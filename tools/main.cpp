@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   gearbox::cli::registerCompare(app);
   gearbox::cli::registerRecompileReport(app);
   gearbox::cli::registerGears(app);
+  gearbox::cli::registerKernels(app);
+  gearbox::cli::registerPrecompile(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,203 @@
+// End-to-end tests of --kernel-meta, --record-op-info, --kernel-bundle, `gearbox kernels` and
+// `gearbox precompile`, each run as a separate gearbox process (GEARBOX_BINARY), so
+// persistence is tested across real process boundaries.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "graph/npy.h"
+#include "temp_dir.h"
+
+namespace gearbox {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_util::TempDir;
+
+const std::string kModel = std::string(GEARBOX_SOURCE_DIR) + "/examples/four_ops.gbx";
+const std::string kTrace = std::string(GEARBOX_SOURCE_DIR) + "/examples/four_ops.trace.jsonl";
+// four_ops.trace.jsonl holds batches 1, 2, 4, 3 and 8: five shapes x four ops.
+constexpr int kTraceKernels = 20;
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `gearbox ARGS` and captures its output. Arguments are shell-quoted by the caller.
+Result gearbox(const std::string& args) {
+  Result r;
+  const std::string cmd = shellQuote(GEARBOX_BINARY) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string runArgs(const std::string& extra) {
+  return "run " + shellQuote(kModel) + " --trace " + shellQuote(kTrace) + " -q " + extra;
+}
+
+nlohmann::json readJson(const std::string& path) {
+  return nlohmann::json::parse(readFile(path));
+}
+
+size_t countEntries(const fs::path& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n;
+}
+
+TEST(KernelMetaCli, SecondProcessCompilesNothing) {
+  TempDir dir;
+  const std::string meta = dir.file("kernel_meta");
+  const Result first = gearbox(
+      runArgs("--kernel-meta " + shellQuote(meta) + " --json " + shellQuote(dir.file("a.json"))));
+  ASSERT_EQ(first.code, 0) << first.out;
+  const auto a = readJson(dir.file("a.json"));
+  EXPECT_EQ(a["kernel_compiles"], kTraceKernels);
+  EXPECT_EQ(a["kernel_store_hits"], 0);
+  EXPECT_EQ(countEntries(meta), static_cast<size_t>(kTraceKernels));  // ls kernel_meta | wc -l
+
+  const Result second = gearbox(
+      runArgs("--kernel-meta " + shellQuote(meta) + " --json " + shellQuote(dir.file("b.json"))));
+  ASSERT_EQ(second.code, 0) << second.out;
+  const auto b = readJson(dir.file("b.json"));
+  EXPECT_EQ(b["kernel_compiles"], 0);
+  EXPECT_EQ(b["kernel_store_hits"], kTraceKernels);
+  EXPECT_NE(second.out.find("kernel compiles 0 (+20 loaded from a kernel store)"),
+            std::string::npos)
+      << second.out;
+  EXPECT_EQ(countEntries(meta), static_cast<size_t>(kTraceKernels));
+}
+
+TEST(KernelMetaCli, KernelsListsAndFlagsDamage) {
+  TempDir dir;
+  const std::string meta = dir.file("km");
+  ASSERT_EQ(gearbox(runArgs("--kernel-meta " + shellQuote(meta))).code, 0);
+  Result r = gearbox("kernels " + shellQuote(meta));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("OP"), std::string::npos);
+  EXPECT_NE(r.out.find("CREATED"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex(R"(MatMul +float +\[2,4\] \[4,3\] +- +\d+ +\d{4}-\d\d-\d\dT[\d:.]+Z +)"
+                        R"(MatMul_float_ND_2_4__4_3\.json)")))
+      << r.out;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex(R"(IndexSelect +float +\[8,7\] \[7\]:int64 +dim=1 )")))
+      << r.out;
+  EXPECT_NE(r.out.find("20 kernels, 0 damaged files"), std::string::npos) << r.out;
+
+  const fs::path victim = fs::path(meta) / "Add_float_ND_4_4__4_4.json";
+  fs::resize_file(victim, 10);
+  r = gearbox("kernels " + shellQuote(meta));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("DAMAGED  Add_float_ND_4_4__4_4.json (10 bytes): not valid JSON"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("19 kernels, 1 damaged files"), std::string::npos) << r.out;
+
+  // The next run warns once, recompiles that kernel and repairs the file.
+  r = gearbox(
+      runArgs("--kernel-meta " + shellQuote(meta) + " --json " + shellQuote(dir.file("r.json"))));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(readJson(dir.file("r.json"))["kernel_compiles"], 1);
+  EXPECT_NE(r.out.find("warning: kernel_meta: damaged kernel file '" + victim.string() + "'"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(gearbox("kernels " + shellQuote(meta)).out.find("20 kernels, 0 damaged files"),
+            std::string::npos);
+
+  r = gearbox("kernels " + shellQuote(dir.file("missing")));
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
+TEST(KernelMetaCli, UnwritableDirectoryWarnsAndRuns) {
+  TempDir dir;
+  { std::ofstream(dir.file("file")) << "x"; }
+  const Result r = gearbox(runArgs("--kernel-meta " + shellQuote(dir.file("file") + "/km") +
+                                   " --json " + shellQuote(dir.file("r.json"))));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("continuing without kernel persistence"), std::string::npos) << r.out;
+  EXPECT_EQ(readJson(dir.file("r.json"))["kernel_compiles"], kTraceKernels);
+}
+
+TEST(PrecompileCli, RecordPrecompileAndRunWithTheBundle) {
+  TempDir dir;
+  const std::string build = dir.file("build");
+  Result r = gearbox(runArgs("--record-op-info " + shellQuote(build)));
+  ASSERT_EQ(r.code, 0) << r.out;
+
+  const std::string bundle = dir.file("static_kernel.run");
+  r = gearbox("precompile " + shellQuote(build) + " -o " + shellQuote(bundle));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("read 20 op-info records"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.out,
+      std::regex(R"(compiled 20 kernels in [\d.]+ (ns|us|ms|s) \(measured\) on \d+ threads)")))
+      << r.out;
+  EXPECT_NE(r.out.find("bundle written to " + bundle), std::string::npos) << r.out;
+
+  r = gearbox(runArgs("--kernel-bundle " + shellQuote(bundle) + " --json " +
+                      shellQuote(dir.file("r.json"))));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = readJson(dir.file("r.json"));
+  EXPECT_EQ(j["kernel_compiles"], 0);
+  EXPECT_EQ(j["kernel_store_hits"], kTraceKernels);
+
+  // Without -o the bundle lands in the ts folder, named as seed 003 names it.
+  r = gearbox("precompile " + shellQuote(build));
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(bundle written to (\S+))"))) << r.out;
+  EXPECT_TRUE(std::regex_search(
+      m[1].str(), std::regex(R"(aclnn_static_shape_kernel_outputs/ts\d{20}_pid\d+_outputs/)"
+                             R"(static_kernel_\d{14}\.run$)")))
+      << m[1];
+  EXPECT_TRUE(fs::exists(m[1].str()));
+}
+
+TEST(PrecompileCli, BadBundleAndRefusedPathsExitTwo) {
+  TempDir dir;
+  { std::ofstream(dir.file("bad.run")) << "{\"format\": \"gearbox-kernel-bundle\", \"vers"; }
+  Result r = gearbox(runArgs("--kernel-bundle " + shellQuote(dir.file("bad.run"))));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("kernel bundle '" + dir.file("bad.run") + "'"), std::string::npos) << r.out;
+
+  r = gearbox(runArgs("--kernel-bundle " + shellQuote(dir.file("missing.run"))));
+  EXPECT_EQ(r.code, 2) << r.out;
+
+  r = gearbox(runArgs("--record-op-info " + shellQuote(dir.file("a/../b"))));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("'..'"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir.file("b")));
+
+  fs::create_directory_symlink(dir.path(), dir.path() / "link");
+  r = gearbox(runArgs("--record-op-info " + shellQuote(dir.file("link/rec"))));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("symlink"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir.file("rec")));
+
+  r = gearbox("precompile " + shellQuote(dir.file("nothing_here")));
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
+}  // namespace
+}  // namespace gearbox
