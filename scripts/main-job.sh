@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh release
-./build/bin/gearbox run examples/seed001_add.gbx --trace examples/seed001_add.trace.jsonl \
-  --mode static --explain
+# Every mode -- eager, static, dynamic, automatic dynamic and geared (with pad-up) -- over the
+# same trace and data, side by side.
+./build/bin/gearbox compare examples/four_ops.gbx --trace examples/four_ops.trace.jsonl \
+  --gears '{"x": {"0": [1, 2, 4, 8]}, "y": {"0": [1, 2, 4, 8]}}' --gear-fallback pad
