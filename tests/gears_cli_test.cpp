@@ -6,29 +6,12 @@
 #include <fstream>
 #include <string>
 
+#include "cli_util.h"
+
 namespace {
 
-struct RunResult {
-  std::string output;  // stdout and stderr, interleaved as the process wrote them
-  int exitCode = -1;
-};
-
-// Runs GEARBOX_BINARY with `args` (already shell-quoted) through /bin/sh.
-RunResult runGearbox(const std::string& args) {
-  const std::string cmd = std::string("'") + GEARBOX_BINARY + "' " + args + " 2>&1";
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) {
-    ADD_FAILURE() << "popen failed for " << cmd;
-    return r;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using gearbox::testing_util::RunResult;
+using gearbox::testing_util::runGearbox;
 
 const char* kSeedGears = R"('{"x1": {"0": [2, 4]}, "x2": {"0": [2, 4]}}')";
 

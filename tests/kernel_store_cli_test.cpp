@@ -13,6 +13,7 @@
 #include <string>
 
 #include "graph/npy.h"
+#include "cli_util.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -26,29 +27,16 @@ const std::string kTrace = std::string(GEARBOX_SOURCE_DIR) + "/examples/four_ops
 // four_ops.trace.jsonl holds batches 1, 2, 4, 3 and 8: five shapes x four ops.
 constexpr int kTraceKernels = 20;
 
-std::string shellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using testing_util::shellQuote;
 
+// Runs `gearbox ARGS` and captures its output. Arguments are shell-quoted by the caller.
 struct Result {
   int code = -1;
   std::string out;  // stdout and stderr together
 };
-
-// Runs `gearbox ARGS` and captures its output. Arguments are shell-quoted by the caller.
 Result gearbox(const std::string& args) {
-  Result r;
-  const std::string cmd = shellQuote(GEARBOX_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const testing_util::RunResult r = testing_util::runGearbox(args);
+  return Result{r.exitCode, r.output};
 }
 
 std::string runArgs(const std::string& extra) {

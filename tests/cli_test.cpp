@@ -1,0 +1,190 @@
+// CLI golden tests of run, compare, eval and print: exit codes, the JSON report, --assert, and
+// that bad input gives one clear message and writes nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "executor/session.h"
+#include "graph/npy.h"
+#include "graph/text.h"
+#include "temp_dir.h"
+
+namespace gearbox {
+namespace {
+
+using testing_util::example;
+using testing_util::runGearbox;
+using testing_util::shellQuote;
+using testing_util::TempDir;
+
+const std::string kSeedRun = "run " + shellQuote(example("seed001_add.gbx")) + " --trace " +
+                             shellQuote(example("seed001_add.trace.jsonl"));
+
+TEST(Cli, RunSeed001StaticJsonHasTheReferenceCounts) {
+  TempDir dir;
+  const std::string json = dir.file("r.json");
+  auto r = runGearbox(kSeedRun + " --mode static --json " + shellQuote(json));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  auto j = nlohmann::json::parse(readFile(json));
+  EXPECT_EQ(j["mode"], "static");
+  EXPECT_EQ(j["iterations"], 7);
+  EXPECT_EQ(j["graph_compiles"], 5);
+  EXPECT_EQ(j["kernel_compiles"], 5);
+  EXPECT_EQ(j["plan_cache_hits"], 2);
+  EXPECT_EQ(j["kernel_cache_hits"], 0);
+  EXPECT_EQ(j["peak_bytes"], 0);
+  ASSERT_EQ(j["per_iteration"].size(), 7u);
+  EXPECT_EQ(j["per_iteration"][1]["reason"],
+            "input 'x1' size mismatch at dim 0: expected 2, actual 3");
+  EXPECT_EQ(j["per_iteration"][3]["graph_compiled"], false);
+  EXPECT_NE(r.output.find("iter   1  x1=[3, 2], x2=[3, 2]  compiled plan #2 (input 'x1' size "
+                          "mismatch at dim 0: expected 2, actual 3); kernels compiled: "
+                          "Add_float_ND_3_2__3_2\n"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, RunModesOnSeed001) {
+  for (auto [mode, compiles] : {std::pair{"auto", 2}, {"dynamic", 1}, {"eager", 0}}) {
+    auto r = runGearbox(kSeedRun + " -q --mode " + mode + " --assert graph_compiles==" +
+                        std::to_string(compiles));
+    EXPECT_EQ(r.exitCode, 0) << mode << ": " << r.output;
+  }
+}
+
+TEST(Cli, AssertBrokenBoundExitsOne) {
+  auto r = runGearbox(kSeedRun + " -q --assert 'graph_compiles<=3' --assert 'kernel_compiles==5'");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("gearbox: assertion failed: graph_compiles<=3 (actual graph_compiles = 5)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("kernel_compiles==5"), std::string::npos) << "that bound holds";
+  auto bad = runGearbox(kSeedRun + " -q --assert 'compiles<=3'");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.output.find("unknown metric 'compiles'"), std::string::npos) << bad.output;
+}
+
+TEST(Cli, RecompileLimitErrorExitsTwoWithTheLastReason) {
+  auto r = runGearbox(kSeedRun + " -q --recompile-limit 3 --on-recompile-limit error");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.output.find("gearbox: recompile limit: hit recompile_limit (3); last reason: input "
+                          "'x1' size mismatch at dim 0: expected 4, actual 5"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, CompareRunsEveryModeAndAgrees) {
+  TempDir dir;
+  auto r = runGearbox("compare " + shellQuote(example("four_ops.gbx")) + " --trace " +
+                      shellQuote(example("four_ops.trace.jsonl")) +
+                      " --gears '{\"x\": {\"0\": [1, 2, 4, 8]}, \"y\": {\"0\": [1, 2, 4, 8]}}'"
+                      " --gear-fallback pad --json " +
+                      shellQuote(dir.file("c.json")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("outputs agree across modes: yes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fastest by measured host time:"), std::string::npos);
+  EXPECT_NE(r.output.find("fastest by MODELED device time:"), std::string::npos);
+  auto j = nlohmann::json::parse(readFile(dir.file("c.json")));
+  for (const char* m : {"eager", "static", "dynamic", "auto", "geared"})
+    EXPECT_TRUE(j["modes"].contains(m)) << m;
+  EXPECT_EQ(j["modes"]["static"]["graph_compiles"], 5);
+  EXPECT_EQ(j["modes"]["geared"]["graph_compiles"], 4);
+  EXPECT_EQ(j["modes"]["geared"]["padded_calls"], 1);
+  EXPECT_EQ(j["modes"]["eager"]["graph_compiles"], 0);
+}
+
+TEST(Cli, EvalWritesEveryOutputAndMatchesTheReference) {
+  TempDir dir;
+  const Graph g = loadGraph(example("four_ops.gbx"));
+  auto inputs = makeInputs(g, {Shape{3, 4}, Shape{3, 4}}, 5);
+  saveNpy(dir.file("x.npy"), inputs[0]);
+  saveNpy(dir.file("y.npy"), inputs[1]);
+  auto r = runGearbox("eval " + shellQuote(example("four_ops.gbx")) + " --input x=" +
+                      shellQuote(dir.file("x.npy")) + " --input y=" + shellQuote(dir.file("y.npy")) +
+                      " --out " + shellQuote(dir.file("out")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  Tensor o = loadNpy(dir.file("out/o.npy"));
+  EXPECT_TRUE(o.equals(referenceRun(g, inputs)[0]));
+}
+
+TEST(Cli, BadInputExitsTwoAndWritesNothing) {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  // A shape that does not fit the model: nothing may be written.
+  saveNpy(dir.file("x.npy"), Tensor(DType::kF32, {3, 5}));
+  saveNpy(dir.file("y.npy"), Tensor(DType::kF32, {3, 4}));
+  auto r = runGearbox("eval " + shellQuote(example("four_ops.gbx")) + " --input x=" +
+                      shellQuote(dir.file("x.npy")) + " --input y=" + shellQuote(dir.file("y.npy")) +
+                      " --out " + shellQuote(out));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.output, "gearbox: shape error: input 'x' dim 1: declared 4, got 5\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  // A trace line naming an unknown input.
+  {
+    std::ofstream t(dir.file("bad.jsonl"));
+    t << "{\"x1\": [2, 2], \"x2\": [2, 2]}\n{\"x1\": [2, 2], \"x3\": [2, 2]}\n";
+  }
+  const std::string json = dir.file("r.json");
+  r = runGearbox("run " + shellQuote(example("seed001_add.gbx")) + " --trace " +
+                 shellQuote(dir.file("bad.jsonl")) + " --json " + shellQuote(json));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.output, "gearbox: parse error: " + dir.file("bad.jsonl") +
+                          ":2: graph seed001 has no input 'x3'\n");
+  EXPECT_FALSE(std::filesystem::exists(json));
+
+  // A missing model file.
+  r = runGearbox("run " + shellQuote(dir.file("nope.gbx")) + " --trace " +
+                 shellQuote(dir.file("bad.jsonl")));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.output.find("nope.gbx"), std::string::npos) << r.output;
+
+  // A trace dim that contradicts a static declared dim, with file:line.
+  {
+    std::ofstream t(dir.file("bad2.jsonl"));
+    t << "{\"x1\": [2, 3], \"x2\": [2, 3]}\n";
+  }
+  r = runGearbox("run " + shellQuote(example("seed001_add.gbx")) + " --trace " +
+                 shellQuote(dir.file("bad2.jsonl")));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.output, "gearbox: shape error: " + dir.file("bad2.jsonl") +
+                          ":1: input 'x1' dim 1: declared 2, got 3\n");
+
+  // Unknown option, unknown mode.
+  EXPECT_EQ(runGearbox(kSeedRun + " --mode turbo").exitCode, 2);
+  EXPECT_EQ(runGearbox(kSeedRun + " --frobnicate").exitCode, 2);
+}
+
+TEST(Cli, PrintSpecialisesWhenShapesAreGiven) {
+  auto r = runGearbox("print " + shellQuote(example("seed001_add.gbx")) +
+                      " --shapes '{\"x1\": [3, 2], \"x2\": [3, 2]}'");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("%x1: f32[3, 2]"), std::string::npos) << r.output;
+  auto plain = runGearbox("print " + shellQuote(example("seed001_add.gbx")));
+  EXPECT_NE(plain.output.find("%x1: f32[-1, 2]"), std::string::npos) << plain.output;
+  auto bad = runGearbox("print " + shellQuote(example("seed001_add.gbx")) +
+                        " --shapes '{\"x1\": [3, 2], \"x2\": [4, 2]}'");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.output.find("op %y = add"), std::string::npos) << bad.output;
+}
+
+TEST(Cli, LogHasOneCompileLinePerKernelAndIterationMarkers) {
+  TempDir dir;
+  const std::string log = dir.file("run.log");
+  auto r = runGearbox(kSeedRun + " -q --mode eager --iter-markers --log " + shellQuote(log));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const std::string text = readFile(log);
+  int compiles = 0, markers = 0;
+  for (size_t p = 0; (p = text.find("To compile op: ", p)) != std::string::npos; ++p) ++compiles;
+  for (size_t p = 0; (p = text.find("To compile op|=====iter", p)) != std::string::npos; ++p)
+    ++markers;
+  EXPECT_EQ(compiles, 5);
+  EXPECT_EQ(markers, 7);
+  EXPECT_NE(text.find("To compile op: Add_float_ND_6_2__6_2\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gearbox
