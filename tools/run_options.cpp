@@ -34,12 +34,15 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
                 "Log 'To compile op|=====iter<N>' before iteration N (seed 000 workflow)");
   cmd->add_flag("--explain", o.explain, "Print every failed guard of every recompile");
   cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
+  cmd->add_flag("--no-passes", o.noPasses,
+                "Skip the graph passes (dce, cat+index_select fusion; docs/passes.md)");
   addKernelStoreOptions(cmd, o);
 }
 
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   SessionOptions s;
   s.mode = mode;
+  s.runPasses = !o.noPasses;
   s.device = o.device == "stream" ? DeviceKind::kStream : DeviceKind::kInline;
   if (!o.costModel.empty()) s.cost = loadCostModel(o.costModel);
   for (const std::string& a : o.costOverrides) applyCostOverride(s.cost, a);
@@ -96,6 +99,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["measured_host_compile_seconds"] = st.compileSeconds;
   j["measured_median_run_seconds"] = medianRunSeconds(s);
   j["modeled_device_us"] = st.modeledDeviceUs;
+  j["passes_fired"] = st.passesFired;
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
   for (const CallRecord& r : s.history()) {
     nlohmann::ordered_json it;
