@@ -8,9 +8,10 @@
 // Every variant counts the same bytes per iteration (the output read once and written once), so
 // the bytes/s ratios printed at the end are speed ratios. Every kernel runs as one task (a single
 // thread, like memcpy): the thread split is the compiled plan's policy, not the kernel's speed.
-// Ratios use each benchmark's fastest repetition, the figure least disturbed by other work on a
-// shared machine.
+// Ratios use each benchmark's CPU time (as the bytes/s column does) and its fastest repetition:
+// on a shared machine the wall time also counts the time other processes held the core.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <cstring>
 #include <limits>
@@ -106,21 +107,22 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
       // Function name and argument only: repetition flags would otherwise change the key.
       double& best = best_[r.run_name.function_name + "/" + r.run_name.args];
-      if (best == 0 || r.GetAdjustedRealTime() < best) best = r.GetAdjustedRealTime();
+      const double t = r.GetAdjustedCPUTime();
+      if (best == 0 || t < best) best = t;
     }
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
     auto& os = GetOutputStream();
-    os << "\nratios (speed, from the fastest repetition of each; > 1 means fused is faster)\n";
+    os << "\nratios (speed, CPU time of the fastest repetition; > 1 means fused is faster)\n";
     for (int64_t n : kBatches) {
-      const std::string sfx = "/" + std::to_string(n);
-      const double f = time("shuffle/fused" + sfx), u = time("shuffle/unfused" + sfx),
-                   m = time("shuffle/memcpy" + sfx);
+      const double f = time(fmt::format("shuffle/fused/{}", n)),
+                   u = time(fmt::format("shuffle/unfused/{}", n)),
+                   m = time(fmt::format("shuffle/memcpy/{}", n));
       if (f <= 0 || u <= 0 || m <= 0) continue;
       const double mib = static_cast<double>(n * kChannels * kHW * 4) / (1 << 20);
-      os << "  N=" << n << " (output " << mib << " MiB): fused/unfused " << u / f
-         << "x, fused/memcpy " << m / f << "x\n";
+      os << fmt::format("  N={} (output {:.2f} MiB): fused/unfused {:.2f}x, fused/memcpy {:.2f}x\n",
+                        n, mib, u / f, m / f);
     }
   }
   static constexpr int64_t kBatches[] = {1, 8, 96};

@@ -372,7 +372,7 @@ struct ShuffleCase {
   }
 };
 
-constexpr int64_t kHW = 6;
+constexpr int64_t kHW = 49;  // 7 x 7: 196-byte rows, the kernel's vector-block path
 
 // The unfused graph: cat(x0, add(x1, x1), ...) along the channels, then the shuffle (full)
 // or the shuffle split in two (half). No MatMul, so the optimized and reference kernels agree
