@@ -101,6 +101,8 @@ void copy(benchmark::State& state) {
 // Prints the console table as usual, then fused/unfused and fused/memcpy per N from the same run.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  // Tabular without colour codes, so the output can be pasted into docs and logs as is.
+  RatioReporter() : ConsoleReporter(OO_Tabular) {}
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
