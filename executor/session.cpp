@@ -66,6 +66,10 @@ Session::Session(Graph graph, SessionOptions options)
       kernels_(options_.kernelCacheCapacity),
       plans_(options_.planCacheCapacity) {
   verifyGraph(graph_);
+  if (options_.runPasses) {
+    passReport_ = defaultPipeline().run(graph_);
+    stats_.passesFired = passReport_.fired();
+  }
   stats_.mode = options_.mode;
   kernels_.addCompileHook([this](const KernelSpec& spec) { kernelLog_.push_back(spec.name); });
   for (auto& hook : options_.compileHooks) kernels_.addCompileHook(hook);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "compiler/compiler.h"
+#include "compiler/passes.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
 #include "gears/gear_set.h"
@@ -68,8 +69,8 @@ struct SessionOptions {
   // and observers of every kernel compile (--record-op-info).
   std::vector<std::shared_ptr<KernelStore>> kernelStores;
   std::vector<KernelCompileHook> compileHooks;
-  // Passes run once on the graph before any mode compiles it (compiler/passes.h); empty =
-  // the default pipeline.
+  // Runs the default pass pipeline (compiler/passes.h) once on the graph before any mode
+  // compiles it, so every mode sees the optimized graph; false keeps the graph as given.
   bool runPasses = true;
   GearOptions gears;
 };
@@ -116,6 +117,7 @@ struct SessionStats {
   int64_t gears = 0;            // geared: gears compiled up front
   int64_t paddedCalls = 0;      // geared: calls padded up to a gear
   int64_t realElements = 0, paddedElements = 0;  // geared: over padded calls
+  std::vector<std::string> passesFired;  // passes that changed the graph, in run order
 };
 
 class Session {
@@ -129,7 +131,9 @@ class Session {
 
   const SessionStats& stats() const;
   const std::vector<CallRecord>& history() const { return history_; }
+  // The graph every mode runs: the optimized one when options.runPasses is set.
   const Graph& graph() const { return graph_; }
+  const PassReport& passReport() const { return passReport_; }
   const SessionOptions& options() const { return options_; }
   KernelCache& kernelCache() { return kernels_; }
   Device& device() { return *device_; }
@@ -170,6 +174,7 @@ class Session {
 
   Graph graph_;
   SessionOptions options_;
+  PassReport passReport_;
   std::unique_ptr<Device> device_;
   KernelCache kernels_;
   PlanCache plans_;

@@ -41,12 +41,15 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--gear-fallback", o.gearFallback,
                   "A shape outside the gears: error, or pad up to the smallest covering gear")
       ->check(CLI::IsMember({"error", "pad"}));
+  cmd->add_flag("--no-passes", o.noPasses,
+                "Skip the graph passes (dce, cat+index_select fusion; docs/passes.md)");
   addKernelStoreOptions(cmd, o);
 }
 
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   SessionOptions s;
   s.mode = mode;
+  s.runPasses = !o.noPasses;
   s.device = o.device == "stream" ? DeviceKind::kStream : DeviceKind::kInline;
   if (!o.costModel.empty()) s.cost = loadCostModel(o.costModel);
   for (const std::string& a : o.costOverrides) applyCostOverride(s.cost, a);
@@ -119,6 +122,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
                                          : 0.0;
     j["gear_options"] = s.gearOptionLines();
   }
+  j["passes_fired"] = st.passesFired;
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
   for (const CallRecord& r : s.history()) {
     nlohmann::ordered_json it;

@@ -16,6 +16,7 @@ struct RunOptions {
   std::vector<std::string> costOverrides, asserts;
   std::string logFile;
   bool logStdout = false, iterMarkers = false, explain = false, quiet = false;
+  bool noPasses = false;  // --no-passes: run the graph as written (the unfused comparison)
   size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;
   int recompileLimit = 8;
   uint64_t seed = 0;

@@ -1,0 +1,201 @@
+#include "compiler/passes.h"
+
+#include <fmt/format.h>
+
+#include <cassert>
+
+#include "graph/error.h"
+
+namespace gearbox {
+
+// ---- graph surgery --------------------------------------------------------------------------
+
+void removeNodes(Graph& g, const std::vector<bool>& keep) {
+  assert(keep.size() == g.nodes.size());
+  std::vector<NodeId> newNode(g.nodes.size(), kNoNode);
+  NodeId nextNode = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (keep[i]) newNode[i] = nextNode++;
+
+  // A value survives when it is a graph input (or otherwise producer-less) or its producer
+  // survives; survivors keep their relative order, so printing stays stable.
+  std::vector<ValueId> newValue(g.values.size(), -1);
+  std::vector<Value> values;
+  values.reserve(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const NodeId p = g.values[v].producer;
+    if (p != kNoNode && !keep[p]) continue;
+    newValue[v] = static_cast<ValueId>(values.size());
+    values.push_back(std::move(g.values[v]));
+    values.back().producer = p == kNoNode ? kNoNode : newNode[p];
+  }
+
+  auto remap = [&](ValueId v) {
+    assert(newValue[v] >= 0 && "a kept node or output uses a removed value");
+    return newValue[v];
+  };
+  std::vector<Node> nodes;
+  nodes.reserve(static_cast<size_t>(nextNode));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!keep[i]) continue;
+    Node n = std::move(g.nodes[i]);
+    for (ValueId& v : n.inputs) v = remap(v);
+    n.output = remap(n.output);
+    nodes.push_back(std::move(n));
+  }
+  for (ValueId& v : g.inputs) v = remap(v);
+  for (ValueId& v : g.outputs) v = remap(v);
+  g.values = std::move(values);
+  g.nodes = std::move(nodes);
+}
+
+namespace {
+
+// "%a, %b, %c"
+std::string valueList(const Graph& g, const std::vector<ValueId>& vs) {
+  std::string s;
+  for (ValueId v : vs) s += (s.empty() ? "%" : ", %") + g.values[v].name;
+  return s;
+}
+
+}  // namespace
+
+// ---- DCE ------------------------------------------------------------------------------------
+
+bool DeadCodeElimination::run(Graph& g) {
+  details_.clear();
+  std::vector<bool> liveValue(g.values.size(), false);
+  for (ValueId v : g.outputs) liveValue[v] = true;
+  // Nodes are in topological order, so one backwards walk sees every user before the node
+  // whose value it uses: a node is live exactly when its value is.
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (!liveValue[n.output]) continue;
+    keep[i] = true;
+    for (ValueId v : n.inputs) liveValue[v] = true;
+  }
+  std::vector<ValueId> removed;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!keep[i]) removed.push_back(g.nodes[i].output);
+  if (removed.empty()) return false;
+  details_.push_back(fmt::format("removed {} ({} node{})", valueList(g, removed), removed.size(),
+                                 removed.size() == 1 ? "" : "s"));
+  removeNodes(g, keep);
+  return true;
+}
+
+// ---- Cat + IndexSelect fusion ---------------------------------------------------------------
+
+bool CatIndexSelectFusion::run(Graph& g) {
+  details_.clear();
+  // Users per value, computed once. Rewrites only add uses of a Cat's inputs, which precede
+  // the Cat in topological order and so have already been considered when the Cat is: the
+  // lists can only be stale towards "more users than now", never towards fusing wrongly.
+  std::vector<std::vector<NodeId>> users(g.values.size());
+  for (NodeId i = 0; i < static_cast<NodeId>(g.nodes.size()); ++i)
+    for (ValueId v : g.nodes[i].inputs) users[v].push_back(i);
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+
+  bool changed = false;
+  for (NodeId c = 0; c < static_cast<NodeId>(g.nodes.size()); ++c) {
+    const Node& cat = g.nodes[c];
+    if (cat.kind != OpKind::kCat || !cat.attrs.dim || cat.inputs.empty()) continue;
+    const ValueId cv = cat.output;
+    // A returned Cat must be materialised anyway, so fusing would only add copies.
+    if (returned[cv] || users[cv].empty()) continue;
+    const Shape& catShape = g.values[cv].type.shape;
+    const int catDim = catShape.wrapDim(*cat.attrs.dim, g.describeNode(c));
+    bool fusable = true;
+    for (NodeId u : users[cv]) {
+      const Node& use = g.nodes[u];
+      // The Cat must be the data operand only: a Cat of index tensors used as an index is
+      // not a channel gather.
+      fusable = use.kind == OpKind::kIndexSelect && use.attrs.dim && use.inputs.size() == 2 &&
+                use.inputs[0] == cv && use.inputs[1] != cv &&
+                catShape.wrapDim(*use.attrs.dim, g.describeNode(u)) == catDim;
+      if (!fusable) break;
+    }
+    if (!fusable) continue;
+
+    std::vector<ValueId> fused;
+    for (NodeId u : users[cv]) {
+      Node& use = g.nodes[u];
+      std::vector<ValueId> inputs = cat.inputs;
+      inputs.push_back(use.inputs[1]);
+      use.kind = OpKind::kCatGather;
+      use.inputs = std::move(inputs);
+      use.attrs.dim = catDim;
+      // The output type is unchanged in meaning; re-inferring it keeps the declared type
+      // exactly what verification will infer (symbolic dims included).
+      std::vector<TensorType> types;
+      std::vector<std::string> names;
+      for (ValueId v : use.inputs) {
+        types.push_back(g.values[v].type);
+        names.push_back("%" + g.values[v].name);
+      }
+      g.values[use.output].type =
+          inferNode(InferContext{use.kind, types, names, use.attrs, g.describeNode(u), &use});
+      fused.push_back(use.output);
+    }
+    details_.push_back(fmt::format("fused %{} + {}", g.values[cv].name, valueList(g, fused)));
+    changed = true;
+  }
+  return changed;
+}
+
+// ---- pipeline -------------------------------------------------------------------------------
+
+std::vector<std::string> PassReport::fired() const {
+  std::vector<std::string> out;
+  for (const PassRecord& p : passes)
+    if (p.changed) out.push_back(p.name);
+  return out;
+}
+
+bool PassReport::changed() const {
+  for (const PassRecord& p : passes)
+    if (p.changed) return true;
+  return false;
+}
+
+std::string PassReport::toString() const {
+  std::string s;
+  for (const PassRecord& p : passes) {
+    s += fmt::format("{}: {}", p.name, p.changed ? "changed" : "unchanged");
+    for (size_t i = 0; i < p.details.size(); ++i)
+      s += (i == 0 ? " (" : "; ") + p.details[i] + (i + 1 == p.details.size() ? ")" : "");
+    s += '\n';
+  }
+  return s;
+}
+
+PassReport PassPipeline::run(Graph& g, const PassObserver& observer) {
+  PassReport report;
+  for (const auto& pass : passes_) {
+    PassRecord rec;
+    rec.name = std::string(pass->name());
+    rec.changed = pass->run(g);
+    rec.details = pass->details();
+    try {
+      // No type updates: a pass must leave declared types equal to inferred ones.
+      verifyGraph(static_cast<const Graph&>(g));
+    } catch (const Error& e) {
+      fail(ErrorKind::kShape, "after pass {}: {}", rec.name, e.what());
+    }
+    if (observer) observer(rec, g);
+    report.passes.push_back(std::move(rec));
+  }
+  return report;
+}
+
+PassPipeline defaultPipeline() {
+  PassPipeline p;
+  p.add(std::make_unique<DeadCodeElimination>());
+  p.add(std::make_unique<CatIndexSelectFusion>());
+  p.add(std::make_unique<DeadCodeElimination>());
+  return p;
+}
+
+}  // namespace gearbox

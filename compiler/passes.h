@@ -1,0 +1,98 @@
+#pragma once
+// Graph-to-graph passes run once on a graph before any mode compiles it (docs/passes.md).
+//
+//   PassPipeline p = defaultPipeline();   // dce, fuse-cat-index-select, dce
+//   PassReport r = p.run(graph);          // verifyGraph after every pass
+//
+// Every pass keeps the names of graph inputs and outputs (`gearbox eval` writes <name>.npy),
+// keeps nodes in topological order, and leaves value ids compact: removing nodes renumbers
+// values and nodes densely (Node::inputs/output, Value::producer, Graph::inputs/outputs).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace gearbox {
+
+// One graph rewrite. run() returns whether it changed the graph and leaves a human-readable
+// line per change in details() ("fused %c + %o1, %o2"), cleared at the start of every run.
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool run(Graph& g) = 0;
+  const std::vector<std::string>& details() const { return details_; }
+
+ protected:
+  std::vector<std::string> details_;
+};
+
+// Dead-code elimination: every node whose value does not reach a returned value is removed
+// (so it is neither compiled nor run). Graph inputs are kept even when unused, because they
+// are the graph's calling convention.
+class DeadCodeElimination final : public Pass {
+ public:
+  std::string_view name() const override { return "dce"; }
+  bool run(Graph& g) override;
+};
+
+// Cat + IndexSelect fusion: a Cat whose only users are IndexSelects along the Cat's dim (dims
+// compared after wrapping negatives), used only as their data input, and which is not itself
+// a returned value, becomes one CatGather per user reading straight from the Cat's inputs.
+// Each IndexSelect node is rewritten in place (its value, name and position stay); the Cat is
+// left without users for the next dead-code elimination to remove. A Cat with any other user
+// is left alone (docs/passes.md explains why).
+class CatIndexSelectFusion final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-cat-index-select"; }
+  bool run(Graph& g) override;
+};
+
+// What one pass did inside a pipeline run.
+struct PassRecord {
+  std::string name;
+  bool changed = false;
+  std::vector<std::string> details;
+};
+
+// What a pipeline run did, pass by pass, in order.
+struct PassReport {
+  std::vector<PassRecord> passes;
+  // Names of the passes that changed the graph, in run order (a name repeats when a pass that
+  // appears twice in the pipeline fired twice).
+  std::vector<std::string> fired() const;
+  bool changed() const;
+  // One line per pass: "dce: unchanged" / "fuse-cat-index-select: changed (fused %c + %o)".
+  std::string toString() const;
+};
+
+// Called after each pass has run and the graph has been verified.
+using PassObserver = std::function<void(const PassRecord&, const Graph&)>;
+
+class PassPipeline {
+ public:
+  void add(std::unique_ptr<Pass> pass) { passes_.push_back(std::move(pass)); }
+  size_t size() const { return passes_.size(); }
+  // Runs every pass in order and verifies the graph after each one (declared types must equal
+  // inferred ones). A pass that leaves an invalid graph is reported as Error(kShape) naming the
+  // pass; `g` is then left as that pass made it.
+  PassReport run(Graph& g, const PassObserver& observer = {});
+
+ private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+// dce, fuse-cat-index-select, dce: the first DCE keeps fusion from considering users that
+// are dead anyway, the second removes the Cats that fusion left without users.
+PassPipeline defaultPipeline();
+
+// Removes the nodes with keep[node] == false and every value they produced, renumbering the
+// remaining nodes and values densely in their original order. The caller guarantees that no
+// kept node or graph output uses a removed value. Exposed for passes and their tests.
+void removeNodes(Graph& g, const std::vector<bool>& keep);
+
+}  // namespace gearbox
