@@ -34,7 +34,9 @@ struct KernelKey {
   // Readable kernel name, unique per key:
   //   {Op}_{dtype}_{format}_{in0 dims}[__{in1 dims}...][__dim{d}]
   // e.g. "MatMul_float_ND_64_128__128_32", "Cat_float_ND_2_3__2_5__dim1". Dynamic dims print
-  // as -1. Rank-0 inputs print as "s".
+  // as -1. Rank-0 inputs print as "s". An input whose dtype differs from `dtype` (an index)
+  // appends it, so i32 and i64 index kernels get different names:
+  // "IndexSelect_float_ND_4_5__3_int32__dim0".
   std::string name() const;
 };
 
