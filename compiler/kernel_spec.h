@@ -78,6 +78,7 @@ struct MatMulParams {
 struct GatherParams {
   int64_t outer = 1, dimSize = 0, count = 0, inner = 1;
   DType indexType = DType::kI64;
+  bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
 // Cat: input i viewed as [outer, dim_i * inner]; out rows are the concatenation.
@@ -85,6 +86,7 @@ struct CatParams {
   int64_t outer = 1;
   std::vector<int64_t> rowElems;  // dim_i * inner per input
   int64_t outRowElems = 0;
+  bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
 // CatGather: inputs viewed as [outer, dim_i, inner]; index picks rows of the virtual cat.
@@ -92,6 +94,7 @@ struct CatGatherParams {
   int64_t outer = 1, inner = 1, count = 0;
   std::vector<int64_t> dimSizes;   // dim_i per input
   DType indexType = DType::kI64;
+  bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
 struct KernelSpec {
@@ -115,6 +118,14 @@ KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<Ten
 // hold on the order of 1M cycles of work).
 constexpr double kParallelFlopThreshold = 4.0e6;
 constexpr double kParallelByteThreshold = 4.0 * 1024 * 1024;
+
+// Copy kernels (IndexSelect, Cat, CatGather) whose output is at least this large, and whose
+// copied rows are at least kStreamingRowBytes long, write with non-temporal (streaming) stores:
+// an output that size will not stay in the core's private caches for its consumer anyway, and a
+// regular store first reads every destination line for ownership, which costs a third of the
+// memory traffic of a copy. Smaller outputs keep regular stores so the next op finds them cached.
+constexpr double kStreamingStoreBytes = 8.0 * 1024 * 1024;
+constexpr int64_t kStreamingRowBytes = 256;
 
 }  // namespace gearbox
 

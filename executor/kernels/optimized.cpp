@@ -22,6 +22,13 @@
 #include "executor/kernels.h"
 #include "graph/error.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define GEARBOX_STREAMING_STORES 1
+#else
+#define GEARBOX_STREAMING_STORES 0
+#endif
+
 namespace gearbox::kernels {
 namespace {
 
@@ -278,14 +285,61 @@ void checkIndices(const I* idx, int64_t count, int64_t size, int64_t dim) {
     if (idx[j] < 0 || idx[j] >= size) failIndex(idx[j], j, dim, size);
 }
 
+// ---- row copies -----------------------------------------------------------------------------
+
+// Copies `bytes` writing the 64-byte-aligned body of the destination with non-temporal stores,
+// which skip the read-for-ownership of each destination line (the compile step chooses this for
+// large outputs only: see kStreamingStoreBytes). The unaligned head and tail use memcpy.
+void streamCopy(void* dst, const void* src, size_t bytes) {
+#if GEARBOX_STREAMING_STORES
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  const size_t head = std::min(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
+#elif defined(__AVX__)
+    for (size_t v = 0; v < 64; v += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + v),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + v)));
+#else
+    for (size_t v = 0; v < 64; v += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + v),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + v)));
+#endif
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Streaming stores are weakly ordered: each task fences its own before it reports completion,
+// so whoever reads the output next (another task, the caller) sees every byte.
+void streamFence() {
+#if GEARBOX_STREAMING_STORES
+  _mm_sfence();
+#endif
+}
+
+void copyRow(void* dst, const void* src, size_t bytes, bool stream) {
+  if (stream) {
+    streamCopy(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+
 // ---- IndexSelect and CatGather --------------------------------------------------------------
 
 // Output rows r = o * count + j in [begin, end): out[r, :] = src(o, idx[j])[:], where `source`
 // returns the first element of the selected input row. E is an unsigned integer of the element
 // size: copies move bits, so one instantiation serves f32 and i32.
 template <typename E, typename I, typename Source>
-void gatherRows(const I* idx, int64_t count, int64_t inner, E* out, int64_t begin, int64_t end,
-                const Source& source) {
+void gatherRows(const I* idx, int64_t count, int64_t inner, bool stream, E* out, int64_t begin,
+                int64_t end, const Source& source) {
   int64_t r = begin;
   while (r < end) {
     const int64_t o = r / count;
@@ -297,10 +351,11 @@ void gatherRows(const I* idx, int64_t count, int64_t inner, E* out, int64_t begi
     } else {
       const size_t rowBytes = static_cast<size_t>(inner) * sizeof(E);
       for (int64_t j = j0; j < j1; ++j)
-        std::memcpy(dst + (j - j0) * inner, source(o, idx[j]), rowBytes);
+        copyRow(dst + (j - j0) * inner, source(o, idx[j]), rowBytes, stream);
     }
     r += j1 - j0;
   }
+  if (stream) streamFence();
 }
 
 template <typename E, typename I>
@@ -311,7 +366,8 @@ void runGather(const GatherParams& p, int64_t dim, int tasks, const void* const*
   const int64_t rowStride = p.dimSize * p.inner;
   auto source = [&](int64_t o, int64_t i) { return src + o * rowStride + i * p.inner; };
   runRanges(tasks, p.outer * p.count, 1, [&](int64_t begin, int64_t end) {
-    gatherRows<E, I>(idx, p.count, p.inner, static_cast<E*>(out), begin, end, source);
+    gatherRows<E, I>(idx, p.count, p.inner, p.streamingStores, static_cast<E*>(out), begin, end,
+                     source);
   });
 }
 
@@ -331,7 +387,8 @@ void runCatGather(const CatGatherParams& p, int64_t dim, int tasks, const void* 
     return static_cast<const E*>(in[i]) + (o * p.dimSizes[i] + g) * p.inner;
   };
   runRanges(tasks, p.outer * p.count, 1, [&](int64_t begin, int64_t end) {
-    gatherRows<E, I>(idx, p.count, p.inner, static_cast<E*>(out), begin, end, source);
+    gatherRows<E, I>(idx, p.count, p.inner, p.streamingStores, static_cast<E*>(out), begin, end,
+                     source);
   });
 }
 
@@ -379,9 +436,8 @@ void catRange(const CatParams& p, const void* const* in, std::byte* out, size_t 
       if (off < segStart + len) {
         const int64_t from = off - segStart;
         const int64_t n = std::min(len - from, end - s);
-        std::memcpy(out + s * esize,
-                    static_cast<const std::byte*>(in[i]) + (o * len + from) * esize,
-                    static_cast<size_t>(n) * esize);
+        copyRow(out + s * esize, static_cast<const std::byte*>(in[i]) + (o * len + from) * esize,
+                static_cast<size_t>(n) * esize, p.streamingStores);
         s += n;
         off += n;
       }
@@ -390,6 +446,7 @@ void catRange(const CatParams& p, const void* const* in, std::byte* out, size_t 
     ++o;
     off = 0;
   }
+  if (p.streamingStores) streamFence();
 }
 
 void runCat(const CatParams& p, DType dtype, int tasks, const void* const* in, void* out) {
