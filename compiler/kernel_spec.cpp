@@ -257,7 +257,13 @@ void compileStatic(KernelSpec& spec) {
     case OpKind::kAdd: {
       const Shape& a = key.inputs[0].shape;
       const Shape& b = key.inputs[1].shape;
-      spec.params = compileAdd(a, b, out);
+      AddParams p = compileAdd(a, b, out);
+      using Path = AddParams::Path;
+      const bool rows = p.path == Path::kRowA || p.path == Path::kRowB;
+      if (p.path != Path::kGeneral)
+        p.streamingStores =
+            useStreamingStores(outBytes, rows ? static_cast<double>(p.cols) * esize : outBytes);
+      spec.params = p;
       spec.work = static_cast<double>(a.numel() + b.numel()) * esize + outBytes;
       spec.tasks = decideTasks(spec.work, kParallelByteThreshold);
       return;

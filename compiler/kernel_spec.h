@@ -63,6 +63,7 @@ struct AddParams {
   int64_t outDims[kMaxRank] = {};
   int64_t aStrides[kMaxRank] = {};          // 0 on broadcast dims
   int64_t bStrides[kMaxRank] = {};
+  bool streamingStores = false;             // flat and row paths: see kStreamingStoreBytes
 };
 
 // MatMul: batch of [M, K] x [K, N], row-major.
@@ -119,8 +120,8 @@ KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<Ten
 constexpr double kParallelFlopThreshold = 4.0e6;
 constexpr double kParallelByteThreshold = 4.0 * 1024 * 1024;
 
-// Copy kernels (IndexSelect, Cat, CatGather) whose output is at least this large, and whose
-// copied rows are at least kStreamingRowBytes long, write with non-temporal (streaming) stores:
+// Copy kernels (IndexSelect, Cat, CatGather) and Add whose output is at least this large, and
+// whose rows are at least kStreamingRowBytes long, write with non-temporal (streaming) stores:
 // an output that size will not stay in the core's private caches for its consumer anyway, and a
 // regular store first reads every destination line for ownership, which costs a third of the
 // memory traffic of a copy. Smaller outputs keep regular stores so the next op finds them cached.

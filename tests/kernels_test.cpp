@@ -118,7 +118,8 @@ std::vector<OpCase> addCases() {
       {"zero_general", {2, 0, 1}, {1, 3}},
       {"rank6", {2, 1, 3, 1, 2, 3}, {1, 2, 1, 2, 1, 3}},
       {"large_same", {700001}, {700001}, true},
-      {"large_row", {1024, 1027}, {1027}, true},
+      // 8.4 MB output of 4108-byte rows: streaming stores with unaligned row heads.
+      {"large_row_streaming", {2048, 1027}, {1027}, true},
       {"large_general", {512, 1, 1024}, {1, 3, 1024}, true},
   };
   std::vector<OpCase> cases;
@@ -617,14 +618,22 @@ TEST(KernelSpec, TaskSplitFollowsTheShape) {
 }
 
 TEST(KernelSpec, StreamingStoresOnlyForLargeOutputsOfLongRows) {
+  // Decided by shape alone; the streamed kernels are checked against the reference by the
+  // *_streaming cases of KernelDiff.
   struct Case {
     const char* name;
     OpKind kind;
     std::vector<TensorType> inputs;
-    int64_t dim;
+    std::optional<int64_t> dim;
     bool streaming;
   };
   const Case cases[] = {
+      {"add_16MiB", OpKind::kAdd, {f32({4 << 20}), f32({4 << 20})}, {}, true},
+      {"add_16MiB_scalar", OpKind::kAdd, {f32({4 << 20}), f32({})}, {}, true},
+      {"add_16MiB_rows", OpKind::kAdd, {f32({4096, 1024}), f32({1024})}, {}, true},
+      {"add_16MiB_short_rows", OpKind::kAdd, {f32({1 << 20, 4}), f32({4})}, {}, false},
+      {"add_16MiB_general", OpKind::kAdd, {f32({4096, 1}), f32({1, 1024})}, {}, false},
+      {"add_1MiB", OpKind::kAdd, {f32({1 << 18}), f32({1 << 18})}, {}, false},
       {"cat_1MiB", OpKind::kCat, {f32({256, 512}), f32({256, 512})}, 1, false},
       {"cat_16MiB", OpKind::kCat, {f32({4096, 512}), f32({4096, 512})}, 1, true},
       {"cat_16MiB_short_input", OpKind::kCat, {f32({4096, 1020}), f32({4096, 4})}, 1, false},
@@ -650,6 +659,7 @@ TEST(KernelSpec, StreamingStoresOnlyForLargeOutputsOfLongRows) {
     if (const auto* p = std::get_if<CatParams>(&spec->params)) streaming = p->streamingStores;
     if (const auto* p = std::get_if<GatherParams>(&spec->params)) streaming = p->streamingStores;
     if (const auto* p = std::get_if<CatGatherParams>(&spec->params)) streaming = p->streamingStores;
+    if (const auto* p = std::get_if<AddParams>(&spec->params)) streaming = p->streamingStores;
     EXPECT_EQ(streaming, c.streaming) << c.name;
   }
 }

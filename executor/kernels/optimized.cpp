@@ -65,45 +65,124 @@ void runRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
   }
 }
 
+// ---- streaming stores --------------------------------------------------------------------------
+
+// Copies `bytes` writing the 64-byte-aligned body of the destination with non-temporal stores,
+// which skip the read-for-ownership of each destination line (the compile step chooses this for
+// large outputs only: see kStreamingStoreBytes). The unaligned head and tail use memcpy.
+void streamCopy(void* dst, const void* src, size_t bytes) {
+#if GEARBOX_STREAMING_STORES
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  const size_t head = std::min(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
+#elif defined(__AVX__)
+    for (size_t v = 0; v < 64; v += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + v),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + v)));
+#else
+    for (size_t v = 0; v < 64; v += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + v),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + v)));
+#endif
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Streaming stores are weakly ordered: each task fences its own before it reports completion,
+// so whoever reads the output next (another task, the caller) sees every byte.
+void streamFence() {
+#if GEARBOX_STREAMING_STORES
+  _mm_sfence();
+#endif
+}
+
+void copyRow(void* dst, const void* src, size_t bytes, bool stream) {
+  if (stream) {
+    streamCopy(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+
 // ---- Add ------------------------------------------------------------------------------------
 
 // The loops below are kept in the simplest form GCC auto-vectorises at -O3. The pointers are
 // deliberately not __restrict: an executor may run Add in place (out == a), which restrict
 // would make undefined; GCC versions the loop with a cheap overlap check instead.
+// Writes out[0, n) through compute(dst, offset, len), which fills dst[0, len) with the elements
+// at out[offset, offset + len). Without streaming, compute writes the output directly; with
+// streaming, it fills an L1-resident block that is then streamed out, so the vectorised loops stay
+// plain C++ and only the final stores become non-temporal.
+template <typename T, typename Compute>
+void emitBlocks(T* out, int64_t n, bool stream, const Compute& compute) {
+  if (!stream) {
+    compute(out, 0, n);
+    return;
+  }
+  constexpr int64_t kBlock = 4096 / sizeof(T);
+  alignas(64) T block[kBlock];
+  for (int64_t off = 0; off < n; off += kBlock) {
+    const int64_t len = std::min(kBlock, n - off);
+    compute(block, off, len);
+    streamCopy(out + off, block, static_cast<size_t>(len) * sizeof(T));
+  }
+}
+
 template <typename T>
 void addRange(const AddParams& p, const T* a, const T* b, T* o, int64_t begin, int64_t end) {
   using Path = AddParams::Path;
+  const bool stream = p.streamingStores;
   switch (p.path) {
     case Path::kSameShape:
-      for (int64_t i = begin; i < end; ++i) o[i] = a[i] + b[i];
-      return;
+      emitBlocks(o + begin, end - begin, stream, [&](T* d, int64_t off, int64_t len) {
+        const T* ai = a + begin + off;
+        const T* bi = b + begin + off;
+        for (int64_t i = 0; i < len; ++i) d[i] = ai[i] + bi[i];
+      });
+      break;
     case Path::kScalarB: {
       const T s = b[0];
-      for (int64_t i = begin; i < end; ++i) o[i] = a[i] + s;
-      return;
+      emitBlocks(o + begin, end - begin, stream, [&](T* d, int64_t off, int64_t len) {
+        const T* ai = a + begin + off;
+        for (int64_t i = 0; i < len; ++i) d[i] = ai[i] + s;
+      });
+      break;
     }
     case Path::kScalarA: {
       const T s = a[0];
-      for (int64_t i = begin; i < end; ++i) o[i] = s + b[i];
-      return;
+      emitBlocks(o + begin, end - begin, stream, [&](T* d, int64_t off, int64_t len) {
+        const T* bi = b + begin + off;
+        for (int64_t i = 0; i < len; ++i) d[i] = s + bi[i];
+      });
+      break;
     }
     case Path::kRowB: {
       const int64_t cols = p.cols;
       for (int64_t r = begin; r < end; ++r) {
         const T* ar = a + r * cols;
-        T* orow = o + r * cols;
-        for (int64_t c = 0; c < cols; ++c) orow[c] = ar[c] + b[c];
+        emitBlocks(o + r * cols, cols, stream, [&](T* d, int64_t off, int64_t len) {
+          for (int64_t c = 0; c < len; ++c) d[c] = ar[off + c] + b[off + c];
+        });
       }
-      return;
+      break;
     }
     case Path::kRowA: {
       const int64_t cols = p.cols;
       for (int64_t r = begin; r < end; ++r) {
         const T* br = b + r * cols;
-        T* orow = o + r * cols;
-        for (int64_t c = 0; c < cols; ++c) orow[c] = a[c] + br[c];
+        emitBlocks(o + r * cols, cols, stream, [&](T* d, int64_t off, int64_t len) {
+          for (int64_t c = 0; c < len; ++c) d[c] = a[off + c] + br[off + c];
+        });
       }
-      return;
+      break;
     }
     case Path::kGeneral: {
       // Rows of the innermost (coalesced) dim; the outer dims advance like an odometer, so the
@@ -144,9 +223,10 @@ void addRange(const AddParams& p, const T* a, const T* b, T* o, int64_t begin, i
           idx[d] = 0;
         }
       }
-      return;
+      break;
     }
   }
+  if (stream) streamFence();
 }
 
 template <typename T>
@@ -283,53 +363,6 @@ void checkIndices(const I* idx, int64_t count, int64_t size, int64_t dim) {
   if (!bad) return;
   for (int64_t j = 0; j < count; ++j)
     if (idx[j] < 0 || idx[j] >= size) failIndex(idx[j], j, dim, size);
-}
-
-// ---- row copies -----------------------------------------------------------------------------
-
-// Copies `bytes` writing the 64-byte-aligned body of the destination with non-temporal stores,
-// which skip the read-for-ownership of each destination line (the compile step chooses this for
-// large outputs only: see kStreamingStoreBytes). The unaligned head and tail use memcpy.
-void streamCopy(void* dst, const void* src, size_t bytes) {
-#if GEARBOX_STREAMING_STORES
-  auto* d = static_cast<std::byte*>(dst);
-  const auto* s = static_cast<const std::byte*>(src);
-  const size_t head = std::min(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
-  std::memcpy(d, s, head);
-  size_t i = head;
-  for (; i + 64 <= bytes; i += 64) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
-#elif defined(__AVX__)
-    for (size_t v = 0; v < 64; v += 32)
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + v),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + v)));
-#else
-    for (size_t v = 0; v < 64; v += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + v),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + v)));
-#endif
-  }
-  std::memcpy(d + i, s + i, bytes - i);
-#else
-  std::memcpy(dst, src, bytes);
-#endif
-}
-
-// Streaming stores are weakly ordered: each task fences its own before it reports completion,
-// so whoever reads the output next (another task, the caller) sees every byte.
-void streamFence() {
-#if GEARBOX_STREAMING_STORES
-  _mm_sfence();
-#endif
-}
-
-void copyRow(void* dst, const void* src, size_t bytes, bool stream) {
-  if (stream) {
-    streamCopy(dst, src, bytes);
-  } else {
-    std::memcpy(dst, src, bytes);
-  }
 }
 
 // ---- IndexSelect and CatGather --------------------------------------------------------------
