@@ -37,8 +37,11 @@ namespace {
 // Runs fn(begin, end) over `tasks` contiguous slices of [0, n). Slice bounds (except the last)
 // are rounded down to multiples of `align` so vector loops start on whole vectors. The static
 // partitioner gives each task exactly one slice: the split was decided at compile time.
+//
+// Never inlined: oneTBB's cache-aligned task objects would otherwise make every caller realign
+// its stack frame, a cost the single-task path must not pay.
 template <typename Fn>
-void parallelRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
+[[gnu::noinline]] void parallelRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
   auto bound = [&](int t) {
     if (t >= tasks) return n;
     const int64_t x = n / tasks * t + n % tasks * t / tasks;
@@ -120,19 +123,26 @@ void copyRow(void* dst, const void* src, size_t bytes, bool stream) {
 // Writes out[0, n) through compute(dst, offset, len), which fills dst[0, len) with the elements
 // at out[offset, offset + len). Without streaming, compute writes the output directly; with
 // streaming, it fills an L1-resident block that is then streamed out, so the vectorised loops stay
-// plain C++ and only the final stores become non-temporal.
+// plain C++ and only the final stores become non-temporal. The streamed variant lives in its
+// own (never inlined) function: its 4 KiB block would otherwise enlarge the stack frame, and the
+// stack probes, of every small Add.
 template <typename T, typename Compute>
-void emitBlocks(T* out, int64_t n, bool stream, const Compute& compute) {
-  if (!stream) {
-    compute(out, 0, n);
-    return;
-  }
+[[gnu::noinline]] void emitStreamed(T* out, int64_t n, const Compute& compute) {
   constexpr int64_t kBlock = 4096 / sizeof(T);
   alignas(64) T block[kBlock];
   for (int64_t off = 0; off < n; off += kBlock) {
     const int64_t len = std::min(kBlock, n - off);
     compute(block, off, len);
     streamCopy(out + off, block, static_cast<size_t>(len) * sizeof(T));
+  }
+}
+
+template <typename T, typename Compute>
+inline void emitBlocks(T* out, int64_t n, bool stream, const Compute& compute) {
+  if (stream) {
+    emitStreamed(out, n, compute);
+  } else {
+    compute(out, 0, n);
   }
 }
 
@@ -229,8 +239,10 @@ void addRange(const AddParams& p, const T* a, const T* b, T* o, int64_t begin, i
   if (stream) streamFence();
 }
 
+// The per-op entry points are not inlined into run(), so run() stays a small switch whose frame
+// costs nothing; each op pays only for its own frame.
 template <typename T>
-void runAdd(const AddParams& p, int tasks, const void* const* in, void* out) {
+[[gnu::noinline]] void runAdd(const AddParams& p, int tasks, const void* const* in, void* out) {
   const T* a = static_cast<const T*>(in[0]);
   const T* b = static_cast<const T*>(in[1]);
   T* o = static_cast<T*>(out);
@@ -318,7 +330,8 @@ void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
 }
 
 template <typename T>
-void runMatMul(const MatMulParams& p, int tasks, const void* const* in, void* out) {
+[[gnu::noinline]] void runMatMul(const MatMulParams& p, int tasks, const void* const* in,
+                                 void* out) {
   const T* a = static_cast<const T*>(in[0]);
   const T* b = static_cast<const T*>(in[1]);
   T* c = static_cast<T*>(out);
@@ -438,15 +451,16 @@ void dispatchGather(DType data, DType index, Args&&... args) {
 
 template <typename E, typename I>
 struct GatherFn {
-  static void run(const GatherParams& p, int64_t dim, int tasks, const void* const* in, void* out) {
+  [[gnu::noinline]] static void run(const GatherParams& p, int64_t dim, int tasks,
+                                    const void* const* in, void* out) {
     runGather<E, I>(p, dim, tasks, in, out);
   }
 };
 
 template <typename E, typename I>
 struct CatGatherFn {
-  static void run(const CatGatherParams& p, int64_t dim, int tasks, const void* const* in,
-                  void* out) {
+  [[gnu::noinline]] static void run(const CatGatherParams& p, int64_t dim, int tasks,
+                                    const void* const* in, void* out) {
     runCatGather<E, I>(p, dim, tasks, in, out);
   }
 };
@@ -482,7 +496,8 @@ void catRange(const CatParams& p, const void* const* in, std::byte* out, size_t 
   if (p.streamingStores) streamFence();
 }
 
-void runCat(const CatParams& p, DType dtype, int tasks, const void* const* in, void* out) {
+[[gnu::noinline]] void runCat(const CatParams& p, DType dtype, int tasks, const void* const* in,
+                              void* out) {
   const size_t esize = dtypeSize(dtype);
   const int64_t total = p.outer * p.outRowElems;
   if (total == 0) return;
