@@ -34,13 +34,22 @@ struct Prepared {
   std::vector<const void*> ptrs;
   Tensor output;
 
-  Prepared(OpKind kind, std::vector<Tensor> ins, Attrs attrs) : inputs(std::move(ins)) {
+  // oneTask = true runs the same compiled kernel with its thread split removed, which separates
+  // the kernel's single-thread quality from the gain of the split.
+  Prepared(OpKind kind, std::vector<Tensor> ins, Attrs attrs, bool oneTask)
+      : inputs(std::move(ins)) {
     std::vector<TensorType> types;
     for (const Tensor& t : inputs) {
       types.push_back({t.dtype(), t.shape()});
       ptrs.push_back(t.data());
     }
     spec = compileKernelSpec(makeKernelKey(kind, types, attrs));
+    if (oneTask) {
+      auto single = std::make_shared<KernelSpec>(*spec);
+      single->tasks = 1;
+      if (auto* mm = std::get_if<MatMulParams>(&single->params)) mm->rowsPerTask = 0;
+      spec = single;
+    }
     output = Tensor(spec->output.dtype, spec->output.shape);
     kernels::run(*spec, ptrs.data(), output.data());  // warm up (page faults, workspaces)
   }
@@ -52,9 +61,10 @@ void setGflops(benchmark::State& state, int64_t n) {
       benchmark::Counter(2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_MatMul_Gearbox(benchmark::State& state, int64_t n) {
+void BM_MatMul_Gearbox(benchmark::State& state, int64_t n, bool oneTask) {
   Prepared p(OpKind::kMatMul,
-             {randomTensor(DType::kF32, {n, n}, 1), randomTensor(DType::kF32, {n, n}, 2)}, {});
+             {randomTensor(DType::kF32, {n, n}, 1), randomTensor(DType::kF32, {n, n}, 2)}, {},
+             oneTask);
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());
@@ -92,10 +102,10 @@ void BM_Memcpy(benchmark::State& state, int64_t bytes) {
   state.SetBytesProcessed(state.iterations() * 2 * bytes);
 }
 
-void BM_Add_Gearbox(benchmark::State& state, int64_t bytes) {
+void BM_Add_Gearbox(benchmark::State& state, int64_t bytes, bool oneTask) {
   const int64_t n = bytes / 4;
   Prepared p(OpKind::kAdd, {randomTensor(DType::kF32, {n}, 1), randomTensor(DType::kF32, {n}, 2)},
-             {});
+             {}, oneTask);
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());
@@ -106,11 +116,11 @@ void BM_Add_Gearbox(benchmark::State& state, int64_t bytes) {
 }
 
 // Row-block Cat: two [rows, 512] f32 halves side by side into [rows, 1024].
-void BM_Cat_Gearbox(benchmark::State& state, int64_t bytes) {
+void BM_Cat_Gearbox(benchmark::State& state, int64_t bytes, bool oneTask) {
   const int64_t rows = bytes / (1024 * 4);
   Prepared p(OpKind::kCat,
              {randomTensor(DType::kF32, {rows, 512}, 1), randomTensor(DType::kF32, {rows, 512}, 2)},
-             Attrs{1});
+             Attrs{1}, oneTask);
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());
@@ -121,12 +131,13 @@ void BM_Cat_Gearbox(benchmark::State& state, int64_t bytes) {
 }
 
 // IndexSelect: a permutation of rows of 1024 floats along dim 0.
-void BM_IndexSelect_Gearbox(benchmark::State& state, int64_t bytes) {
+void BM_IndexSelect_Gearbox(benchmark::State& state, int64_t bytes, bool oneTask) {
   const int64_t rows = bytes / (1024 * 4);
   Tensor index(DType::kI64, {rows});
   // A fixed odd stride visits every row once in a scattered order.
   for (int64_t j = 0; j < rows; ++j) index.as<int64_t>()[j] = (j * 2654435761ll) % rows;
-  Prepared p(OpKind::kIndexSelect, {randomTensor(DType::kF32, {rows, 1024}, 1), index}, Attrs{0});
+  Prepared p(OpKind::kIndexSelect, {randomTensor(DType::kF32, {rows, 1024}, 1), index}, Attrs{0},
+             oneTask);
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());
@@ -139,7 +150,7 @@ void BM_IndexSelect_Gearbox(benchmark::State& state, int64_t bytes) {
 // The dispatch floor: a 1-element Add through kernels::run (switch + variant lookup + loop).
 void BM_Add_Gearbox_1Element(benchmark::State& state) {
   Prepared p(OpKind::kAdd, {randomTensor(DType::kF32, {1}, 1), randomTensor(DType::kF32, {1}, 2)},
-             {});
+             {}, false);
   for (auto _ : state) {
     p.run();
     benchmark::ClobberMemory();
@@ -150,22 +161,33 @@ void BM_Add_Gearbox_1Element(benchmark::State& state) {
 // each kernel next to its peer. Real time, not CPU time: the Gearbox kernels may run on oneTBB
 // worker threads, whose CPU time the calling thread's clock would not see.
 bool registerAll() {
-  using Fn = void (*)(benchmark::State&, int64_t);
-  auto add = [](std::string name, Fn fn, int64_t arg) {
+  using PeerFn = void (*)(benchmark::State&, int64_t);
+  using KernelFn = void (*)(benchmark::State&, int64_t, bool);
+  auto peer = [](std::string name, PeerFn fn, int64_t arg) {
     benchmark::RegisterBenchmark(name.c_str(), [fn, arg](benchmark::State& st) {
       fn(st, arg);
     })->UseRealTime();
   };
+  // Each Gearbox kernel twice: as compiled (BM_X_Gearbox) and forced to one task
+  // (BM_X_Gearbox1T).
+  auto kernel = [](const std::string& op, const std::string& arg, KernelFn fn, int64_t value) {
+    for (bool oneTask : {false, true}) {
+      const std::string name = fmt::format("BM_{}_Gearbox{}/{}", op, oneTask ? "1T" : "", arg);
+      benchmark::RegisterBenchmark(name.c_str(), [fn, value, oneTask](benchmark::State& st) {
+        fn(st, value, oneTask);
+      })->UseRealTime();
+    }
+  };
   for (int64_t n : {64, 256, 1024}) {
-    add(fmt::format("BM_MatMul_Gearbox/{}", n), BM_MatMul_Gearbox, n);
-    add(fmt::format("BM_MatMul_Eigen1T/{}", n), BM_MatMul_Eigen1T, n);
+    kernel("MatMul", std::to_string(n), BM_MatMul_Gearbox, n);
+    peer(fmt::format("BM_MatMul_Eigen1T/{}", n), BM_MatMul_Eigen1T, n);
   }
   for (int64_t bytes : kSizes) {
     const std::string size = std::to_string(bytes / kMiB) + "MiB";
-    add("BM_Memcpy/" + size, BM_Memcpy, bytes);
-    add("BM_Add_Gearbox/" + size, BM_Add_Gearbox, bytes);
-    add("BM_Cat_Gearbox/" + size, BM_Cat_Gearbox, bytes);
-    add("BM_IndexSelect_Gearbox/" + size, BM_IndexSelect_Gearbox, bytes);
+    peer("BM_Memcpy/" + size, BM_Memcpy, bytes);
+    kernel("Add", size, BM_Add_Gearbox, bytes);
+    kernel("Cat", size, BM_Cat_Gearbox, bytes);
+    kernel("IndexSelect", size, BM_IndexSelect_Gearbox, bytes);
   }
   benchmark::RegisterBenchmark("BM_Add_Gearbox_1Element", BM_Add_Gearbox_1Element);
   return true;

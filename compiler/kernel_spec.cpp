@@ -242,6 +242,10 @@ int splitMatMul(MatMulParams& p, int tasks) {
   return static_cast<int>(std::min<int64_t>(tasks, items));
 }
 
+bool useStreamingStores(double outBytes, double rowBytes) {
+  return outBytes >= kStreamingStoreBytes && rowBytes >= kStreamingRowBytes;
+}
+
 void compileStatic(KernelSpec& spec) {
   const KernelKey& key = spec.key;
   const Shape& out = spec.output.shape;
@@ -253,7 +257,13 @@ void compileStatic(KernelSpec& spec) {
     case OpKind::kAdd: {
       const Shape& a = key.inputs[0].shape;
       const Shape& b = key.inputs[1].shape;
-      spec.params = compileAdd(a, b, out);
+      AddParams p = compileAdd(a, b, out);
+      using Path = AddParams::Path;
+      const bool rows = p.path == Path::kRowA || p.path == Path::kRowB;
+      if (p.path != Path::kGeneral)
+        p.streamingStores =
+            useStreamingStores(outBytes, rows ? static_cast<double>(p.cols) * esize : outBytes);
+      spec.params = p;
       spec.work = static_cast<double>(a.numel() + b.numel()) * esize + outBytes;
       spec.tasks = decideTasks(spec.work, kParallelByteThreshold);
       return;
@@ -274,6 +284,7 @@ void compileStatic(KernelSpec& spec) {
       p.count = key.inputs[1].shape[0];
       p.inner = product(in, d + 1, in.rank());
       p.indexType = key.inputs[1].dtype;
+      p.streamingStores = useStreamingStores(outBytes, p.inner * esize);
       spec.params = p;
       spec.work = 2 * outBytes + static_cast<double>(p.count * dtypeSize(p.indexType));
       spec.tasks = decideTasks(spec.work, kParallelByteThreshold);
@@ -285,6 +296,9 @@ void compileStatic(KernelSpec& spec) {
       p.outer = product(out, 0, d);
       for (const TensorType& t : key.inputs) p.rowElems.push_back(t.shape[d] * inner);
       p.outRowElems = out[d] * inner;
+      // Every segment must be long enough to stream; one short input would mix store kinds.
+      const int64_t shortest = *std::min_element(p.rowElems.begin(), p.rowElems.end());
+      p.streamingStores = useStreamingStores(outBytes, static_cast<double>(shortest) * esize);
       spec.params = std::move(p);
       spec.work = 2 * outBytes;
       spec.tasks = decideTasks(spec.work, kParallelByteThreshold);
@@ -298,6 +312,7 @@ void compileStatic(KernelSpec& spec) {
       p.count = key.inputs[n].shape[0];
       p.indexType = key.inputs[n].dtype;
       for (size_t i = 0; i < n; ++i) p.dimSizes.push_back(key.inputs[i].shape[d]);
+      p.streamingStores = useStreamingStores(outBytes, static_cast<double>(p.inner) * esize);
       spec.params = std::move(p);
       spec.work = 2 * outBytes + static_cast<double>(p.count * dtypeSize(p.indexType));
       spec.tasks = decideTasks(spec.work, kParallelByteThreshold);

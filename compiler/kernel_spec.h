@@ -34,7 +34,9 @@ struct KernelKey {
   // Readable kernel name, unique per key:
   //   {Op}_{dtype}_{format}_{in0 dims}[__{in1 dims}...][__dim{d}]
   // e.g. "MatMul_float_ND_64_128__128_32", "Cat_float_ND_2_3__2_5__dim1". Dynamic dims print
-  // as -1. Rank-0 inputs print as "s".
+  // as -1. Rank-0 inputs print as "s". An input whose dtype differs from `dtype` (an index)
+  // appends it, so i32 and i64 index kernels get different names:
+  // "IndexSelect_float_ND_4_5__3_int32__dim0".
   std::string name() const;
 };
 
@@ -61,6 +63,7 @@ struct AddParams {
   int64_t outDims[kMaxRank] = {};
   int64_t aStrides[kMaxRank] = {};          // 0 on broadcast dims
   int64_t bStrides[kMaxRank] = {};
+  bool streamingStores = false;             // flat and row paths: see kStreamingStoreBytes
 };
 
 // MatMul: batch of [M, K] x [K, N], row-major.
@@ -76,6 +79,7 @@ struct MatMulParams {
 struct GatherParams {
   int64_t outer = 1, dimSize = 0, count = 0, inner = 1;
   DType indexType = DType::kI64;
+  bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
 // Cat: input i viewed as [outer, dim_i * inner]; out rows are the concatenation.
@@ -83,6 +87,7 @@ struct CatParams {
   int64_t outer = 1;
   std::vector<int64_t> rowElems;  // dim_i * inner per input
   int64_t outRowElems = 0;
+  bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
 // CatGather: inputs viewed as [outer, dim_i, inner]; index picks rows of the virtual cat.
@@ -90,6 +95,7 @@ struct CatGatherParams {
   int64_t outer = 1, inner = 1, count = 0;
   std::vector<int64_t> dimSizes;   // dim_i per input
   DType indexType = DType::kI64;
+  bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
 struct KernelSpec {
@@ -113,6 +119,14 @@ KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<Ten
 // hold on the order of 1M cycles of work).
 constexpr double kParallelFlopThreshold = 4.0e6;
 constexpr double kParallelByteThreshold = 4.0 * 1024 * 1024;
+
+// Copy kernels (IndexSelect, Cat, CatGather) and Add whose output is at least this large, and
+// whose rows are at least kStreamingRowBytes long, write with non-temporal (streaming) stores:
+// an output that size will not stay in the core's private caches for its consumer anyway, and a
+// regular store first reads every destination line for ownership, which costs a third of the
+// memory traffic of a copy. Smaller outputs keep regular stores so the next op finds them cached.
+constexpr double kStreamingStoreBytes = 8.0 * 1024 * 1024;
+constexpr int64_t kStreamingRowBytes = 256;
 
 }  // namespace gearbox
 

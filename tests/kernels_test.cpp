@@ -118,7 +118,8 @@ std::vector<OpCase> addCases() {
       {"zero_general", {2, 0, 1}, {1, 3}},
       {"rank6", {2, 1, 3, 1, 2, 3}, {1, 2, 1, 2, 1, 3}},
       {"large_same", {700001}, {700001}, true},
-      {"large_row", {1024, 1027}, {1027}, true},
+      // 8.4 MB output of 4108-byte rows: streaming stores with unaligned row heads.
+      {"large_row_streaming", {2048, 1027}, {1027}, true},
       {"large_general", {512, 1, 1024}, {1, 3, 1024}, true},
   };
   std::vector<OpCase> cases;
@@ -204,7 +205,8 @@ std::vector<OpCase> indexSelectCases() {
       {"size1", {1}, 0, 3},
       {"rank4_neg_dim", {2, 3, 4, 5}, -3, 6},
       {"zero_outer", {0, 4}, 1, 3},
-      {"large_rows", {1024, 1024}, 0, 1024, true},
+      // 8.4 MB output with 4100-byte rows: streaming stores with unaligned row heads.
+      {"large_rows_streaming", {2048, 1025}, 0, 2048, true},
       {"large_inner1", {3, 300000}, 1, 300000, true},
   };
   std::vector<OpCase> cases;
@@ -251,7 +253,8 @@ std::vector<OpCase> catCases() {
       {"single_input", {{3, 3}}, 1},
       {"rank1", {{5}, {1}, {7}}, 0},
       {"twenty_inputs", many, 1},
-      {"large_rows", {{1024, 512}, {1024, 512}}, 1, true},
+      // 8 MiB output, segments of 4100 and 4092 bytes: streaming stores, unaligned heads.
+      {"large_rows_streaming", {{1024, 1025}, {1024, 1023}}, 1, true},
       {"large_dim0", {{512, 1024}, {512, 1024}}, 0, true},
   };
   std::vector<OpCase> cases;
@@ -290,7 +293,7 @@ std::vector<OpCase> catGatherCases() {
       {"neg_dim", {{2, 3, 4}, {2, 2, 4}}, -2, 5},
       {"empty_input", {{2, 0, 3}, {2, 2, 3}}, 1, 3},
       {"inner1", {{3, 5}, {3, 2}}, -1, 11},
-      {"large", {{512, 1024}, {512, 1024}}, 0, 1024, true},
+      {"large_streaming", {{512, 1024}, {512, 1024}}, 0, 2048, true},
   };
   std::vector<OpCase> cases;
   for (DType t : {DType::kF32, DType::kI64}) {
@@ -611,6 +614,53 @@ TEST(KernelSpec, TaskSplitFollowsTheShape) {
     } else {
       EXPECT_EQ(spec->tasks, 1) << c.name;
     }
+  }
+}
+
+TEST(KernelSpec, StreamingStoresOnlyForLargeOutputsOfLongRows) {
+  // Decided by shape alone; the streamed kernels are checked against the reference by the
+  // *_streaming cases of KernelDiff.
+  struct Case {
+    const char* name;
+    OpKind kind;
+    std::vector<TensorType> inputs;
+    std::optional<int64_t> dim;
+    bool streaming;
+  };
+  const Case cases[] = {
+      {"add_16MiB", OpKind::kAdd, {f32({4 << 20}), f32({4 << 20})}, {}, true},
+      {"add_16MiB_scalar", OpKind::kAdd, {f32({4 << 20}), f32({})}, {}, true},
+      {"add_16MiB_rows", OpKind::kAdd, {f32({4096, 1024}), f32({1024})}, {}, true},
+      {"add_16MiB_short_rows", OpKind::kAdd, {f32({1 << 20, 4}), f32({4})}, {}, false},
+      {"add_16MiB_general", OpKind::kAdd, {f32({4096, 1}), f32({1, 1024})}, {}, false},
+      {"add_1MiB", OpKind::kAdd, {f32({1 << 18}), f32({1 << 18})}, {}, false},
+      {"cat_1MiB", OpKind::kCat, {f32({256, 512}), f32({256, 512})}, 1, false},
+      {"cat_16MiB", OpKind::kCat, {f32({4096, 512}), f32({4096, 512})}, 1, true},
+      {"cat_16MiB_short_input", OpKind::kCat, {f32({4096, 1020}), f32({4096, 4})}, 1, false},
+      {"index_select_16MiB",
+       OpKind::kIndexSelect,
+       {f32({4096, 1024}), {DType::kI64, {4096}}},
+       0,
+       true},
+      {"index_select_16MiB_elements",
+       OpKind::kIndexSelect,
+       {f32({4 << 20}), {DType::kI64, {4 << 20}}},
+       0,
+       false},
+      {"cat_gather_16MiB",
+       OpKind::kCatGather,
+       {f32({2048, 1024}), f32({2048, 1024}), {DType::kI32, {4096}}},
+       0,
+       true},
+  };
+  for (const Case& c : cases) {
+    auto spec = compile(c.kind, c.inputs, c.dim);
+    bool streaming = false;
+    if (const auto* p = std::get_if<CatParams>(&spec->params)) streaming = p->streamingStores;
+    if (const auto* p = std::get_if<GatherParams>(&spec->params)) streaming = p->streamingStores;
+    if (const auto* p = std::get_if<CatGatherParams>(&spec->params)) streaming = p->streamingStores;
+    if (const auto* p = std::get_if<AddParams>(&spec->params)) streaming = p->streamingStores;
+    EXPECT_EQ(streaming, c.streaming) << c.name;
   }
 }
 

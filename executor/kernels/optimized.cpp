@@ -22,6 +22,13 @@
 #include "executor/kernels.h"
 #include "graph/error.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define GEARBOX_STREAMING_STORES 1
+#else
+#define GEARBOX_STREAMING_STORES 0
+#endif
+
 namespace gearbox::kernels {
 namespace {
 
@@ -30,8 +37,11 @@ namespace {
 // Runs fn(begin, end) over `tasks` contiguous slices of [0, n). Slice bounds (except the last)
 // are rounded down to multiples of `align` so vector loops start on whole vectors. The static
 // partitioner gives each task exactly one slice: the split was decided at compile time.
+//
+// Never inlined: oneTBB's cache-aligned task objects would otherwise make every caller realign
+// its stack frame, a cost the single-task path must not pay.
 template <typename Fn>
-void parallelRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
+[[gnu::noinline]] void parallelRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
   auto bound = [&](int t) {
     if (t >= tasks) return n;
     const int64_t x = n / tasks * t + n % tasks * t / tasks;
@@ -58,45 +68,131 @@ void runRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
   }
 }
 
+// ---- streaming stores --------------------------------------------------------------------------
+
+// Copies `bytes` writing the 64-byte-aligned body of the destination with non-temporal stores,
+// which skip the read-for-ownership of each destination line (the compile step chooses this for
+// large outputs only: see kStreamingStoreBytes). The unaligned head and tail use memcpy.
+void streamCopy(void* dst, const void* src, size_t bytes) {
+#if GEARBOX_STREAMING_STORES
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  const size_t head = std::min(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
+#elif defined(__AVX__)
+    for (size_t v = 0; v < 64; v += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + v),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + v)));
+#else
+    for (size_t v = 0; v < 64; v += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + v),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + v)));
+#endif
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Streaming stores are weakly ordered: each task fences its own before it reports completion,
+// so whoever reads the output next (another task, the caller) sees every byte.
+void streamFence() {
+#if GEARBOX_STREAMING_STORES
+  _mm_sfence();
+#endif
+}
+
+void copyRow(void* dst, const void* src, size_t bytes, bool stream) {
+  if (stream) {
+    streamCopy(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+
 // ---- Add ------------------------------------------------------------------------------------
 
 // The loops below are kept in the simplest form GCC auto-vectorises at -O3. The pointers are
 // deliberately not __restrict: an executor may run Add in place (out == a), which restrict
 // would make undefined; GCC versions the loop with a cheap overlap check instead.
+// Writes out[0, n) through compute(dst, offset, len), which fills dst[0, len) with the elements
+// at out[offset, offset + len). Without streaming, compute writes the output directly; with
+// streaming, it fills an L1-resident block that is then streamed out, so the vectorised loops stay
+// plain C++ and only the final stores become non-temporal. The streamed variant lives in its
+// own (never inlined) function: its 4 KiB block would otherwise enlarge the stack frame, and the
+// stack probes, of every small Add.
+template <typename T, typename Compute>
+[[gnu::noinline]] void emitStreamed(T* out, int64_t n, const Compute& compute) {
+  constexpr int64_t kBlock = 4096 / sizeof(T);
+  alignas(64) T block[kBlock];
+  for (int64_t off = 0; off < n; off += kBlock) {
+    const int64_t len = std::min(kBlock, n - off);
+    compute(block, off, len);
+    streamCopy(out + off, block, static_cast<size_t>(len) * sizeof(T));
+  }
+}
+
+template <typename T, typename Compute>
+inline void emitBlocks(T* out, int64_t n, bool stream, const Compute& compute) {
+  if (stream) {
+    emitStreamed(out, n, compute);
+  } else {
+    compute(out, 0, n);
+  }
+}
+
 template <typename T>
 void addRange(const AddParams& p, const T* a, const T* b, T* o, int64_t begin, int64_t end) {
   using Path = AddParams::Path;
+  const bool stream = p.streamingStores;
   switch (p.path) {
     case Path::kSameShape:
-      for (int64_t i = begin; i < end; ++i) o[i] = a[i] + b[i];
-      return;
+      emitBlocks(o + begin, end - begin, stream, [&](T* d, int64_t off, int64_t len) {
+        const T* ai = a + begin + off;
+        const T* bi = b + begin + off;
+        for (int64_t i = 0; i < len; ++i) d[i] = ai[i] + bi[i];
+      });
+      break;
     case Path::kScalarB: {
       const T s = b[0];
-      for (int64_t i = begin; i < end; ++i) o[i] = a[i] + s;
-      return;
+      emitBlocks(o + begin, end - begin, stream, [&](T* d, int64_t off, int64_t len) {
+        const T* ai = a + begin + off;
+        for (int64_t i = 0; i < len; ++i) d[i] = ai[i] + s;
+      });
+      break;
     }
     case Path::kScalarA: {
       const T s = a[0];
-      for (int64_t i = begin; i < end; ++i) o[i] = s + b[i];
-      return;
+      emitBlocks(o + begin, end - begin, stream, [&](T* d, int64_t off, int64_t len) {
+        const T* bi = b + begin + off;
+        for (int64_t i = 0; i < len; ++i) d[i] = s + bi[i];
+      });
+      break;
     }
     case Path::kRowB: {
       const int64_t cols = p.cols;
       for (int64_t r = begin; r < end; ++r) {
         const T* ar = a + r * cols;
-        T* orow = o + r * cols;
-        for (int64_t c = 0; c < cols; ++c) orow[c] = ar[c] + b[c];
+        emitBlocks(o + r * cols, cols, stream, [&](T* d, int64_t off, int64_t len) {
+          for (int64_t c = 0; c < len; ++c) d[c] = ar[off + c] + b[off + c];
+        });
       }
-      return;
+      break;
     }
     case Path::kRowA: {
       const int64_t cols = p.cols;
       for (int64_t r = begin; r < end; ++r) {
         const T* br = b + r * cols;
-        T* orow = o + r * cols;
-        for (int64_t c = 0; c < cols; ++c) orow[c] = a[c] + br[c];
+        emitBlocks(o + r * cols, cols, stream, [&](T* d, int64_t off, int64_t len) {
+          for (int64_t c = 0; c < len; ++c) d[c] = a[off + c] + br[off + c];
+        });
       }
-      return;
+      break;
     }
     case Path::kGeneral: {
       // Rows of the innermost (coalesced) dim; the outer dims advance like an odometer, so the
@@ -137,13 +233,16 @@ void addRange(const AddParams& p, const T* a, const T* b, T* o, int64_t begin, i
           idx[d] = 0;
         }
       }
-      return;
+      break;
     }
   }
+  if (stream) streamFence();
 }
 
+// The per-op entry points are not inlined into run(), so run() stays a small switch whose frame
+// costs nothing; each op pays only for its own frame.
 template <typename T>
-void runAdd(const AddParams& p, int tasks, const void* const* in, void* out) {
+[[gnu::noinline]] void runAdd(const AddParams& p, int tasks, const void* const* in, void* out) {
   const T* a = static_cast<const T*>(in[0]);
   const T* b = static_cast<const T*>(in[1]);
   T* o = static_cast<T*>(out);
@@ -231,7 +330,8 @@ void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
 }
 
 template <typename T>
-void runMatMul(const MatMulParams& p, int tasks, const void* const* in, void* out) {
+[[gnu::noinline]] void runMatMul(const MatMulParams& p, int tasks, const void* const* in,
+                                 void* out) {
   const T* a = static_cast<const T*>(in[0]);
   const T* b = static_cast<const T*>(in[1]);
   T* c = static_cast<T*>(out);
@@ -284,8 +384,8 @@ void checkIndices(const I* idx, int64_t count, int64_t size, int64_t dim) {
 // returns the first element of the selected input row. E is an unsigned integer of the element
 // size: copies move bits, so one instantiation serves f32 and i32.
 template <typename E, typename I, typename Source>
-void gatherRows(const I* idx, int64_t count, int64_t inner, E* out, int64_t begin, int64_t end,
-                const Source& source) {
+void gatherRows(const I* idx, int64_t count, int64_t inner, bool stream, E* out, int64_t begin,
+                int64_t end, const Source& source) {
   int64_t r = begin;
   while (r < end) {
     const int64_t o = r / count;
@@ -297,10 +397,11 @@ void gatherRows(const I* idx, int64_t count, int64_t inner, E* out, int64_t begi
     } else {
       const size_t rowBytes = static_cast<size_t>(inner) * sizeof(E);
       for (int64_t j = j0; j < j1; ++j)
-        std::memcpy(dst + (j - j0) * inner, source(o, idx[j]), rowBytes);
+        copyRow(dst + (j - j0) * inner, source(o, idx[j]), rowBytes, stream);
     }
     r += j1 - j0;
   }
+  if (stream) streamFence();
 }
 
 template <typename E, typename I>
@@ -311,7 +412,8 @@ void runGather(const GatherParams& p, int64_t dim, int tasks, const void* const*
   const int64_t rowStride = p.dimSize * p.inner;
   auto source = [&](int64_t o, int64_t i) { return src + o * rowStride + i * p.inner; };
   runRanges(tasks, p.outer * p.count, 1, [&](int64_t begin, int64_t end) {
-    gatherRows<E, I>(idx, p.count, p.inner, static_cast<E*>(out), begin, end, source);
+    gatherRows<E, I>(idx, p.count, p.inner, p.streamingStores, static_cast<E*>(out), begin, end,
+                     source);
   });
 }
 
@@ -344,9 +446,12 @@ void runCatGather(const CatGatherParams& p, int64_t dim, int tasks, const void* 
     return static_cast<const E*>(in[i]) + (o * p.dimSizes[i] + g) * p.inner;
   };
   const size_t rowBytes = static_cast<size_t>(p.inner) * sizeof(E);
-  if (rowBytes < 64) {
+  // Short rows, and outputs large enough for non-temporal stores (decided per shape at
+  // compile time), take the generic row gather; other rows use the inline block copy.
+  if (rowBytes < 64 || p.streamingStores) {
     runRanges(tasks, p.outer * p.count, 1, [&](int64_t begin, int64_t end) {
-      gatherRows<E, I>(idx, p.count, p.inner, static_cast<E*>(out), begin, end, source);
+      gatherRows<E, I>(idx, p.count, p.inner, p.streamingStores, static_cast<E*>(out), begin, end,
+                       source);
     });
     return;
   }
@@ -378,15 +483,16 @@ void dispatchGather(DType data, DType index, Args&&... args) {
 
 template <typename E, typename I>
 struct GatherFn {
-  static void run(const GatherParams& p, int64_t dim, int tasks, const void* const* in, void* out) {
+  [[gnu::noinline]] static void run(const GatherParams& p, int64_t dim, int tasks,
+                                    const void* const* in, void* out) {
     runGather<E, I>(p, dim, tasks, in, out);
   }
 };
 
 template <typename E, typename I>
 struct CatGatherFn {
-  static void run(const CatGatherParams& p, int64_t dim, int tasks, const void* const* in,
-                  void* out) {
+  [[gnu::noinline]] static void run(const CatGatherParams& p, int64_t dim, int tasks,
+                                    const void* const* in, void* out) {
     runCatGather<E, I>(p, dim, tasks, in, out);
   }
 };
@@ -409,9 +515,8 @@ void catRange(const CatParams& p, const void* const* in, std::byte* out, size_t 
       if (off < segStart + len) {
         const int64_t from = off - segStart;
         const int64_t n = std::min(len - from, end - s);
-        std::memcpy(out + s * esize,
-                    static_cast<const std::byte*>(in[i]) + (o * len + from) * esize,
-                    static_cast<size_t>(n) * esize);
+        copyRow(out + s * esize, static_cast<const std::byte*>(in[i]) + (o * len + from) * esize,
+                static_cast<size_t>(n) * esize, p.streamingStores);
         s += n;
         off += n;
       }
@@ -420,9 +525,11 @@ void catRange(const CatParams& p, const void* const* in, std::byte* out, size_t 
     ++o;
     off = 0;
   }
+  if (p.streamingStores) streamFence();
 }
 
-void runCat(const CatParams& p, DType dtype, int tasks, const void* const* in, void* out) {
+[[gnu::noinline]] void runCat(const CatParams& p, DType dtype, int tasks, const void* const* in,
+                              void* out) {
   const size_t esize = dtypeSize(dtype);
   const int64_t total = p.outer * p.outRowElems;
   if (total == 0) return;
