@@ -188,3 +188,35 @@ TEST(Cli, LogHasOneCompileLinePerKernelAndIterationMarkers) {
 
 }  // namespace
 }  // namespace gearbox
+
+namespace gearbox {
+namespace {
+
+TEST(Cli, BundledSeed001GearsExample) {
+  const std::string args = "run " + testing_util::shellQuote(testing_util::example("seed001_add.gbx")) +
+                           " --trace " +
+                           testing_util::shellQuote(testing_util::example("seed001_gears.trace.jsonl")) +
+                           " --mode geared --gears @" +
+                           testing_util::shellQuote(testing_util::example("seed001_gears.json"));
+  auto exact = testing_util::runGearbox(args);
+  EXPECT_EQ(exact.exitCode, 2);
+  EXPECT_NE(exact.output.find("compiled 2 gears up front (2 kernels):\n"
+                              "  ge.dynamicDims = 2,2;4,4\n"
+                              "  ge.dynamicNodeType = 1\n"
+                              "  ge.inputShape = x1:-1,2;x2:-1,2\n"
+                              "iter   0  x1=[2, 2], x2=[2, 2]  gear 0 (plan #"),
+            std::string::npos)
+      << exact.output;
+  EXPECT_NE(exact.output.find("gearbox: gear error: input 'x1' dim 0 = 3 is not in the gears [2, 4]"),
+            std::string::npos)
+      << exact.output;
+  auto padded = testing_util::runGearbox(args + " --gear-fallback pad --assert graph_compiles==2 "
+                                                "--assert kernel_compiles==2 --assert padded_calls==1");
+  EXPECT_EQ(padded.exitCode, 0) << padded.output;
+  EXPECT_NE(padded.output.find("iter   3  x1=[3, 2], x2=[3, 2]  padded 12 -> 16 elements, ran gear 1"),
+            std::string::npos)
+      << padded.output;
+}
+
+}  // namespace
+}  // namespace gearbox
