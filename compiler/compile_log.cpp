@@ -13,7 +13,9 @@ std::shared_ptr<spdlog::logger> makeDefault() {
   err->set_level(spdlog::level::warn);
   err->set_pattern("gearbox: %l: %v");
   auto logger = std::make_shared<spdlog::logger>("gearbox", err);
-  logger->set_level(spdlog::level::info);
+  // The logger's level is the lowest any sink wants: with only the stderr sink, info lines
+  // (one per compile) are not even formatted.
+  logger->set_level(spdlog::level::warn);
   return logger;
 }
 }  // namespace
@@ -48,7 +50,9 @@ void configureLogging(const LogOptions& options) {
       fail(ErrorKind::kIo, "cannot open log file {}: {}", options.file, e.what());
     }
   }
+  const bool wantsInfo = options.toStdout || !options.file.empty();
   logger->sinks() = std::move(sinks);
+  logger->set_level(wantsInfo ? spdlog::level::info : spdlog::level::warn);
   logger->flush_on(spdlog::level::info);
 }
 

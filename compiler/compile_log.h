@@ -17,9 +17,9 @@ namespace gearbox {
 std::shared_ptr<spdlog::logger> compileLogger();
 
 struct LogOptions {
-  std::string file;        // "" = no file sink
-  bool toStdout = false;   // info-level lines on stdout as well
-  bool quiet = false;      // suppress warnings on stderr
+  std::string file;       // "" = no file sink
+  bool toStdout = false;  // info-level lines on stdout as well
+  bool quiet = false;     // suppress warnings on stderr
 };
 // Replaces the logger's sinks. A file that cannot be opened is an Error(kIo).
 void configureLogging(const LogOptions& options);

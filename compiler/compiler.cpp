@@ -12,46 +12,57 @@
 
 namespace gearbox {
 
+KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
+  const size_t n = capacity_ >= kShardedCapacity ? kShards : 1;
+  for (size_t i = 0; i < n; ++i)
+    shards_.push_back(std::make_unique<Shard>((capacity_ + n - 1 - i) / n));
+}
+
 std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* compiled) {
-  std::promise<std::shared_ptr<const KernelSpec>> promise;
+  Shard& shard = *shards_[shards_.size() == 1 ? 0 : key.hash() % shards_.size()];
+  std::promise<SpecPtr> promise;
   {
     // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
     // else counts a hit, so the counters are the same whatever the thread interleaving.
-    std::unique_lock lock(mu_);
-    if (auto hit = cache_.touch(key)) {
-      cache_.countHit();
+    std::unique_lock<tbb::spin_mutex> lock(shard.mu);
+    if (auto hit = shard.cache.touch(key)) {
+      shard.cache.countHit();
       return *hit;
     }
-    auto it = inflight_.find(key);
-    if (it != inflight_.end()) {
+    auto it = shard.inflight.find(key);
+    if (it != shard.inflight.end()) {
       auto future = it->second;
-      cache_.countHit();
+      shard.cache.countHit();
       lock.unlock();
       return future.get();
     }
-    cache_.countMiss();
-    inflight_.emplace(key, promise.get_future().share());
+    shard.cache.countMiss();
+    shard.inflight.emplace(key, promise.get_future().share());
   }
-  std::shared_ptr<const KernelSpec> spec;
+  SpecPtr spec;
   try {
     spec = loadOrCompile(key, compiled);
   } catch (...) {
+    {
+      std::lock_guard<tbb::spin_mutex> lock(shard.mu);
+      shard.inflight.erase(key);
+    }
     promise.set_exception(std::current_exception());
-    std::lock_guard lock(mu_);
-    inflight_.erase(key);
     throw;
   }
-  cache_.put(key, spec);
+  {
+    std::lock_guard<tbb::spin_mutex> lock(shard.mu);
+    shard.cache.put(key, spec);
+    shard.inflight.erase(key);
+  }
   promise.set_value(spec);
-  std::lock_guard lock(mu_);
-  inflight_.erase(key);
   return spec;
 }
 
 std::shared_ptr<const KernelSpec> KernelCache::loadOrCompile(const KernelKey& key, int* compiled) {
   for (auto& store : stores_) {
     if (auto loaded = store->load(key)) {
-      std::lock_guard lock(mu_);
+      std::lock_guard<tbb::spin_mutex> lock(statsMu_);
       ++storeHits_;
       return loaded;
     }
@@ -63,9 +74,13 @@ std::shared_ptr<const KernelSpec> KernelCache::loadOrCompile(const KernelKey& ke
   // The exact line seed 000's workflow greps for; one per kernel compile.
   compileLogger()->info("To compile op: {}", spec->name);
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard<tbb::spin_mutex> lock(statsMu_);
     ++compiles_;
     compileSeconds_ += secs;
+  }
+  {
+    // Hooks (the session's compile log, op-info recorders) are not thread-safe themselves.
+    std::lock_guard lock(hookMu_);
     for (auto& hook : hooks_) hook(*spec);
   }
   for (auto& store : stores_) store->save(*spec);
@@ -75,8 +90,17 @@ std::shared_ptr<const KernelSpec> KernelCache::loadOrCompile(const KernelKey& ke
 
 KernelCacheStats KernelCache::stats() const {
   KernelCacheStats s;
-  s.cache = cache_.stats();
-  std::lock_guard lock(mu_);
+  for (const auto& shard : shards_) {
+    std::lock_guard<tbb::spin_mutex> lock(shard->mu);
+    const CacheStats c = shard->cache.stats();
+    s.cache.hits += c.hits;
+    s.cache.misses += c.misses;
+    s.cache.evictions += c.evictions;
+    s.cache.inserts += c.inserts;
+    s.cache.size += c.size;
+    s.cache.capacity += c.capacity;
+  }
+  std::lock_guard<tbb::spin_mutex> lock(statsMu_);
   s.compiles = compiles_;
   s.storeHits = storeHits_;
   s.compileSeconds = compileSeconds_;
@@ -84,10 +108,11 @@ KernelCacheStats KernelCache::stats() const {
 }
 
 std::string Plan::summary() const {
-  return fmt::format("plan #{} [{}]: {} steps, {} kernels compiled, {} reused, arena {} B "
-                     "(without reuse {} B)",
-                     id, signatureToString(graph, signature), steps.size(), kernelsCompiled,
-                     kernelsReused, arenaBytes, naiveBytes);
+  return fmt::format(
+      "plan #{} [{}]: {} steps, {} kernels compiled, {} reused, arena {} B "
+      "(without reuse {} B)",
+      id, signatureToString(graph, signature), steps.size(), kernelsCompiled, kernelsReused,
+      arenaBytes, naiveBytes);
 }
 
 namespace {
@@ -184,9 +209,11 @@ std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, Ker
   }
   plan->compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  compileLogger()->info("Compiled graph {} plan #{} for [{}] ({}): {} kernels compiled, {} reused",
-                        g.name, plan->id, signatureToString(g, sig), options.reason,
-                        plan->kernelsCompiled, plan->kernelsReused);
+  auto log = compileLogger();
+  if (log->should_log(spdlog::level::info))
+    log->info("Compiled graph {} plan #{} for [{}] ({}): {} kernels compiled, {} reused", g.name,
+              plan->id, signatureToString(g, sig), options.reason, plan->kernelsCompiled,
+              plan->kernelsReused);
   return plan;
 }
 

@@ -6,13 +6,15 @@
 //
 // Nothing compiles inside run; a static plan's run allocates nothing (executor/plan_runner.h).
 
+#include <tbb/spin_mutex.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
-#include <unordered_map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/kernel_spec.h"
@@ -35,8 +37,8 @@ using KernelCompileHook = std::function<void(const KernelSpec&)>;
 
 struct KernelCacheStats {
   CacheStats cache;
-  int64_t compiles = 0;    // kernels compiled in this process
-  int64_t storeHits = 0;   // kernels loaded from a KernelStore instead of compiled
+  int64_t compiles = 0;   // kernels compiled in this process
+  int64_t storeHits = 0;  // kernels loaded from a KernelStore instead of compiled
   double compileSeconds = 0;
 };
 
@@ -45,24 +47,40 @@ struct KernelCacheStats {
 // geared mode can compile gears in parallel.
 class KernelCache {
  public:
-  explicit KernelCache(size_t capacity = 1024) : cache_(capacity) {}
+  // Capacities of at least kShardedCapacity are split over kShards shards by key hash, each
+  // with its own lock and LRU list (as LevelDB's ShardedLRUCache): gears compile in parallel
+  // and one lock would serialise them. Smaller caches keep one exact global LRU.
+  static constexpr size_t kShards = 8;
+  static constexpr size_t kShardedCapacity = 256;
+
+  explicit KernelCache(size_t capacity = 1024);
   // Returns the kernel for `key`, compiling it (and logging "To compile op: <name>") on a miss.
   // `compiled` (optional) is incremented when this call compiled.
   std::shared_ptr<const KernelSpec> get(const KernelKey& key, int* compiled = nullptr);
   void addStore(std::shared_ptr<KernelStore> store) { stores_.push_back(std::move(store)); }
   void addCompileHook(KernelCompileHook hook) { hooks_.push_back(std::move(hook)); }
   KernelCacheStats stats() const;
-  size_t capacity() const { return cache_.capacity(); }
+  size_t capacity() const { return capacity_; }
 
  private:
-  std::shared_ptr<const KernelSpec> loadOrCompile(const KernelKey& key, int* compiled);
-  LruCache<KernelKey, std::shared_ptr<const KernelSpec>> cache_;
+  using SpecPtr = std::shared_ptr<const KernelSpec>;
+  struct Shard {
+    explicit Shard(size_t capacity) : cache(capacity) {}
+    // Guards both maps; critical sections are a lookup or an insert, never a compile.
+    mutable tbb::spin_mutex mu;
+    LruCache<KernelKey, SpecPtr, std::hash<KernelKey>, NoLock> cache;
+    // Keys being compiled right now: a second thread asking for one waits for the first
+    // instead of compiling it again, so shared op shapes compile once even in parallel.
+    std::unordered_map<KernelKey, std::shared_future<SpecPtr>> inflight;
+  };
+  SpecPtr loadOrCompile(const KernelKey& key, int* compiled);
+
+  size_t capacity_;
+  std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::shared_ptr<KernelStore>> stores_;
   std::vector<KernelCompileHook> hooks_;
-  mutable std::mutex mu_;
-  // Keys being compiled right now: a second thread asking for one waits for the first
-  // instead of compiling it again, so shared op shapes compile once even in parallel.
-  std::unordered_map<KernelKey, std::shared_future<std::shared_ptr<const KernelSpec>>> inflight_;
+  std::mutex hookMu_;
+  mutable tbb::spin_mutex statsMu_;
   int64_t compiles_ = 0, storeHits_ = 0;
   double compileSeconds_ = 0;
 };
@@ -84,13 +102,13 @@ struct Plan {
   Graph graph;               // specialised to `signature`
   bool isStatic = true;      // every dim concrete: runs with precompiled params, no allocation
   std::vector<PlanStep> steps;
-  std::vector<ValueId> args;  // flattened step inputs
-  std::vector<Storage> storage;       // per value
-  std::vector<int64_t> location;      // per value: input index, arena offset, or output index
-  std::vector<const void*> constData; // per value (consts only)
-  int64_t arenaBytes = 0;   // peak intermediate bytes after reuse
-  int64_t naiveBytes = 0;   // without reuse
-  int kernelsCompiled = 0;  // kernel compiles this plan caused (others were cache hits)
+  std::vector<ValueId> args;           // flattened step inputs
+  std::vector<Storage> storage;        // per value
+  std::vector<int64_t> location;       // per value: input index, arena offset, or output index
+  std::vector<const void*> constData;  // per value (consts only)
+  int64_t arenaBytes = 0;              // peak intermediate bytes after reuse
+  int64_t naiveBytes = 0;              // without reuse
+  int kernelsCompiled = 0;             // kernel compiles this plan caused (others were cache hits)
   int kernelsReused = 0;
   double compileSeconds = 0;  // measured host time
   std::string reason;
@@ -98,7 +116,7 @@ struct Plan {
   // Scratch owned by the plan so that running it allocates nothing. A plan runs on one
   // thread at a time (the session's).
   std::shared_ptr<std::byte> arena;
-  mutable std::vector<void*> ptrs;        // per value
+  mutable std::vector<void*> ptrs;  // per value
   mutable std::vector<const void*> argPtrs;
 
   std::string summary() const;

@@ -64,15 +64,23 @@ bool usesDim(OpKind kind) {
   return kind == OpKind::kIndexSelect || kind == OpKind::kCat || kind == OpKind::kCatGather;
 }
 
-KernelKey buildKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs,
-                   std::string_view where) {
+// `where` describes the op for the one error this can raise; it is only called then, because
+// keys are built on every compile and every eager dispatch.
+template <typename Where>
+KernelKey buildKey(OpKind kind, std::vector<TensorType> inputs, const Attrs& attrs,
+                   const Where& where) {
   KernelKey key;
   key.kind = kind;
-  key.inputs = inputs;
+  key.inputs = std::move(inputs);
   key.attrs = attrs;
-  if (!inputs.empty()) key.dtype = inputs[0].dtype;
-  if (usesDim(kind) && attrs.dim && !inputs.empty())
-    key.attrs.dim = inputs[0].shape.wrapDim(*attrs.dim, fmt::format("{}: attribute dim", where));
+  if (!key.inputs.empty()) key.dtype = key.inputs[0].dtype;
+  if (usesDim(kind) && attrs.dim && !key.inputs.empty()) {
+    const Shape& s = key.inputs[0].shape;
+    const int64_t r = s.rank(), d = *attrs.dim;
+    if (r == 0 || d < -r || d >= r)
+      s.wrapDim(d, fmt::format("{}: attribute dim", where()));  // throws the usual message
+    key.attrs.dim = d < 0 ? d + r : d;
+  }
   return key;
 }
 
@@ -83,14 +91,15 @@ KernelKey makeKernelKey(const Graph& g, NodeId node) {
   std::vector<TensorType> inputs;
   inputs.reserve(n.inputs.size());
   for (ValueId v : n.inputs) inputs.push_back(g.value(v).type);
-  KernelKey key = buildKey(n.kind, inputs, n.attrs, g.describeNode(node));
+  KernelKey key =
+      buildKey(n.kind, std::move(inputs), n.attrs, [&] { return g.describeNode(node); });
   // A Const has no inputs; its dtype is its data's.
   if (n.kind == OpKind::kConst && n.constant) key.dtype = n.constant->dtype();
   return key;
 }
 
 KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs) {
-  return buildKey(kind, inputs, attrs, opKernelName(kind));
+  return buildKey(kind, inputs, attrs, [kind] { return std::string(opKernelName(kind)); });
 }
 
 // ---- compile --------------------------------------------------------------------------------
@@ -113,7 +122,7 @@ int decideTasks(double work, double threshold) {
 }
 
 TensorType inferOutput(const KernelKey& key, const std::string& name) {
-  InferContext ctx{key.kind, key.inputs, {}, key.attrs, "kernel " + name, nullptr};
+  InferContext ctx{key.kind, key.inputs, key.attrs, nullptr, -1, name};
   return inferNode(ctx);
 }
 

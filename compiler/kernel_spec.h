@@ -23,10 +23,10 @@ namespace gearbox {
 
 struct KernelKey {
   OpKind kind = OpKind::kAdd;
-  DType dtype = DType::kF32;          // dtype of input 0 (the data dtype)
-  std::string format = "ND";          // layout; only ND today, kept for the op-info files
-  std::vector<TensorType> inputs;     // every input's dtype and shape
-  Attrs attrs;                        // dim already wrapped to [0, rank)
+  DType dtype = DType::kF32;       // dtype of input 0 (the data dtype)
+  std::string format = "ND";       // layout; only ND today, kept for the op-info files
+  std::vector<TensorType> inputs;  // every input's dtype and shape
+  Attrs attrs;                     // dim already wrapped to [0, rank)
 
   bool operator==(const KernelKey& o) const;
   size_t hash() const;
@@ -49,21 +49,21 @@ KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, cons
 // Add: out[i] = a[ia(i)] + b[ib(i)].
 struct AddParams {
   enum class Path : uint8_t {
-    kSameShape,   // both contiguous with the output: one flat loop
-    kScalarB,     // b has one element
-    kScalarA,     // a has one element
-    kRowB,        // b is a row broadcast along the leading dims: out[r, :] = a[r, :] + b[:]
-    kRowA,        // a is the row
-    kGeneral,     // arbitrary broadcast: strided loops over up to 6 dims
+    kSameShape,  // both contiguous with the output: one flat loop
+    kScalarB,    // b has one element
+    kScalarA,    // a has one element
+    kRowB,       // b is a row broadcast along the leading dims: out[r, :] = a[r, :] + b[:]
+    kRowA,       // a is the row
+    kGeneral,    // arbitrary broadcast: strided loops over up to 6 dims
   };
   Path path = Path::kGeneral;
   int64_t numel = 0;
-  int64_t rows = 0, cols = 0;               // kRowA / kRowB
-  int rank = 0;                             // kGeneral
+  int64_t rows = 0, cols = 0;  // kRowA / kRowB
+  int rank = 0;                // kGeneral
   int64_t outDims[kMaxRank] = {};
-  int64_t aStrides[kMaxRank] = {};          // 0 on broadcast dims
+  int64_t aStrides[kMaxRank] = {};  // 0 on broadcast dims
   int64_t bStrides[kMaxRank] = {};
-  bool streamingStores = false;             // flat and row paths: see kStreamingStoreBytes
+  bool streamingStores = false;  // flat and row paths: see kStreamingStoreBytes
 };
 
 // MatMul: batch of [M, K] x [K, N], row-major.
@@ -93,7 +93,7 @@ struct CatParams {
 // CatGather: inputs viewed as [outer, dim_i, inner]; index picks rows of the virtual cat.
 struct CatGatherParams {
   int64_t outer = 1, inner = 1, count = 0;
-  std::vector<int64_t> dimSizes;   // dim_i per input
+  std::vector<int64_t> dimSizes;  // dim_i per input
   DType indexType = DType::kI64;
   bool streamingStores = false;  // see kStreamingStoreBytes
 };

@@ -444,8 +444,7 @@ void checkSpecAgainstKey(const KernelSpec& s) {
   if (key.kind == OpKind::kConst) fail(ErrorKind::kIo, "a const is not a kernel");
   TensorType inferred;
   try {
-    inferred =
-        inferNode(InferContext{key.kind, key.inputs, {}, key.attrs, "kernel " + s.name, nullptr});
+    inferred = inferNode(InferContext{key.kind, key.inputs, key.attrs, nullptr, -1, s.name});
   } catch (const Error& e) {
     fail(ErrorKind::kIo, "the key is not a valid kernel: {}", e.what());
   }
@@ -880,7 +879,7 @@ Json opInfoJson(const KernelKey& key) {
   Json outputs = Json::array();
   try {
     const TensorType out =
-        inferNode(InferContext{key.kind, key.inputs, {}, key.attrs, "op-info", nullptr});
+        inferNode(InferContext{key.kind, key.inputs, key.attrs, nullptr, -1, "op-info"});
     outputs.push_back(opInfoTensor("out", 0, out, key.format));
   } catch (const Error&) {
     // Only valid keys reach the kernel cache; an invalid one fails at compile with a clear

@@ -20,14 +20,20 @@ struct CacheStats {
   int64_t capacity = 0;
 };
 
-template <typename Key, typename Value, typename Hash = std::hash<Key>>
+// For caches guarded by their owner's lock: LruCache<K, V, H, NoLock>.
+struct NoLock {
+  void lock() {}
+  void unlock() {}
+};
+
+template <typename Key, typename Value, typename Hash = std::hash<Key>, typename Mutex = std::mutex>
 class LruCache {
  public:
   explicit LruCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
 
   // Returns the cached value (moving it to most-recently-used) and counts a hit or a miss.
   std::optional<Value> get(const Key& key) {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     auto it = map_.find(key);
     if (it == map_.end()) {
       ++stats_.misses;
@@ -41,24 +47,24 @@ class LruCache {
   // Looks up and refreshes recency without counting; callers that decide hit/miss themselves
   // (the kernel cache, under concurrent compiles) count with countHit/countMiss.
   std::optional<Value> touch(const Key& key) {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     auto it = map_.find(key);
     if (it == map_.end()) return std::nullopt;
     order_.splice(order_.begin(), order_, it->second);
     return it->second->second;
   }
   void countHit() {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     ++stats_.hits;
   }
   void countMiss() {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     ++stats_.misses;
   }
 
   // Looks up without touching stats or recency (for diagnostics).
   std::optional<Value> peek(const Key& key) const {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     auto it = map_.find(key);
     if (it == map_.end()) return std::nullopt;
     return it->second->second;
@@ -66,7 +72,7 @@ class LruCache {
 
   // Inserts (or replaces) and evicts the least-recently-used entry past capacity.
   void put(const Key& key, Value value) {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     auto it = map_.find(key);
     if (it != map_.end()) {
       it->second->second = std::move(value);
@@ -86,31 +92,31 @@ class LruCache {
   // Visits entries from most to least recently used.
   template <typename Fn>
   void forEach(Fn&& fn) const {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     for (const auto& [k, v] : order_) fn(k, v);
   }
 
   CacheStats stats() const {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     CacheStats s = stats_;
     s.size = static_cast<int64_t>(map_.size());
     s.capacity = static_cast<int64_t>(capacity_);
     return s;
   }
   size_t size() const {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     return map_.size();
   }
   size_t capacity() const { return capacity_; }
   void clear() {
-    std::lock_guard lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     map_.clear();
     order_.clear();
   }
 
  private:
   size_t capacity_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::list<std::pair<Key, Value>> order_;
   std::unordered_map<Key, typename std::list<std::pair<Key, Value>>::iterator, Hash> map_;
   CacheStats stats_;

@@ -5,7 +5,9 @@
 
 namespace gearbox {
 
-static int64_t alignUp(int64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+static int64_t alignUp(int64_t v) {
+  return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
 
 MemoryPlan planMemory(const std::vector<BufferRequest>& requests) {
   MemoryPlan plan;
@@ -13,9 +15,8 @@ MemoryPlan planMemory(const std::vector<BufferRequest>& requests) {
   std::vector<size_t> order(requests.size());
   std::iota(order.begin(), order.end(), 0);
   // Largest first; ties by definition order so the plan is deterministic.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return requests[a].bytes > requests[b].bytes;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
   std::vector<size_t> placed;
   for (size_t idx : order) {
     const BufferRequest& r = requests[idx];

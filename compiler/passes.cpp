@@ -130,13 +130,9 @@ bool CatIndexSelectFusion::run(Graph& g) {
       // The output type is unchanged in meaning; re-inferring it keeps the declared type
       // exactly what verification will infer (symbolic dims included).
       std::vector<TensorType> types;
-      std::vector<std::string> names;
-      for (ValueId v : use.inputs) {
-        types.push_back(g.values[v].type);
-        names.push_back("%" + g.values[v].name);
-      }
+      for (ValueId v : use.inputs) types.push_back(g.values[v].type);
       g.values[use.output].type =
-          inferNode(InferContext{use.kind, types, names, use.attrs, g.describeNode(u), &use});
+          inferNode(InferContext{use.kind, types, use.attrs, &g, u, {}, &use});
       fused.push_back(use.output);
     }
     details_.push_back(fmt::format("fused %{} + {}", g.values[cv].name, valueList(g, fused)));

@@ -56,7 +56,9 @@ Graph specializeGraph(const Graph& g, const InputSignature& sig) {
   checkSignature(g, sig);
   Graph out = g;
   for (size_t i = 0; i < sig.size(); ++i) out.values[out.inputs[i]].type.shape = sig[i];
-  verifyGraph(out, /*update=*/true);
+  // The structure was verified when the graph was built and after every pass; only the types
+  // change with the input shapes.
+  inferGraphTypes(out);
   return out;
 }
 
@@ -92,9 +94,10 @@ std::vector<GuardFailure> guardFailures(const Graph& g, const InputSignature& ca
       std::string text =
           c >= 0 ? fmt::format("input '{}' size mismatch at dim {}: expected {}, actual {}", name,
                                d, c, a)
-                 : fmt::format("input '{}' size mismatch at dim {}: expected a dynamic size >= 2 "
-                               "(0 and 1 are specialised), actual {}",
-                               name, d, a);
+                 : fmt::format(
+                       "input '{}' size mismatch at dim {}: expected a dynamic size >= 2 "
+                       "(0 and 1 are specialised), actual {}",
+                       name, d, a);
       out.push_back({static_cast<int>(i), d, c, a, std::move(text)});
     }
   }

@@ -33,7 +33,8 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
   };
   for (auto& [key, v] : j.items()) {
     if (key == "kernel_compile_us") {
-      if (!v.is_object()) fail(ErrorKind::kConfig, "{}: kernel_compile_us must be an object", where);
+      if (!v.is_object())
+        fail(ErrorKind::kConfig, "{}: kernel_compile_us must be an object", where);
       for (auto& [op, us] : v.items()) m.kernelCompileUs[op] = num(us, "kernel_compile_us." + op);
     } else if (key == "graph_compile_us") {
       m.graphCompileUs = num(v, key);

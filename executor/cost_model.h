@@ -15,14 +15,13 @@ enum class SyncPolicy { kPerOp, kEndOnly };
 
 struct CostModel {
   // Modeled device compile latency per kernel, by op kernel name ("Add", "MatMul", ...).
-  std::map<std::string, double> kernelCompileUs = {{"Add", 40},       {"MatMul", 900},
-                                                   {"IndexSelect", 60}, {"Cat", 50},
-                                                   {"CatGather", 80}};
-  double graphCompileUs = 2000;  // per plan: graph optimisation, memory plan, load
-  double launchUs = 5;           // per single-kernel launch
-  double graphLaunchUs = 8;      // per whole-graph launch of a static plan
-  double syncUs = 15;            // per host-device synchronisation
-  double allocUs = 2;            // per device allocation that needs new memory
+  std::map<std::string, double> kernelCompileUs = {
+      {"Add", 40}, {"MatMul", 900}, {"IndexSelect", 60}, {"Cat", 50}, {"CatGather", 80}};
+  double graphCompileUs = 2000;                // per plan: graph optimisation, memory plan, load
+  double launchUs = 5;                         // per single-kernel launch
+  double graphLaunchUs = 8;                    // per whole-graph launch of a static plan
+  double syncUs = 15;                          // per host-device synchronisation
+  double allocUs = 2;                          // per device allocation that needs new memory
   SyncPolicy syncPolicy = SyncPolicy::kPerOp;  // dynamic mode: sync after every op (seed 001)
 
   double kernelCompile(std::string_view op) const;

@@ -5,7 +5,9 @@
 
 namespace gearbox {
 
-const char* deviceKindName(DeviceKind k) { return k == DeviceKind::kInline ? "inline" : "stream"; }
+const char* deviceKindName(DeviceKind k) {
+  return k == DeviceKind::kInline ? "inline" : "stream";
+}
 
 void Device::launch(std::function<void()> task, bool graph) {
   ++counters_.launches;

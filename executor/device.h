@@ -21,11 +21,11 @@
 namespace gearbox {
 
 struct DeviceCounters {
-  int64_t launches = 0;      // kernel or whole-graph launches
-  int64_t graphLaunches = 0; // launches that carried a whole static graph
+  int64_t launches = 0;       // kernel or whole-graph launches
+  int64_t graphLaunches = 0;  // launches that carried a whole static graph
   int64_t syncs = 0;
-  int64_t allocations = 0;   // allocation requests (every intermediate a call allocates)
-  int64_t poolMisses = 0;    // requests that needed new memory (the rest reused pooled blocks)
+  int64_t allocations = 0;     // allocation requests (every intermediate a call allocates)
+  int64_t poolMisses = 0;      // requests that needed new memory (the rest reused pooled blocks)
   int64_t bytesAllocated = 0;  // new memory only
 };
 

@@ -28,7 +28,9 @@ void Session::setDimGears(const std::string& input, const DimGearList& gears) {
   st.config.setDimGears(input, gears);
 }
 
-const GearSet* Session::gearSet() const { return gears_ && gears_->set ? &*gears_->set : nullptr; }
+const GearSet* Session::gearSet() const {
+  return gears_ && gears_->set ? &*gears_->set : nullptr;
+}
 
 std::vector<std::string> Session::gearOptionLines() const {
   const GearSet* set = gearSet();
@@ -79,12 +81,12 @@ void Session::compileGears(const InputSignature& firstSeen) {
       ++valid;
       continue;
     }
-    log->warn("gear {} ({}) cannot be compiled and will never run: {}", gear,
-              signatureToString(graph_, InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
-              st.invalid[gear]);
+    log->warn(
+        "gear {} ({}) cannot be compiled and will never run: {}", gear,
+        signatureToString(graph_, InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
+        st.invalid[gear]);
   }
-  if (valid == 0)
-    fail(ErrorKind::kGear, "no gear can be compiled; gear 0: {}", st.invalid.front());
+  if (valid == 0) fail(ErrorKind::kGear, "no gear can be compiled; gear 0: {}", st.invalid.front());
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   st.set.emplace(std::move(set));
@@ -158,7 +160,7 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   }
   stats_.planCacheMisses++;
   if (!options_.gears.padFallback) st.set->match(sig);  // throws the explanatory message
-  const size_t gear = st.set->padTarget(sig);  // throws when no gear covers the shapes
+  const size_t gear = st.set->padTarget(sig);           // throws when no gear covers the shapes
   if (!st.plans[gear])
     fail(ErrorKind::kGear, "shapes [{}] pad up to gear {}, which could not be compiled: {}",
          signatureToString(graph_, sig), gear, st.invalid[gear]);
@@ -191,7 +193,8 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   try {
     device_->sync();
   } catch (...) {
-    for (size_t i = 0; i < in.size(); ++i) device_->release(inBytes[i] ? in[i].data : nullptr, inBytes[i]);
+    for (size_t i = 0; i < in.size(); ++i)
+      device_->release(inBytes[i] ? in[i].data : nullptr, inBytes[i]);
     throw;
   }
   for (size_t i = 0; i < in.size(); ++i)

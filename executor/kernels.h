@@ -17,14 +17,12 @@ namespace gearbox::kernels {
 namespace ref {
 void add(const TensorView& a, const TensorView& b, const TensorView& out);
 void matmul(const TensorView& a, const TensorView& b, const TensorView& out);
-void indexSelect(const TensorView& in, const TensorView& index, int64_t dim,
-                 const TensorView& out);
+void indexSelect(const TensorView& in, const TensorView& index, int64_t dim, const TensorView& out);
 void cat(std::span<const TensorView> ins, int64_t dim, const TensorView& out);
 void catGather(std::span<const TensorView> ins, const TensorView& index, int64_t dim,
                const TensorView& out);
 // Runs one node kind on views (dim already wrapped). Const is not a kernel.
-void runOp(OpKind kind, const Attrs& attrs, std::span<const TensorView> ins,
-           const TensorView& out);
+void runOp(OpKind kind, const Attrs& attrs, std::span<const TensorView> ins, const TensorView& out);
 }  // namespace ref
 
 // Runs a static spec. `inputs` are the data pointers in key order; shapes come from the spec.

@@ -77,14 +77,14 @@ Session::Session(Graph graph, SessionOptions options)
   for (const auto& marks : {options_.dynamicDims, options_.staticDims}) {
     for (const auto& [name, dim] : marks) {
       const int i = graph_.findInput(name);
-      if (i < 0) fail(ErrorKind::kConfig, "dim mark {}:{}: graph has no input '{}'", name, dim, name);
+      if (i < 0)
+        fail(ErrorKind::kConfig, "dim mark {}:{}: graph has no input '{}'", name, dim, name);
       const int rank = graph_.values[graph_.inputs[i]].type.shape.rank();
       if (dim < 0 || dim >= rank)
         fail(ErrorKind::kConfig, "dim mark {}:{}: dim out of range [0, {}]", name, dim, rank - 1);
     }
   }
 }
-
 
 Session::~Session() = default;
 
@@ -276,10 +276,8 @@ std::vector<Tensor> Session::runDynamicPath(const Graph& g, const Plan* plan,
         args[k] = views[node.inputs[k]];
         types[k] = TensorType{args[k].dtype, args[k].shape};
       }
-      std::vector<std::string> names;
-      for (ValueId v : node.inputs) names.push_back("%" + g.values[v].name);
       const TensorType outType =
-          inferNode(InferContext{node.kind, types, names, node.attrs, g.describeNode(n), &node});
+          inferNode(InferContext{node.kind, types, node.attrs, &g, n, {}, &node});
       TensorView ov{nullptr, outType.dtype, outType.shape};
       const int oi = outputIndex[node.output];
       if (oi >= 0) {

@@ -61,7 +61,7 @@ struct SessionOptions {
   CostModel cost;
   size_t kernelCacheCapacity = 1024;  // as oneDNN's primitive cache
   size_t planCacheCapacity = 64;
-  int recompileLimit = 8;             // as Dynamo's recompile_limit
+  int recompileLimit = 8;  // as Dynamo's recompile_limit
   OnRecompileLimit onRecompileLimit = OnRecompileLimit::kFallback;
   DimMarks dynamicDims;  // mark_dynamic
   DimMarks staticDims;   // mark_static
@@ -78,15 +78,15 @@ struct SessionOptions {
 // What one call did.
 struct CallRecord {
   int iteration = 0;
-  std::string signature;        // "x1=[2, 2], x2=[2, 2]"
+  std::string signature;  // "x1=[2, 2], x2=[2, 2]"
   bool graphCompiled = false;
-  uint64_t planId = 0;          // 0 when no plan (eager, fallback)
-  std::string reason;           // plan compile reason ("first call", guard failures)
-  std::vector<std::string> guardFailures;  // every failed guard against every cached plan
+  uint64_t planId = 0;                       // 0 when no plan (eager, fallback)
+  std::string reason;                        // plan compile reason ("first call", guard failures)
+  std::vector<std::string> guardFailures;    // every failed guard against every cached plan
   std::vector<std::string> kernelsCompiled;  // kernel names compiled during this call
-  bool fallback = false;        // ran through the dynamic path after the recompile limit
-  int gear = -1;                // geared: the gear that ran
-  bool padded = false;          // geared: inputs were padded up to the gear
+  bool fallback = false;  // ran through the dynamic path after the recompile limit
+  int gear = -1;          // geared: the gear that ran
+  bool padded = false;    // geared: inputs were padded up to the gear
   int64_t realElements = 0, paddedElements = 0;  // geared: input elements before/after padding
   int64_t launches = 0, syncs = 0, allocations = 0;
   double compileSeconds = 0;    // measured host time spent compiling
@@ -114,10 +114,10 @@ struct SessionStats {
   double modeledDeviceUs = 0;   // MODELED, compile + run
   double modeledCompileUs = 0;  // MODELED, the compile part
   CacheStats kernelCache, planCache;
-  int64_t gears = 0;            // geared: gears compiled up front
-  int64_t paddedCalls = 0;      // geared: calls padded up to a gear
+  int64_t gears = 0;                             // geared: gears compiled up front
+  int64_t paddedCalls = 0;                       // geared: calls padded up to a gear
   int64_t realElements = 0, paddedElements = 0;  // geared: over padded calls
-  std::vector<std::string> passesFired;  // passes that changed the graph, in run order
+  std::vector<std::string> passesFired;          // passes that changed the graph, in run order
 };
 
 class Session {
@@ -181,7 +181,7 @@ class Session {
   std::vector<std::shared_ptr<Plan>> dynamicPlans_;  // plans with dynamic dims (auto/dynamic)
   std::optional<InputSignature> firstSeen_;
   std::set<std::pair<int, int>> autoDynamic_;  // (input, dim) made dynamic so far
-  std::vector<std::string> kernelLog_;  // names compiled, filled by the kernel-cache hook
+  std::vector<std::string> kernelLog_;         // names compiled, filled by the kernel-cache hook
   std::vector<CallRecord> history_;
   mutable SessionStats stats_;
   std::unique_ptr<GearState> gears_;

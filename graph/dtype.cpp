@@ -55,8 +55,12 @@ constexpr OpInfo kOps[] = {
 static_assert(std::size(kOps) == kOpCount);
 }  // namespace
 
-std::string_view opTextName(OpKind k) { return kOps[static_cast<int>(k)].text; }
-std::string_view opKernelName(OpKind k) { return kOps[static_cast<int>(k)].kernel; }
+std::string_view opTextName(OpKind k) {
+  return kOps[static_cast<int>(k)].text;
+}
+std::string_view opKernelName(OpKind k) {
+  return kOps[static_cast<int>(k)].kernel;
+}
 std::optional<OpKind> parseOpKind(std::string_view text) {
   for (int i = 0; i < kOpCount; ++i)
     if (kOps[i].text == text) return static_cast<OpKind>(i);

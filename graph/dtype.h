@@ -11,7 +11,9 @@ namespace gearbox {
 
 enum class DType : uint8_t { kF32, kI32, kI64 };
 
-constexpr size_t dtypeSize(DType t) { return t == DType::kI64 ? 8 : 4; }
+constexpr size_t dtypeSize(DType t) {
+  return t == DType::kI64 ? 8 : 4;
+}
 std::string_view dtypeName(DType t);        // "f32"
 std::string_view dtypeKernelName(DType t);  // "float", "int32", "int64"
 std::optional<DType> parseDType(std::string_view s);
@@ -19,11 +21,17 @@ std::optional<DType> parseDType(std::string_view s);
 template <typename T>
 constexpr DType dtypeOf();
 template <>
-constexpr DType dtypeOf<float>() { return DType::kF32; }
+constexpr DType dtypeOf<float>() {
+  return DType::kF32;
+}
 template <>
-constexpr DType dtypeOf<int32_t>() { return DType::kI32; }
+constexpr DType dtypeOf<int32_t>() {
+  return DType::kI32;
+}
 template <>
-constexpr DType dtypeOf<int64_t>() { return DType::kI64; }
+constexpr DType dtypeOf<int64_t>() {
+  return DType::kI64;
+}
 
 // Calls fn with a value of the C++ type matching t: dispatchDType(t, [](auto tag) {
 // using T = decltype(tag); ... }).

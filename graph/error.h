@@ -12,13 +12,13 @@
 namespace gearbox {
 
 enum class ErrorKind {
-  kParse,    // IR text or trace syntax
-  kShape,    // shape inference / verification / guard failures
-  kIndex,    // out-of-range gather indices
-  kIo,       // files: .npy, model, trace, kernel_meta
-  kGear,     // gear specs and gear matching
-  kConfig,   // bad options and CLI arguments
-  kLimit,    // recompile limit reached with --on-recompile-limit error
+  kParse,   // IR text or trace syntax
+  kShape,   // shape inference / verification / guard failures
+  kIndex,   // out-of-range gather indices
+  kIo,      // files: .npy, model, trace, kernel_meta
+  kGear,    // gear specs and gear matching
+  kConfig,  // bad options and CLI arguments
+  kLimit,   // recompile limit reached with --on-recompile-limit error
 };
 
 const char* errorKindName(ErrorKind kind);

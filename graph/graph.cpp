@@ -36,6 +36,16 @@ std::string Graph::describeNode(NodeId id) const {
                      opTextName(n.kind));
 }
 
+std::string InferContext::where() const {
+  if (graph && nodeId >= 0) return graph->describeNode(nodeId);
+  return label.empty() ? std::string(opTextName(kind)) : std::string(label);
+}
+
+std::string InferContext::inputName(size_t i) const {
+  if (!graph || !node || i >= node->inputs.size()) return "?";
+  return "%" + graph->values[node->inputs[i]].name;
+}
+
 // One declaration per op, implemented in graph/ops/<op>.cpp.
 #define GEARBOX_OP(e, text, kernel) TensorType infer##e(const InferContext& ctx);
 #include "graph/ops.def"
@@ -44,11 +54,12 @@ std::string Graph::describeNode(NodeId id) const {
 TensorType inferNode(const InferContext& ctx) {
   switch (ctx.kind) {
 #define GEARBOX_OP(e, text, kernel) \
-  case OpKind::k##e: return infer##e(ctx);
+  case OpKind::k##e:                \
+    return infer##e(ctx);
 #include "graph/ops.def"
 #undef GEARBOX_OP
   }
-  fail(ErrorKind::kShape, "{}: unknown op", ctx.where);
+  fail(ErrorKind::kShape, "{}: unknown op", ctx.where());
 }
 
 namespace {
@@ -56,12 +67,9 @@ namespace {
 TensorType inferAt(const Graph& g, NodeId id) {
   const Node& n = g.nodes[id];
   std::vector<TensorType> types;
-  std::vector<std::string> names;
-  for (ValueId v : n.inputs) {
-    types.push_back(g.values[v].type);
-    names.push_back("%" + g.values[v].name);
-  }
-  InferContext ctx{n.kind, types, names, n.attrs, g.describeNode(id), &n};
+  types.reserve(n.inputs.size());
+  for (ValueId v : n.inputs) types.push_back(g.values[v].type);
+  InferContext ctx{n.kind, types, n.attrs, &g, id, {}, &n};
   return inferNode(ctx);
 }
 
@@ -101,13 +109,22 @@ void verifyImpl(Graph& g, bool update) {
 
 }  // namespace
 
-void verifyGraph(Graph& g, bool update) { verifyImpl(g, update); }
+void inferGraphTypes(Graph& g) {
+  for (NodeId i = 0; i < static_cast<NodeId>(g.nodes.size()); ++i)
+    g.values[g.nodes[i].output].type = inferAt(g, i);
+}
+
+void verifyGraph(Graph& g, bool update) {
+  verifyImpl(g, update);
+}
 void verifyGraph(const Graph& g) {
   Graph copy = g;
   verifyImpl(copy, false);
 }
 
-GraphBuilder::GraphBuilder(std::string name) { g_.name = std::move(name); }
+GraphBuilder::GraphBuilder(std::string name) {
+  g_.name = std::move(name);
+}
 
 std::string GraphBuilder::freshName() {
   // Builder-generated names never collide with user names that are not pure numbers.
@@ -131,8 +148,7 @@ ValueId GraphBuilder::constant(Tensor data, std::string name, std::string path) 
   n.constPath = std::move(path);
   if (name.empty()) name = freshName();
   ValueId id = static_cast<ValueId>(g_.values.size());
-  g_.values.push_back(Value{std::move(name),
-                            TensorType{n.constant->dtype(), n.constant->shape()},
+  g_.values.push_back(Value{std::move(name), TensorType{n.constant->dtype(), n.constant->shape()},
                             static_cast<NodeId>(g_.nodes.size())});
   n.output = id;
   g_.nodes.push_back(std::move(n));
@@ -170,7 +186,9 @@ ValueId GraphBuilder::cat(std::vector<ValueId> inputs, int64_t dim, std::string 
   return op(OpKind::kCat, std::move(inputs), Attrs{dim}, std::move(name));
 }
 
-void GraphBuilder::output(ValueId v) { g_.outputs.push_back(v); }
+void GraphBuilder::output(ValueId v) {
+  g_.outputs.push_back(v);
+}
 
 Graph GraphBuilder::build() {
   verifyGraph(g_, true);

@@ -67,14 +67,21 @@ class Graph {
   std::string describeNode(NodeId id) const;
 };
 
-// Context handed to one op's shape inference (graph/ops/<op>.cpp).
+// Context handed to one op's shape inference (graph/ops/<op>.cpp). Inference runs on every
+// compile and, in dynamic mode, on every call, so the words of an error message (the node's
+// description, the input names) are only built when an error is raised.
 struct InferContext {
   OpKind kind;
   std::span<const TensorType> inputs;
-  std::span<const std::string> inputNames;  // value names, for messages
   const Attrs& attrs;
-  std::string where;  // Graph::describeNode()
-  const Node* node = nullptr;
+  const Graph* graph = nullptr;  // set when inferring a node of a graph
+  NodeId nodeId = -1;
+  std::string_view label = {};  // otherwise: what is being inferred, e.g. a kernel name
+  const Node* node = nullptr;   // the node (Const carries its data here)
+  // "<file:line>: op %m = matmul", or the label.
+  std::string where() const;
+  // "%x" for input i, or "?" without a graph.
+  std::string inputName(size_t i) const;
 };
 
 // Shape inference + verification for one node; throws Error(kShape) naming the op, the input
@@ -87,6 +94,9 @@ TensorType inferNode(const InferContext& ctx);
 // `update` is true). Throws Error on the first violation.
 void verifyGraph(Graph& g, bool update = true);
 void verifyGraph(const Graph& g);
+// Re-infers every node's output type in order, for a graph whose structure is already
+// verified (specialisation changes only input shapes). Throws Error(kShape) like verifyGraph.
+void inferGraphTypes(Graph& g);
 
 // C++ builder: GraphBuilder b("demo"); auto x = b.input("x", DType::kF32, {symbolDim("B"), 4});
 // auto y = b.add(x, x); b.output(y); Graph g = b.build();

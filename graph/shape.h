@@ -24,8 +24,12 @@ constexpr int64_t kAnyDim = -1;
 int64_t symbolDim(std::string_view name);
 // The name of a symbolic dim; "?" for -1.
 std::string symbolName(int64_t dim);
-inline bool isStaticDim(int64_t d) { return d >= 0; }
-inline bool isSymbolDim(int64_t d) { return d <= -2; }
+inline bool isStaticDim(int64_t d) {
+  return d >= 0;
+}
+inline bool isSymbolDim(int64_t d) {
+  return d <= -2;
+}
 // Prints one dim as it appears in the IR: "4", "-1" or "B".
 std::string dimToString(int64_t d);
 

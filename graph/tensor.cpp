@@ -8,7 +8,9 @@
 
 namespace gearbox {
 
-void Tensor::Free::operator()(std::byte* p) const { std::free(p); }
+void Tensor::Free::operator()(std::byte* p) const {
+  std::free(p);
+}
 
 Tensor::Tensor(DType dtype, const Shape& shape) : dtype_(dtype), shape_(shape) {
   if (!shape.isStatic())

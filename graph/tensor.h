@@ -20,7 +20,9 @@ struct TensorView {
   Shape shape;
 
   template <typename T>
-  T* as() const { return static_cast<T*>(data); }
+  T* as() const {
+    return static_cast<T*>(data);
+  }
   int64_t numel() const { return shape.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtypeSize(dtype); }
 };
@@ -38,9 +40,13 @@ class Tensor {
   void* data() { return data_.get(); }
   const void* data() const { return data_.get(); }
   template <typename T>
-  T* as() { return static_cast<T*>(data()); }
+  T* as() {
+    return static_cast<T*>(data());
+  }
   template <typename T>
-  const T* as() const { return static_cast<const T*>(data()); }
+  const T* as() const {
+    return static_cast<const T*>(data());
+  }
   TensorView view() const { return TensorView{data_.get(), dtype_, shape_}; }
   bool empty() const { return !data_; }
 

@@ -49,8 +49,8 @@ TEST(Cli, RunSeed001StaticJsonHasTheReferenceCounts) {
 
 TEST(Cli, RunModesOnSeed001) {
   for (auto [mode, compiles] : {std::pair{"auto", 2}, {"dynamic", 1}, {"eager", 0}}) {
-    auto r = runGearbox(kSeedRun + " -q --mode " + mode + " --assert graph_compiles==" +
-                        std::to_string(compiles));
+    auto r = runGearbox(kSeedRun + " -q --mode " + mode +
+                        " --assert graph_compiles==" + std::to_string(compiles));
     EXPECT_EQ(r.exitCode, 0) << mode << ": " << r.output;
   }
 }
@@ -58,8 +58,9 @@ TEST(Cli, RunModesOnSeed001) {
 TEST(Cli, AssertBrokenBoundExitsOne) {
   auto r = runGearbox(kSeedRun + " -q --assert 'graph_compiles<=3' --assert 'kernel_compiles==5'");
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_NE(r.output.find("gearbox: assertion failed: graph_compiles<=3 (actual graph_compiles = 5)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("gearbox: assertion failed: graph_compiles<=3 (actual graph_compiles = 5)"),
+      std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("kernel_compiles==5"), std::string::npos) << "that bound holds";
   auto bad = runGearbox(kSeedRun + " -q --assert 'compiles<=3'");
@@ -102,9 +103,9 @@ TEST(Cli, EvalWritesEveryOutputAndMatchesTheReference) {
   auto inputs = makeInputs(g, {Shape{3, 4}, Shape{3, 4}}, 5);
   saveNpy(dir.file("x.npy"), inputs[0]);
   saveNpy(dir.file("y.npy"), inputs[1]);
-  auto r = runGearbox("eval " + shellQuote(example("four_ops.gbx")) + " --input x=" +
-                      shellQuote(dir.file("x.npy")) + " --input y=" + shellQuote(dir.file("y.npy")) +
-                      " --out " + shellQuote(dir.file("out")));
+  auto r = runGearbox("eval " + shellQuote(example("four_ops.gbx")) +
+                      " --input x=" + shellQuote(dir.file("x.npy")) + " --input y=" +
+                      shellQuote(dir.file("y.npy")) + " --out " + shellQuote(dir.file("out")));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   Tensor o = loadNpy(dir.file("out/o.npy"));
   EXPECT_TRUE(o.equals(referenceRun(g, inputs)[0]));
@@ -116,9 +117,9 @@ TEST(Cli, BadInputExitsTwoAndWritesNothing) {
   // A shape that does not fit the model: nothing may be written.
   saveNpy(dir.file("x.npy"), Tensor(DType::kF32, {3, 5}));
   saveNpy(dir.file("y.npy"), Tensor(DType::kF32, {3, 4}));
-  auto r = runGearbox("eval " + shellQuote(example("four_ops.gbx")) + " --input x=" +
-                      shellQuote(dir.file("x.npy")) + " --input y=" + shellQuote(dir.file("y.npy")) +
-                      " --out " + shellQuote(out));
+  auto r = runGearbox("eval " + shellQuote(example("four_ops.gbx")) +
+                      " --input x=" + shellQuote(dir.file("x.npy")) +
+                      " --input y=" + shellQuote(dir.file("y.npy")) + " --out " + shellQuote(out));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_EQ(r.output, "gearbox: shape error: input 'x' dim 1: declared 4, got 5\n");
   EXPECT_FALSE(std::filesystem::exists(out));
@@ -193,11 +194,11 @@ namespace gearbox {
 namespace {
 
 TEST(Cli, BundledSeed001GearsExample) {
-  const std::string args = "run " + testing_util::shellQuote(testing_util::example("seed001_add.gbx")) +
-                           " --trace " +
-                           testing_util::shellQuote(testing_util::example("seed001_gears.trace.jsonl")) +
-                           " --mode geared --gears @" +
-                           testing_util::shellQuote(testing_util::example("seed001_gears.json"));
+  const std::string args =
+      "run " + testing_util::shellQuote(testing_util::example("seed001_add.gbx")) + " --trace " +
+      testing_util::shellQuote(testing_util::example("seed001_gears.trace.jsonl")) +
+      " --mode geared --gears @" +
+      testing_util::shellQuote(testing_util::example("seed001_gears.json"));
   auto exact = testing_util::runGearbox(args);
   EXPECT_EQ(exact.exitCode, 2);
   EXPECT_NE(exact.output.find("compiled 2 gears up front (2 kernels):\n"
@@ -207,14 +208,17 @@ TEST(Cli, BundledSeed001GearsExample) {
                               "iter   0  x1=[2, 2], x2=[2, 2]  gear 0 (plan #"),
             std::string::npos)
       << exact.output;
-  EXPECT_NE(exact.output.find("gearbox: gear error: input 'x1' dim 0 = 3 is not in the gears [2, 4]"),
-            std::string::npos)
+  EXPECT_NE(
+      exact.output.find("gearbox: gear error: input 'x1' dim 0 = 3 is not in the gears [2, 4]"),
+      std::string::npos)
       << exact.output;
-  auto padded = testing_util::runGearbox(args + " --gear-fallback pad --assert graph_compiles==2 "
-                                                "--assert kernel_compiles==2 --assert padded_calls==1");
+  auto padded = testing_util::runGearbox(args +
+                                         " --gear-fallback pad --assert graph_compiles==2 "
+                                         "--assert kernel_compiles==2 --assert padded_calls==1");
   EXPECT_EQ(padded.exitCode, 0) << padded.output;
-  EXPECT_NE(padded.output.find("iter   3  x1=[3, 2], x2=[3, 2]  padded 12 -> 16 elements, ran gear 1"),
-            std::string::npos)
+  EXPECT_NE(
+      padded.output.find("iter   3  x1=[3, 2], x2=[3, 2]  padded 12 -> 16 elements, ran gear 1"),
+      std::string::npos)
       << padded.output;
 }
 

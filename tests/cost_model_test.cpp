@@ -1,6 +1,7 @@
+#include "executor/cost_model.h"
+
 #include <gtest/gtest.h>
 
-#include "executor/cost_model.h"
 #include "executor/session.h"
 #include "graph/error.h"
 #include "test_models.h"
@@ -10,7 +11,8 @@ namespace {
 
 TEST(CostModel, BundledDefaultsFileEqualsTheBuiltInDefaults) {
   const CostModel builtIn;
-  const CostModel file = loadCostModel(std::string(GEARBOX_SOURCE_DIR) + "/examples/cost_model.json");
+  const CostModel file =
+      loadCostModel(std::string(GEARBOX_SOURCE_DIR) + "/examples/cost_model.json");
   EXPECT_EQ(costModelToJson(file), costModelToJson(builtIn));
 }
 
@@ -34,7 +36,8 @@ TEST(CostModel, ModeledTimeFollowsTheCounters) {
   // Seed 001 static: 5 kernel compiles (Add 40 us), 5 graph compiles (2000 us), 7 whole-graph
   // launches (8 us) and 7 syncs (15 us).
   Session s(testing_models::seed001());
-  for (int64_t n : {2, 3, 4, 4, 5, 5, 6}) s.run(makeInputs(s.graph(), testing_models::seed001Sig(n), 0));
+  for (int64_t n : {2, 3, 4, 4, 5, 5, 6})
+    s.run(makeInputs(s.graph(), testing_models::seed001Sig(n), 0));
   EXPECT_DOUBLE_EQ(s.stats().modeledCompileUs, 5 * 40 + 5 * 2000);
   EXPECT_DOUBLE_EQ(s.stats().modeledDeviceUs, 5 * 40 + 5 * 2000 + 7 * 8 + 7 * 15);
   // Dynamic, per-op syncs: 1 generic kernel + 1 graph compile, 7 launches and 7 syncs.
@@ -42,7 +45,8 @@ TEST(CostModel, ModeledTimeFollowsTheCounters) {
   o.mode = Mode::kDynamic;
   o.cost.launchUs = 3;
   Session d(testing_models::seed001(), o);
-  for (int64_t n : {2, 3, 4, 4, 5, 5, 6}) d.run(makeInputs(d.graph(), testing_models::seed001Sig(n), 0));
+  for (int64_t n : {2, 3, 4, 4, 5, 5, 6})
+    d.run(makeInputs(d.graph(), testing_models::seed001Sig(n), 0));
   EXPECT_DOUBLE_EQ(d.stats().modeledDeviceUs, 40 + 2000 + 7 * 3 + 7 * 15);
 }
 

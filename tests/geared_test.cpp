@@ -128,8 +128,8 @@ TEST(Geared, DifferentialExactAndPaddedOnTheFourOpModel) {
   for (bool pad : {false, true}) {
     Session s(testing_models::fourOps(), geared(MergePolicy::kZip, pad));
     s.setDimGears("x", {{0, {1, 3, 8, 16}}});
-    std::vector<int64_t> batches = pad ? std::vector<int64_t>{1, 2, 5, 7, 8, 9, 16, 3}
-                                       : std::vector<int64_t>{1, 3, 8, 16, 3};
+    std::vector<int64_t> batches =
+        pad ? std::vector<int64_t>{1, 2, 5, 7, 8, 9, 16, 3} : std::vector<int64_t>{1, 3, 8, 16, 3};
     for (size_t i = 0; i < batches.size(); ++i) {
       auto in = makeInputs(s.graph(), {Shape{batches[i], 4}, Shape{4, 3}}, 100 + i);
       auto out = s.run(in);

@@ -10,8 +10,8 @@
 
 namespace {
 
-using gearbox::testing_util::RunResult;
 using gearbox::testing_util::runGearbox;
+using gearbox::testing_util::RunResult;
 
 const char* kSeedGears = R"('{"x1": {"0": [2, 4]}, "x2": {"0": [2, 4]}}')";
 

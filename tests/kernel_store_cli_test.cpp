@@ -12,8 +12,8 @@
 #include <regex>
 #include <string>
 
-#include "graph/npy.h"
 #include "cli_util.h"
+#include "graph/npy.h"
 #include "temp_dir.h"
 
 namespace gearbox {

@@ -355,7 +355,7 @@ std::vector<TensorView> viewsOf(const std::vector<Tensor>& ins) {
 }
 
 TensorType outputType(OpKind kind, const std::vector<TensorType>& types, const Attrs& attrs) {
-  InferContext ctx{kind, types, {}, attrs, "test", nullptr};
+  InferContext ctx{kind, types, attrs, nullptr, -1, "test"};
   return inferNode(ctx);
 }
 

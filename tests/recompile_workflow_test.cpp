@@ -33,8 +33,8 @@ TEST(RecompileWorkflow, EagerLogThenReportFlagsExactlyTheVaryingOps) {
   }
   const std::string log = dir.file("run.log");
   auto r = runGearbox("run " + shellQuote(dir.file("demo.gbx")) + " --trace " +
-                      shellQuote(dir.file("demo.jsonl")) + " --mode eager -q --iter-markers --log " +
-                      shellQuote(log));
+                      shellQuote(dir.file("demo.jsonl")) +
+                      " --mode eager -q --iter-markers --log " + shellQuote(log));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const std::string list = dir.file("recompile_op_list.txt");
   r = runGearbox("recompile-report " + shellQuote(log) + " -o " + shellQuote(list));
@@ -51,11 +51,13 @@ TEST(RecompileWorkflow, EagerLogThenReportFlagsExactlyTheVaryingOps) {
             "Add_float_ND_4_4__4_4,MatMul_float_ND_4_4__4_3\n"
             "iter: 6\n"
             "Add_float_ND_5_4__5_4,MatMul_float_ND_5_4__4_3\n");
-  EXPECT_NE(r.output.find("dynamic-shape suspects (compiled after iter 3): 6 kernels of 2 op types"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("dynamic-shape suspects (compiled after iter 3): 6 kernels of 2 op types"),
+      std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("MatMul: 3 kernels compiled after iter 3 (input 0 dim 0 varies: 2, 3, 4, 5)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("MatMul: 3 kernels compiled after iter 3 (input 0 dim 0 varies: 2, 3, 4, 5)"),
+      std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("Add_float_ND_3_3__3_3 (iter"), std::string::npos) << r.output;
 }

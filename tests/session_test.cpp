@@ -1,9 +1,10 @@
 // Mode counters on seed 001's trace (PyTorch's own reference counts: sizes 2,3,4,4,5,5,6 ->
 // static 5 compiles, automatic dynamic 2, dynamic 1) and the recompile-limit policies, on both
 // simulated devices. Every counter is exact.
+#include "executor/session.h"
+
 #include <gtest/gtest.h>
 
-#include "executor/session.h"
 #include "graph/error.h"
 #include "test_models.h"
 

@@ -31,6 +31,8 @@ inline Graph fourOps() {
   return b.build();
 }
 
-inline InputSignature seed001Sig(int64_t n) { return {Shape{n, 2}, Shape{n, 2}}; }
+inline InputSignature seed001Sig(int64_t n) {
+  return {Shape{n, 2}, Shape{n, 2}};
+}
 
 }  // namespace gearbox::testing_models

@@ -32,7 +32,9 @@ std::vector<Mode> parseModes(const std::string& list) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     auto m = parseMode(item);
-    if (!m) fail(ErrorKind::kConfig, "--modes: unknown mode '{}' (static, eager, dynamic, auto, geared)", item);
+    if (!m)
+      fail(ErrorKind::kConfig, "--modes: unknown mode '{}' (static, eager, dynamic, auto, geared)",
+           item);
     for (Mode seen : modes)
       if (seen == *m) fail(ErrorKind::kConfig, "--modes: '{}' given twice", item);
     modes.push_back(*m);
@@ -42,7 +44,8 @@ std::vector<Mode> parseModes(const std::string& list) {
 }
 
 // Largest elementwise difference between two modes' outputs over the whole trace.
-double maxDiff(const std::vector<std::vector<Tensor>>& a, const std::vector<std::vector<Tensor>>& b) {
+double maxDiff(const std::vector<std::vector<Tensor>>& a,
+               const std::vector<std::vector<Tensor>>& b) {
   double m = 0;
   for (size_t i = 0; i < a.size(); ++i)
     for (size_t k = 0; k < a[i].size(); ++k) m = std::max(m, maxAbsDiff(a[i][k], b[i][k]));
@@ -154,7 +157,8 @@ void registerCompare(CLI::App& app) {
                              trace.size(), o->device);
     printTable(results, std::cout);
     double diff = 0;
-    for (size_t i = 1; i < outputs.size(); ++i) diff = std::max(diff, maxDiff(outputs[0], outputs[i]));
+    for (size_t i = 1; i < outputs.size(); ++i)
+      diff = std::max(diff, maxDiff(outputs[0], outputs[i]));
     std::cout << fmt::format("\noutputs agree across modes: {} (max abs difference {:.3g})\n",
                              diff <= 1e-4 ? "yes" : "NO", diff);
     std::cout << verdict(results, false) << "\n" << verdict(results, true) << "\n";

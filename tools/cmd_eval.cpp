@@ -16,8 +16,9 @@ void registerEval(CLI::App& app) {
     std::vector<std::string> inputs;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("eval", "Run a model once on .npy inputs and write each "
-                                             "output as DIR/<name>.npy");
+  CLI::App* cmd = app.add_subcommand("eval",
+                                     "Run a model once on .npy inputs and write each "
+                                     "output as DIR/<name>.npy");
   cmd->add_option("MODEL", o->model, "Model file")->required();
   cmd->add_option("--input", o->inputs, "NAME=FILE.npy, one per graph input")->required();
   cmd->add_option("--out", o->out, "Output directory")->required();
@@ -33,14 +34,16 @@ void registerEval(CLI::App& app) {
         fail(ErrorKind::kConfig, "--input expects NAME=FILE.npy, got '{}'", spec);
       const std::string name = spec.substr(0, eq);
       const int i = g.findInput(name);
-      if (i < 0) fail(ErrorKind::kConfig, "--input {}: graph {} has no input '{}'", spec, g.name, name);
+      if (i < 0)
+        fail(ErrorKind::kConfig, "--input {}: graph {} has no input '{}'", spec, g.name, name);
       if (given[i]) fail(ErrorKind::kConfig, "--input {}: input '{}' given twice", spec, name);
       inputs[i] = loadNpy(spec.substr(eq + 1));
       given[i] = true;
     }
     for (size_t i = 0; i < given.size(); ++i)
       if (!given[i])
-        fail(ErrorKind::kConfig, "missing --input for graph input '{}'", g.values[g.inputs[i]].name);
+        fail(ErrorKind::kConfig, "missing --input for graph input '{}'",
+             g.values[g.inputs[i]].name);
     SessionOptions so;
     so.mode = *parseMode(o->mode);
     Session session(g, so);

@@ -66,7 +66,6 @@ InputDecl parseShapeArg(const std::string& arg, const char* option) {
   return decl;
 }
 
-
 void runGears(const GearsOptions& opt) {
   // The policy is checked first, as TorchAir checks its config before expanding gears.
   const MergePolicy policy = parseMergePolicy(opt.merge);

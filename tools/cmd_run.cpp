@@ -42,9 +42,9 @@ void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
 
 }  // namespace
 
-std::vector<std::vector<Tensor>> runTrace(Session& session, const std::vector<InputSignature>& trace,
-                                          const RunOptions& o, std::ostream& os,
-                                          bool keepOutputs) {
+std::vector<std::vector<Tensor>> runTrace(Session& session,
+                                          const std::vector<InputSignature>& trace,
+                                          const RunOptions& o, std::ostream& os, bool keepOutputs) {
   std::vector<std::vector<Tensor>> outputs;
   if (session.options().mode == Mode::kGeared) {
     // Every gear is compiled before the first call; non-geared dynamic dims take the first
@@ -68,8 +68,9 @@ std::vector<std::vector<Tensor>> runTrace(Session& session, const std::vector<In
 
 void registerRun(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Run a model over a trace in one mode and report "
-                                            "compiles, cache hits, launches and times");
+  CLI::App* cmd = app.add_subcommand("run",
+                                     "Run a model over a trace in one mode and report "
+                                     "compiles, cache hits, launches and times");
   addCommonOptions(cmd, *o);
   cmd->add_option("--mode", o->mode, "static, eager, dynamic, auto or geared")
       ->check(CLI::IsMember({"static", "eager", "dynamic", "auto", "geared"}));

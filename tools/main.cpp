@@ -7,8 +7,9 @@
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"gearbox: compile a graph per shape, run it in static, eager, dynamic, auto or "
-               "geared mode, and measure what shape changes cost"};
+  CLI::App app{
+      "gearbox: compile a graph per shape, run it in static, eager, dynamic, auto or "
+      "geared mode, and measure what shape changes cost"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Expand all help");
   gearbox::cli::registerPrint(app);

@@ -117,9 +117,10 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
     j["gears"] = st.gears;
     j["padded_calls"] = st.paddedCalls;
     // Padding waste: padded elements / real elements over the padded calls.
-    j["padding_waste"] = st.realElements ? static_cast<double>(st.paddedElements - st.realElements) /
-                                               static_cast<double>(st.realElements)
-                                         : 0.0;
+    j["padding_waste"] = st.realElements
+                             ? static_cast<double>(st.paddedElements - st.realElements) /
+                                   static_cast<double>(st.realElements)
+                             : 0.0;
     j["gear_options"] = s.gearOptionLines();
   }
   j["passes_fired"] = st.passesFired;
@@ -175,9 +176,10 @@ void printSummary(const Session& s, std::ostream& os) {
   if (st.mode == Mode::kGeared) {
     os << fmt::format("  gears compiled up front {}, padded calls {}, padding waste {:.1f}%\n",
                       st.gears, st.paddedCalls,
-                      st.realElements ? 100.0 * static_cast<double>(st.paddedElements - st.realElements) /
-                                            static_cast<double>(st.realElements)
-                                      : 0.0);
+                      st.realElements
+                          ? 100.0 * static_cast<double>(st.paddedElements - st.realElements) /
+                                static_cast<double>(st.realElements)
+                          : 0.0);
     for (const std::string& line : s.gearOptionLines()) os << "  " << line << "\n";
   }
   os << fmt::format("  measured: host compile {}, median run per call {}\n",
@@ -210,8 +212,7 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
       std::string names;
       for (auto& [k, v] : report.items())
         if (v.is_number()) names += (names.empty() ? "" : ", ") + k;
-      fail(ErrorKind::kConfig, "--assert '{}': unknown metric '{}' (one of: {})", a, metric,
-           names);
+      fail(ErrorKind::kConfig, "--assert '{}': unknown metric '{}' (one of: {})", a, metric, names);
     }
     double bound = 0;
     try {
@@ -222,14 +223,15 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
       fail(ErrorKind::kConfig, "--assert '{}': '{}' is not a number", a, rhs);
     }
     const double v = report[metric].get<double>();
-    const bool ok = op == "<=" ? v <= bound
+    const bool ok = op == "<="   ? v <= bound
                     : op == ">=" ? v >= bound
                     : op == "==" ? v == bound
                     : op == "!=" ? v != bound
                     : op == "<"  ? v < bound
                                  : v > bound;
-    if (!ok) failures.push_back(fmt::format("assertion failed: {} (actual {} = {})", a, metric,
-                                            report[metric].dump()));
+    if (!ok)
+      failures.push_back(
+          fmt::format("assertion failed: {} (actual {} = {})", a, metric, report[metric].dump()));
   }
   return failures;
 }

@@ -54,7 +54,8 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
 // Runs every trace iteration through the session with deterministic inputs (seed + i),
 // printing one line per iteration unless quiet. Returns the outputs of every call when
 // `keepOutputs` (compare checks the modes agree).
-std::vector<std::vector<Tensor>> runTrace(Session& session, const std::vector<InputSignature>& trace,
+std::vector<std::vector<Tensor>> runTrace(Session& session,
+                                          const std::vector<InputSignature>& trace,
                                           const RunOptions& o, std::ostream& os,
                                           bool keepOutputs = false);
 

@@ -75,7 +75,7 @@ void checkTypes(OpKind kind, const Attrs& attrs, std::span<const TensorView> ins
            v.shape.toString());
     types.push_back(TensorType{v.dtype, v.shape});
   }
-  InferContext ctx{kind, types, {}, attrs, fmt::format("reference {}", opTextName(kind)), nullptr};
+  InferContext ctx{kind, types, attrs, nullptr, -1, opTextName(kind)};
   const TensorType expected = inferNode(ctx);
   if (expected.dtype != out.dtype || expected.shape != out.shape)
     fail(ErrorKind::kShape, "reference {}: output is {} but the inputs give {}", opTextName(kind),

@@ -8,7 +8,7 @@ TensorType inferAdd(const InferContext& ctx) {
   const TensorType& a = ctx.inputs[0];
   const TensorType& b = ctx.inputs[1];
   if (a.dtype != b.dtype)
-    fail(ErrorKind::kShape, "{}: {} is {} but {} is {}; add needs one dtype", ctx.where,
+    fail(ErrorKind::kShape, "{}: {} is {} but {} is {}; add needs one dtype", ctx.where(),
          ops::inputLabel(ctx, 0), dtypeName(a.dtype), ops::inputLabel(ctx, 1), dtypeName(b.dtype));
   return TensorType{a.dtype, ops::broadcastShapes(ctx, 0, a.shape, 1, b.shape)};
 }

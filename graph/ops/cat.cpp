@@ -5,18 +5,18 @@ namespace gearbox::ops {
 
 // Shared with CatGather, whose leading inputs are a Cat's inputs.
 Shape inferCatShape(const InferContext& ctx, size_t count, int* wrapped) {
-  if (count == 0) fail(ErrorKind::kShape, "{}: needs at least one input", ctx.where);
-  if (!ctx.attrs.dim) fail(ErrorKind::kShape, "{}: missing attribute dim", ctx.where);
+  if (count == 0) fail(ErrorKind::kShape, "{}: needs at least one input", ctx.where());
+  if (!ctx.attrs.dim) fail(ErrorKind::kShape, "{}: missing attribute dim", ctx.where());
   const TensorType& first = ctx.inputs[0];
-  const int d = first.shape.wrapDim(*ctx.attrs.dim, ctx.where + ": attribute dim");
+  const int d = wrapAttrDim(ctx, first.shape, /*ofInput0=*/false);
   Shape out = first.shape;
   for (size_t i = 1; i < count; ++i) {
     const TensorType& t = ctx.inputs[i];
     if (t.dtype != first.dtype)
-      fail(ErrorKind::kShape, "{}: {} is {} but input 0 is {}", ctx.where, inputLabel(ctx, i),
+      fail(ErrorKind::kShape, "{}: {} is {} but input 0 is {}", ctx.where(), inputLabel(ctx, i),
            dtypeName(t.dtype), dtypeName(first.dtype));
     if (t.shape.rank() != first.shape.rank())
-      fail(ErrorKind::kShape, "{}: {} has rank {} but input 0 has rank {}", ctx.where,
+      fail(ErrorKind::kShape, "{}: {} has rank {} but input 0 has rank {}", ctx.where(),
            inputLabel(ctx, i), t.shape.rank(), first.shape.rank());
     for (int k = 0; k < out.rank(); ++k) {
       if (k == d) {

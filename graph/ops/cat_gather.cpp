@@ -10,14 +10,14 @@ namespace gearbox {
 
 TensorType inferCatGather(const InferContext& ctx) {
   if (ctx.inputs.size() < 2)
-    fail(ErrorKind::kShape, "{}: needs at least one data input and an index", ctx.where);
+    fail(ErrorKind::kShape, "{}: needs at least one data input and an index", ctx.where());
   const size_t n = ctx.inputs.size() - 1;
   const TensorType& idx = ctx.inputs[n];
   if (idx.dtype != DType::kI32 && idx.dtype != DType::kI64)
-    fail(ErrorKind::kShape, "{}: {} (index) must be i32 or i64, got {}", ctx.where,
+    fail(ErrorKind::kShape, "{}: {} (index) must be i32 or i64, got {}", ctx.where(),
          ops::inputLabel(ctx, n), dtypeName(idx.dtype));
   if (idx.shape.rank() != 1)
-    fail(ErrorKind::kShape, "{}: {} (index) must be 1-D, got rank {}", ctx.where,
+    fail(ErrorKind::kShape, "{}: {} (index) must be 1-D, got rank {}", ctx.where(),
          ops::inputLabel(ctx, n), idx.shape.rank());
   int d = 0;
   Shape out = ops::inferCatShape(ctx, n, &d);

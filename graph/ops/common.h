@@ -8,12 +8,24 @@ namespace gearbox::ops {
 
 // "input 1 (%w)"
 inline std::string inputLabel(const InferContext& ctx, size_t i) {
-  return fmt::format("input {} ({})", i, i < ctx.inputNames.size() ? ctx.inputNames[i] : "?");
+  return fmt::format("input {} ({})", i, ctx.inputName(i));
 }
 
 inline void expectArity(const InferContext& ctx, size_t n) {
   if (ctx.inputs.size() != n)
-    fail(ErrorKind::kShape, "{}: expects {} inputs, got {}", ctx.where, n, ctx.inputs.size());
+    fail(ErrorKind::kShape, "{}: expects {} inputs, got {}", ctx.where(), n, ctx.inputs.size());
+}
+
+// Wraps the `dim` attribute against `shape` (negative dims count from the end); the message is
+// only formatted when the dim is out of range.
+inline int wrapAttrDim(const InferContext& ctx, const Shape& shape, bool ofInput0) {
+  const int64_t r = shape.rank();
+  const int64_t dim = *ctx.attrs.dim;
+  if (r == 0 || dim < -r || dim >= r)
+    fail(ErrorKind::kShape,
+         "{}: attribute dim{}: dim {} is out of range for rank {} (expected [{}, {}])", ctx.where(),
+         ofInput0 ? " of " + inputLabel(ctx, 0) : std::string(), dim, r, -r, r - 1);
+  return static_cast<int>(dim < 0 ? dim + r : dim);
 }
 
 // Two dims that must be equal (Cat's non-concat dims, MatMul's K). A static dim wins over a
@@ -22,7 +34,7 @@ inline int64_t unifyEqual(const InferContext& ctx, size_t ia, int da, int64_t a,
                           int64_t b, std::string_view why) {
   if (a == b) return a;
   if (a >= 0 && b >= 0)
-    fail(ErrorKind::kShape, "{}: {} dim {} is {} but {} dim {} is {} ({})", ctx.where,
+    fail(ErrorKind::kShape, "{}: {} dim {} is {} but {} dim {} is {} ({})", ctx.where(),
          inputLabel(ctx, ia), da, a, inputLabel(ctx, ib), db, b, why);
   if (a >= 0) return a;
   if (b >= 0) return b;
@@ -45,9 +57,8 @@ inline Shape broadcastShapes(const InferContext& ctx, size_t ia, const Shape& a,
     } else if (da == 1) {
       d = db;
     } else if (da >= 0 && db >= 0) {
-      fail(ErrorKind::kShape,
-           "{}: {} dim {} (size {}) and {} dim {} (size {}) cannot be broadcast", ctx.where,
-           inputLabel(ctx, ia), ka, da, inputLabel(ctx, ib), kb, db);
+      fail(ErrorKind::kShape, "{}: {} dim {} (size {}) and {} dim {} (size {}) cannot be broadcast",
+           ctx.where(), inputLabel(ctx, ia), ka, da, inputLabel(ctx, ib), kb, db);
     } else if (da >= 0) {
       d = da;  // the unknown must be 1 or equal; checked again once concrete
     } else if (db >= 0) {

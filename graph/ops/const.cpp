@@ -6,7 +6,7 @@ namespace gearbox {
 TensorType inferConst(const InferContext& ctx) {
   ops::expectArity(ctx, 0);
   if (!ctx.node || !ctx.node->constant)
-    fail(ErrorKind::kShape, "{}: constant has no data", ctx.where);
+    fail(ErrorKind::kShape, "{}: constant has no data", ctx.where());
   return TensorType{ctx.node->constant->dtype(), ctx.node->constant->shape()};
 }
 

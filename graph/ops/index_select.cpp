@@ -8,15 +8,14 @@ TensorType inferIndexSelect(const InferContext& ctx) {
   ops::expectArity(ctx, 2);
   const TensorType& in = ctx.inputs[0];
   const TensorType& idx = ctx.inputs[1];
-  if (!ctx.attrs.dim) fail(ErrorKind::kShape, "{}: missing attribute dim", ctx.where);
+  if (!ctx.attrs.dim) fail(ErrorKind::kShape, "{}: missing attribute dim", ctx.where());
   if (idx.dtype != DType::kI32 && idx.dtype != DType::kI64)
-    fail(ErrorKind::kShape, "{}: {} must be i32 or i64, got {}", ctx.where,
+    fail(ErrorKind::kShape, "{}: {} must be i32 or i64, got {}", ctx.where(),
          ops::inputLabel(ctx, 1), dtypeName(idx.dtype));
   if (idx.shape.rank() != 1)
-    fail(ErrorKind::kShape, "{}: {} must be 1-D, got rank {}", ctx.where, ops::inputLabel(ctx, 1),
+    fail(ErrorKind::kShape, "{}: {} must be 1-D, got rank {}", ctx.where(), ops::inputLabel(ctx, 1),
          idx.shape.rank());
-  const int d = in.shape.wrapDim(*ctx.attrs.dim, ctx.where + ": attribute dim of " +
-                                                     ops::inputLabel(ctx, 0));
+  const int d = ops::wrapAttrDim(ctx, in.shape, /*ofInput0=*/true);
   Shape out = in.shape;
   out[d] = idx.shape[0];
   return TensorType{in.dtype, out};

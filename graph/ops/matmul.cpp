@@ -9,11 +9,11 @@ TensorType inferMatMul(const InferContext& ctx) {
   const TensorType& a = ctx.inputs[0];
   const TensorType& b = ctx.inputs[1];
   if (a.dtype != b.dtype)
-    fail(ErrorKind::kShape, "{}: {} is {} but {} is {}; matmul needs one dtype", ctx.where,
+    fail(ErrorKind::kShape, "{}: {} is {} but {} is {}; matmul needs one dtype", ctx.where(),
          ops::inputLabel(ctx, 0), dtypeName(a.dtype), ops::inputLabel(ctx, 1), dtypeName(b.dtype));
   for (size_t i = 0; i < 2; ++i)
     if (ctx.inputs[i].shape.rank() < 2)
-      fail(ErrorKind::kShape, "{}: {} has rank {}; matmul needs rank >= 2", ctx.where,
+      fail(ErrorKind::kShape, "{}: {} has rank {}; matmul needs rank >= 2", ctx.where(),
            ops::inputLabel(ctx, i), ctx.inputs[i].shape.rank());
   const int ra = a.shape.rank(), rb = b.shape.rank();
   ops::unifyEqual(ctx, 0, ra - 1, a.shape[ra - 1], 1, rb - 2, b.shape[rb - 2],
