@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "graph/error.h"
 #include "tests/temp_dir.h"
 
@@ -15,18 +16,7 @@ namespace {
 
 using testing_util::TempDir;
 
-// Runs fn, expects an Error of `kind`, and returns its message for further checks.
-template <typename Fn>
-std::string errorOf(Fn&& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an Error, none was thrown";
-  return "";
-}
+using testing_util::errorOf;
 
 // A hand-built .npy image: magic, version, header length (u16 for v1, u32 otherwise), header
 // text, then `data` verbatim.

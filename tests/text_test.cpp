@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "graph/error.h"
 #include "graph/npy.h"
 #include "tests/graph_equal.h"
@@ -31,17 +32,7 @@ graph demo(%x: f32[B, 4], %w: f32[4, 3]) {
 }
 )";
 
-template <typename Fn>
-std::string errorOf(Fn&& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an Error, none was thrown";
-  return "";
-}
+using testing_util::errorOf;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
