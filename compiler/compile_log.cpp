@@ -20,13 +20,13 @@ std::shared_ptr<spdlog::logger> makeDefault() {
 }
 }  // namespace
 
-std::shared_ptr<spdlog::logger> compileLogger() {
+const std::shared_ptr<spdlog::logger>& compileLogger() {
   static std::shared_ptr<spdlog::logger> logger = makeDefault();
   return logger;
 }
 
 void configureLogging(const LogOptions& options) {
-  auto logger = compileLogger();
+  const auto& logger = compileLogger();
   std::vector<spdlog::sink_ptr> sinks;
   if (!options.quiet) {
     auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();

@@ -14,7 +14,9 @@
 
 namespace gearbox {
 
-std::shared_ptr<spdlog::logger> compileLogger();
+// Returned by reference: compiles on several threads read it, and copying the shared_ptr would
+// make every compile write its reference count.
+const std::shared_ptr<spdlog::logger>& compileLogger();
 
 struct LogOptions {
   std::string file;       // "" = no file sink

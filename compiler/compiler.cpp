@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -13,14 +14,33 @@
 namespace gearbox {
 
 KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
-  const size_t n = capacity_ >= kShardedCapacity ? kShards : 1;
+  size_t n = 1;
+  if (capacity_ >= kShardedCapacity)
+    while (n < kMaxShards && capacity_ / (2 * n) >= kMinShardCapacity) n *= 2;
   for (size_t i = 0; i < n; ++i)
     shards_.push_back(std::make_unique<Shard>((capacity_ + n - 1 - i) / n));
 }
 
+KernelCache::SpecPtr KernelCache::Pending::wait() {
+  std::unique_lock lock(mu);
+  cv.wait(lock, [this] { return done; });
+  if (error) std::rethrow_exception(error);
+  return spec;
+}
+
+void KernelCache::Pending::finish(SpecPtr s, std::exception_ptr e) {
+  {
+    std::lock_guard lock(mu);
+    spec = std::move(s);
+    error = std::move(e);
+    done = true;
+  }
+  cv.notify_all();  // no system call when nobody waits
+}
+
 std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* compiled) {
   Shard& shard = *shards_[shards_.size() == 1 ? 0 : key.hash() % shards_.size()];
-  std::promise<SpecPtr> promise;
+  std::shared_ptr<Pending> pending;
   {
     // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
     // else counts a hit, so the counters are the same whatever the thread interleaving.
@@ -31,54 +51,66 @@ std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* co
     }
     auto it = shard.inflight.find(key);
     if (it != shard.inflight.end()) {
-      auto future = it->second;
+      auto waitFor = it->second;
       shard.cache.countHit();
       lock.unlock();
-      return future.get();
+      return waitFor->wait();
     }
     shard.cache.countMiss();
-    shard.inflight.emplace(key, promise.get_future().share());
+    pending = std::make_shared<Pending>();
+    shard.inflight.emplace(key, pending);
   }
   SpecPtr spec;
+  bool fromStore = false;
+  double secs = 0;
   try {
-    spec = loadOrCompile(key, compiled);
+    spec = loadOrCompile(key, compiled, &fromStore, &secs);
   } catch (...) {
     {
       std::lock_guard<tbb::spin_mutex> lock(shard.mu);
       shard.inflight.erase(key);
     }
-    promise.set_exception(std::current_exception());
+    pending->finish(nullptr, std::current_exception());
     throw;
   }
   {
+    // The counters live in the shard, under the lock taken here anyway, so concurrent
+    // compiles never write one shared line.
     std::lock_guard<tbb::spin_mutex> lock(shard.mu);
     shard.cache.put(key, spec);
     shard.inflight.erase(key);
+    if (fromStore) {
+      ++shard.storeHits;
+    } else {
+      ++shard.compiles;
+      shard.compileSeconds += secs;
+    }
   }
-  promise.set_value(spec);
+  pending->finish(spec, nullptr);
   return spec;
 }
 
-std::shared_ptr<const KernelSpec> KernelCache::loadOrCompile(const KernelKey& key, int* compiled) {
+void KernelCache::countMemoHits(int64_t n) {
+  if (n <= 0) return;
+  Shard& shard = *shards_.front();
+  std::lock_guard<tbb::spin_mutex> lock(shard.mu);
+  shard.memoHits += n;
+}
+
+KernelCache::SpecPtr KernelCache::loadOrCompile(const KernelKey& key, int* compiled,
+                                                bool* fromStore, double* secs) {
   for (auto& store : stores_) {
     if (auto loaded = store->load(key)) {
-      std::lock_guard<tbb::spin_mutex> lock(statsMu_);
-      ++storeHits_;
+      *fromStore = true;
       return loaded;
     }
   }
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const KernelSpec> spec = compileKernelSpec(key);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The exact line seed 000's workflow greps for; one per kernel compile.
   compileLogger()->info("To compile op: {}", spec->name);
-  {
-    std::lock_guard<tbb::spin_mutex> lock(statsMu_);
-    ++compiles_;
-    compileSeconds_ += secs;
-  }
-  {
+  if (!hooks_.empty()) {
     // Hooks (the session's compile log, op-info recorders) are not thread-safe themselves.
     std::lock_guard lock(hookMu_);
     for (auto& hook : hooks_) hook(*spec);
@@ -93,17 +125,16 @@ KernelCacheStats KernelCache::stats() const {
   for (const auto& shard : shards_) {
     std::lock_guard<tbb::spin_mutex> lock(shard->mu);
     const CacheStats c = shard->cache.stats();
-    s.cache.hits += c.hits;
+    s.cache.hits += c.hits + shard->memoHits;
     s.cache.misses += c.misses;
     s.cache.evictions += c.evictions;
     s.cache.inserts += c.inserts;
     s.cache.size += c.size;
     s.cache.capacity += c.capacity;
+    s.compiles += shard->compiles;
+    s.storeHits += shard->storeHits;
+    s.compileSeconds += shard->compileSeconds;
   }
-  std::lock_guard<tbb::spin_mutex> lock(statsMu_);
-  s.compiles = compiles_;
-  s.storeHits = storeHits_;
-  s.compileSeconds = compileSeconds_;
   return s;
 }
 
@@ -111,7 +142,7 @@ std::string Plan::summary() const {
   return fmt::format(
       "plan #{} [{}]: {} steps, {} kernels compiled, {} reused, arena {} B "
       "(without reuse {} B)",
-      id, signatureToString(graph, signature), steps.size(), kernelsCompiled, kernelsReused,
+      id, signatureToString(*graph, signature), steps.size(), kernelsCompiled, kernelsReused,
       arenaBytes, naiveBytes);
 }
 
@@ -125,28 +156,63 @@ bool isStaticSignature(const InputSignature& sig) {
 }
 }  // namespace
 
+std::shared_ptr<std::byte> allocateArena(int64_t bytes) {
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, kArenaAlignment));
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, size));
+  if (!p) throw std::bad_alloc();
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
+}
+
+void bindArena(Plan& plan, std::shared_ptr<std::byte> arena) {
+  plan.arena = std::move(arena);
+  for (size_t v = 0; v < plan.storage.size(); ++v)
+    if (plan.storage[v] == Storage::kArena) plan.ptrs[v] = plan.arena.get() + plan.location[v];
+}
+
 std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, KernelCache& kernels,
                                   const PlanCompileOptions& options) {
+  return compilePlan(std::make_shared<const Graph>(g), sig, kernels, options);
+}
+
+std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const InputSignature& sig,
+                                  KernelCache& kernels, const PlanCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const Graph& g = *graph;
   auto plan = std::make_shared<Plan>();
   plan->id = gNextPlanId++;
   plan->signature = sig;
-  plan->graph = specializeGraph(g, sig);
+  plan->types = specializeTypes(g, sig);
+  plan->graph = std::move(graph);
   plan->isStatic = isStaticSignature(sig);
   plan->reason = options.reason;
-  const Graph& sg = plan->graph;
-  const size_t nv = sg.values.size();
+  const std::vector<TensorType>& types = plan->types;
+  const size_t nv = g.values.size();
   plan->storage.assign(nv, Storage::kNone);
   plan->location.assign(nv, -1);
   plan->constData.assign(nv, nullptr);
 
-  for (size_t i = 0; i < sg.inputs.size(); ++i) {
-    plan->storage[sg.inputs[i]] = Storage::kInput;
-    plan->location[sg.inputs[i]] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    plan->storage[g.inputs[i]] = Storage::kInput;
+    plan->location[g.inputs[i]] = static_cast<int64_t>(i);
   }
   std::vector<int> producerStep(nv, -1), lastUse(nv, -1);
-  for (NodeId n = 0; n < static_cast<NodeId>(sg.nodes.size()); ++n) {
-    const Node& node = sg.nodes[n];
+  size_t numArgs = 0;
+  for (const Node& node : g.nodes) numArgs += node.inputs.size();
+  plan->steps.reserve(g.nodes.size());
+  plan->args.reserve(numArgs);
+  // Each distinct op shape of the plan goes to the shared cache once; repeats (a ShuffleNet
+  // stage repeats its units) are served from this memo. Parallel gear compiles then write the
+  // shared cache's lines (lock, recency list) a few times per plan instead of once per op.
+  struct Memo {
+    size_t hash;
+    std::shared_ptr<const KernelSpec> spec;  // spec->key is the key
+  };
+  std::vector<Memo> memo;
+  memo.reserve(g.nodes.size());
+  int64_t memoHits = 0;
+  KernelKey key;  // scratch, rebuilt in place for every op
+  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes.size()); ++n) {
+    const Node& node = g.nodes[n];
     if (node.kind == OpKind::kConst) {
       plan->storage[node.output] = Storage::kConst;
       plan->constData[node.output] = node.constant->data();
@@ -162,8 +228,19 @@ std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, Ker
       plan->args.push_back(v);
       lastUse[v] = stepIndex;
     }
+    makeKernelKeyInto(key, g, types, n);
+    const size_t hash = key.hash();
+    auto seen = std::find_if(memo.begin(), memo.end(),
+                             [&](const Memo& m) { return m.hash == hash && m.spec->key == key; });
     int compiled = 0;
-    step.kernel = kernels.get(makeKernelKey(sg, n), &compiled);
+    if (seen != memo.end()) {
+      step.kernel = seen->spec;
+      ++memoHits;
+    } else {
+      step.kernel = kernels.get(key, &compiled);
+      memo.push_back(Memo{hash, step.kernel});
+    }
+    step.compiled = compiled > 0;
     plan->kernelsCompiled += compiled;
     plan->kernelsReused += compiled ? 0 : 1;
     producerStep[node.output] = stepIndex;
@@ -171,20 +248,23 @@ std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, Ker
   }
   // Graph outputs produced by a kernel are written straight into the caller's buffers; the
   // first occurrence owns the buffer, repeats (and returned inputs/consts) are copied.
-  for (size_t i = 0; i < sg.outputs.size(); ++i) {
-    const ValueId v = sg.outputs[i];
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const ValueId v = g.outputs[i];
     if (producerStep[v] >= 0 && plan->storage[v] == Storage::kNone) {
       plan->storage[v] = Storage::kOutput;
       plan->location[v] = static_cast<int64_t>(i);
     }
   }
+  kernels.countMemoHits(memoHits);
   std::vector<BufferRequest> requests;
   std::vector<ValueId> requestValue;
+  requests.reserve(nv);
+  requestValue.reserve(nv);
   for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v) {
     if (producerStep[v] < 0 || plan->storage[v] != Storage::kNone) continue;
     plan->storage[v] = Storage::kArena;
     if (!plan->isStatic) continue;  // dynamic plans allocate per call from a pool
-    const TensorType& t = sg.values[v].type;
+    const TensorType& t = types[v];
     requests.push_back(BufferRequest{
         static_cast<int64_t>(t.shape.numel()) * static_cast<int64_t>(dtypeSize(t.dtype)),
         producerStep[v], std::max(producerStep[v], lastUse[v])});
@@ -195,21 +275,15 @@ std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, Ker
     for (size_t i = 0; i < requests.size(); ++i) plan->location[requestValue[i]] = mp.offsets[i];
     plan->arenaBytes = mp.arenaBytes;
     plan->naiveBytes = mp.naiveBytes;
-    const size_t alloc = static_cast<size_t>(std::max<int64_t>(mp.arenaBytes, kArenaAlignment));
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
-    if (!p) throw std::bad_alloc();
-    plan->arena = std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
   }
   plan->ptrs.assign(nv, nullptr);
   plan->argPtrs.assign(plan->args.size(), nullptr);
-  for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v) {
+  for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v)
     if (plan->storage[v] == Storage::kConst) plan->ptrs[v] = const_cast<void*>(plan->constData[v]);
-    if (plan->storage[v] == Storage::kArena && plan->isStatic)
-      plan->ptrs[v] = plan->arena.get() + plan->location[v];
-  }
+  if (plan->isStatic && options.allocateArena) bindArena(*plan, allocateArena(plan->arenaBytes));
   plan->compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto log = compileLogger();
+  const auto& log = compileLogger();
   if (log->should_log(spdlog::level::info))
     log->info("Compiled graph {} plan #{} for [{}] ({}): {} kernels compiled, {} reused", g.name,
               plan->id, signatureToString(g, sig), options.reason, plan->kernelsCompiled,

@@ -9,10 +9,12 @@
 #include <tbb/spin_mutex.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
-#include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,16 +49,23 @@ struct KernelCacheStats {
 // geared mode can compile gears in parallel.
 class KernelCache {
  public:
-  // Capacities of at least kShardedCapacity are split over kShards shards by key hash, each
-  // with its own lock and LRU list (as LevelDB's ShardedLRUCache): gears compile in parallel
-  // and one lock would serialise them. Smaller caches keep one exact global LRU.
-  static constexpr size_t kShards = 8;
+  // Capacities of at least kShardedCapacity are split by key hash over up to kMaxShards
+  // shards of at least kMinShardCapacity entries, each with its own lock and LRU list (as
+  // LevelDB's and RocksDB's sharded LRU caches): gears compile in parallel, and with few
+  // shards the threads kept meeting on the same lock. Smaller caches keep one exact global LRU.
+  static constexpr size_t kMaxShards = 64;
+  static constexpr size_t kMinShardCapacity = 16;
   static constexpr size_t kShardedCapacity = 256;
+  size_t shards() const { return shards_.size(); }
 
   explicit KernelCache(size_t capacity = 1024);
   // Returns the kernel for `key`, compiling it (and logging "To compile op: <name>") on a miss.
   // `compiled` (optional) is incremented when this call compiled.
   std::shared_ptr<const KernelSpec> get(const KernelKey& key, int* compiled = nullptr);
+  // Counts `n` hits that a caller served from its own memo of keys it already got from this
+  // cache (compilePlan looks each distinct op shape of a plan up once), so the counters are
+  // the same as if every lookup had come here.
+  void countMemoHits(int64_t n);
   void addStore(std::shared_ptr<KernelStore> store) { stores_.push_back(std::move(store)); }
   void addCompileHook(KernelCompileHook hook) { hooks_.push_back(std::move(hook)); }
   KernelCacheStats stats() const;
@@ -64,25 +73,36 @@ class KernelCache {
 
  private:
   using SpecPtr = std::shared_ptr<const KernelSpec>;
-  struct Shard {
+  // A key being compiled right now: a second thread asking for it waits here for the first
+  // instead of compiling it again, so shared op shapes compile once even in parallel. Lighter
+  // than a promise/future pair: setting it makes no system call unless someone waits.
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    SpecPtr spec;
+    std::exception_ptr error;
+    SpecPtr wait();
+    void finish(SpecPtr s, std::exception_ptr e);
+  };
+  // Cache-line aligned: shards are written on every lookup (lock, recency), and two shards
+  // sharing a line would make threads working on different shards contend anyway.
+  struct alignas(64) Shard {
     explicit Shard(size_t capacity) : cache(capacity) {}
-    // Guards both maps; critical sections are a lookup or an insert, never a compile.
+    // Guards everything below; critical sections are a lookup or an insert, never a compile.
     mutable tbb::spin_mutex mu;
     LruCache<KernelKey, SpecPtr, std::hash<KernelKey>, NoLock> cache;
-    // Keys being compiled right now: a second thread asking for one waits for the first
-    // instead of compiling it again, so shared op shapes compile once even in parallel.
-    std::unordered_map<KernelKey, std::shared_future<SpecPtr>> inflight;
+    std::unordered_map<KernelKey, std::shared_ptr<Pending>> inflight;
+    int64_t compiles = 0, storeHits = 0, memoHits = 0;
+    double compileSeconds = 0;
   };
-  SpecPtr loadOrCompile(const KernelKey& key, int* compiled);
+  SpecPtr loadOrCompile(const KernelKey& key, int* compiled, bool* fromStore, double* secs);
 
   size_t capacity_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::shared_ptr<KernelStore>> stores_;
   std::vector<KernelCompileHook> hooks_;
   std::mutex hookMu_;
-  mutable tbb::spin_mutex statsMu_;
-  int64_t compiles_ = 0, storeHits_ = 0;
-  double compileSeconds_ = 0;
 };
 
 // Where the data of one value lives while a plan runs.
@@ -94,13 +114,18 @@ struct PlanStep {
   int32_t firstArg = 0;  // into Plan::args
   int32_t numArgs = 0;
   ValueId out = 0;
+  bool compiled = false;  // this plan's compile compiled the kernel (not a cache or memo hit)
 };
 
 struct Plan {
   uint64_t id = 0;
   InputSignature signature;  // may hold dynamic dims (automatic-dynamic plans)
-  Graph graph;               // specialised to `signature`
-  bool isStatic = true;      // every dim concrete: runs with precompiled params, no allocation
+  // The graph compiled, shared with the session and every other plan of it: a plan is
+  // compiled per shape (64 at once for 64 gears), and copying the graph each time was most of
+  // a plan's allocations.
+  std::shared_ptr<const Graph> graph;
+  std::vector<TensorType> types;  // per value of `graph`, specialised to `signature`
+  bool isStatic = true;           // every dim concrete: runs with precompiled params, no allocation
   std::vector<PlanStep> steps;
   std::vector<ValueId> args;           // flattened step inputs
   std::vector<Storage> storage;        // per value
@@ -124,10 +149,22 @@ struct Plan {
 
 struct PlanCompileOptions {
   std::string reason;
+  // A static plan gets its own arena. Plans that never run at the same time can share one
+  // instead (the gears of a session: one call runs one gear): compile them without, then
+  // bindArena one arena of the largest arenaBytes to each.
+  bool allocateArena = true;
 };
+
+// An arena of at least `bytes` (kArenaAlignment-aligned), and pointing a static plan's arena
+// values into it. bindArena needs arena.size >= plan.arenaBytes.
+std::shared_ptr<std::byte> allocateArena(int64_t bytes);
+void bindArena(Plan& plan, std::shared_ptr<std::byte> arena);
 
 // Compiles `g` for `sig`. With a fully static signature every kernel is static; with
 // dynamic dims left in `sig` the kernels are shape-generic (dynamic mode). Throws Error.
+std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> g, const InputSignature& sig,
+                                  KernelCache& kernels, const PlanCompileOptions& options = {});
+// Convenience for one-off compiles: the plan keeps its own copy of `g`.
 std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, KernelCache& kernels,
                                   const PlanCompileOptions& options = {});
 

@@ -43,19 +43,24 @@ bool KernelKey::isStatic() const {
 }
 
 std::string KernelKey::name() const {
-  std::string s = fmt::format("{}_{}_{}", opKernelName(kind), dtypeKernelName(dtype), format);
+  // Built in one stack buffer: one allocation (the result) per kernel compiled.
+  fmt::memory_buffer b;
+  auto out = std::back_inserter(b);
+  fmt::format_to(out, "{}_{}_{}", opKernelName(kind), dtypeKernelName(dtype), format);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    s += i == 0 ? "_" : "__";
-    s += inputs[i].shape.toKernelString();
+    const Shape& shape = inputs[i].shape;
+    fmt::format_to(out, "{}", i == 0 ? "_" : "__");
+    if (shape.rank() == 0) fmt::format_to(out, "s");
+    for (int d = 0; d < shape.rank(); ++d) {
+      // Dynamic dims appear in shape-generic kernel names as "-1" like GE's unknown dims.
+      fmt::format_to(out, "{}{}", d ? "_" : "", shape[d] >= 0 ? shape[d] : -1);
+    }
     // Index inputs (i32 or i64) differ from the data dtype; naming their dtype keeps the name
     // unique per key, since an i32 and an i64 index compile to different kernels.
-    if (inputs[i].dtype != dtype) {
-      s += '_';
-      s += dtypeKernelName(inputs[i].dtype);
-    }
+    if (inputs[i].dtype != dtype) fmt::format_to(out, "_{}", dtypeKernelName(inputs[i].dtype));
   }
-  if (attrs.dim) s += fmt::format("__dim{}", *attrs.dim);
-  return s;
+  if (attrs.dim) fmt::format_to(out, "__dim{}", *attrs.dim);
+  return fmt::to_string(b);
 }
 
 namespace {
@@ -64,16 +69,15 @@ bool usesDim(OpKind kind) {
   return kind == OpKind::kIndexSelect || kind == OpKind::kCat || kind == OpKind::kCatGather;
 }
 
-// `where` describes the op for the one error this can raise; it is only called then, because
-// keys are built on every compile and every eager dispatch.
+// Completes a key whose inputs are already set. `where` describes the op for the one error
+// this can raise; it is only called then, because keys are built on every compile and every
+// eager dispatch.
 template <typename Where>
-KernelKey buildKey(OpKind kind, std::vector<TensorType> inputs, const Attrs& attrs,
-                   const Where& where) {
-  KernelKey key;
+void finishKey(KernelKey& key, OpKind kind, const Attrs& attrs, const Where& where) {
   key.kind = kind;
-  key.inputs = std::move(inputs);
+  key.format = "ND";
   key.attrs = attrs;
-  if (!key.inputs.empty()) key.dtype = key.inputs[0].dtype;
+  key.dtype = key.inputs.empty() ? DType::kF32 : key.inputs[0].dtype;
   if (usesDim(kind) && attrs.dim && !key.inputs.empty()) {
     const Shape& s = key.inputs[0].shape;
     const int64_t r = s.rank(), d = *attrs.dim;
@@ -81,21 +85,40 @@ KernelKey buildKey(OpKind kind, std::vector<TensorType> inputs, const Attrs& att
       s.wrapDim(d, fmt::format("{}: attribute dim", where()));  // throws the usual message
     key.attrs.dim = d < 0 ? d + r : d;
   }
+}
+
+template <typename Where>
+KernelKey buildKey(OpKind kind, std::vector<TensorType> inputs, const Attrs& attrs,
+                   const Where& where) {
+  KernelKey key;
+  key.inputs = std::move(inputs);
+  finishKey(key, kind, attrs, where);
   return key;
 }
 
 }  // namespace
 
 KernelKey makeKernelKey(const Graph& g, NodeId node) {
+  std::vector<TensorType> types;
+  types.reserve(g.values.size());
+  for (const Value& v : g.values) types.push_back(v.type);
+  return makeKernelKey(g, types, node);
+}
+
+KernelKey makeKernelKey(const Graph& g, std::span<const TensorType> types, NodeId node) {
+  KernelKey key;
+  makeKernelKeyInto(key, g, types, node);
+  return key;
+}
+
+void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
+                       NodeId node) {
   const Node& n = g.node(node);
-  std::vector<TensorType> inputs;
-  inputs.reserve(n.inputs.size());
-  for (ValueId v : n.inputs) inputs.push_back(g.value(v).type);
-  KernelKey key =
-      buildKey(n.kind, std::move(inputs), n.attrs, [&] { return g.describeNode(node); });
+  key.inputs.clear();
+  for (ValueId v : n.inputs) key.inputs.push_back(types[v]);
+  finishKey(key, n.kind, n.attrs, [&] { return g.describeNode(node); });
   // A Const has no inputs; its dtype is its data's.
   if (n.kind == OpKind::kConst && n.constant) key.dtype = n.constant->dtype();
-  return key;
 }
 
 KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs) {

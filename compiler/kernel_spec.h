@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -42,6 +43,12 @@ struct KernelKey {
 
 // Builds the key for one node of a graph from the current input types.
 KernelKey makeKernelKey(const Graph& g, NodeId node);
+// The same, with the value types taken from `types` (indexed by ValueId) instead of the graph.
+KernelKey makeKernelKey(const Graph& g, std::span<const TensorType> types, NodeId node);
+// The same into an existing key, reusing its storage: a plan compile builds one key per op
+// and allocates only for the distinct ones it keeps.
+void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
+                       NodeId node);
 KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs);
 
 // ---- Per-op parameters decided at compile time -------------------------------------------

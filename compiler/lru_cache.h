@@ -34,7 +34,7 @@ class LruCache {
   // Returns the cached value (moving it to most-recently-used) and counts a hit or a miss.
   std::optional<Value> get(const Key& key) {
     std::lock_guard<Mutex> lock(mu_);
-    auto it = map_.find(key);
+    auto it = map_.find(KeyRef{&key});
     if (it == map_.end()) {
       ++stats_.misses;
       return std::nullopt;
@@ -48,7 +48,7 @@ class LruCache {
   // (the kernel cache, under concurrent compiles) count with countHit/countMiss.
   std::optional<Value> touch(const Key& key) {
     std::lock_guard<Mutex> lock(mu_);
-    auto it = map_.find(key);
+    auto it = map_.find(KeyRef{&key});
     if (it == map_.end()) return std::nullopt;
     order_.splice(order_.begin(), order_, it->second);
     return it->second->second;
@@ -65,7 +65,7 @@ class LruCache {
   // Looks up without touching stats or recency (for diagnostics).
   std::optional<Value> peek(const Key& key) const {
     std::lock_guard<Mutex> lock(mu_);
-    auto it = map_.find(key);
+    auto it = map_.find(KeyRef{&key});
     if (it == map_.end()) return std::nullopt;
     return it->second->second;
   }
@@ -73,17 +73,17 @@ class LruCache {
   // Inserts (or replaces) and evicts the least-recently-used entry past capacity.
   void put(const Key& key, Value value) {
     std::lock_guard<Mutex> lock(mu_);
-    auto it = map_.find(key);
+    auto it = map_.find(KeyRef{&key});
     if (it != map_.end()) {
       it->second->second = std::move(value);
       order_.splice(order_.begin(), order_, it->second);
       return;
     }
     order_.emplace_front(key, std::move(value));
-    map_.emplace(key, order_.begin());
+    map_.emplace(KeyRef{&order_.front().first}, order_.begin());
     ++stats_.inserts;
     while (map_.size() > capacity_) {
-      map_.erase(order_.back().first);
+      map_.erase(KeyRef{&order_.back().first});
       order_.pop_back();
       ++stats_.evictions;
     }
@@ -115,10 +115,25 @@ class LruCache {
   }
 
  private:
+  // The map's keys point at the keys stored in the list nodes (list nodes never move), so
+  // an insert copies the key once, not twice; keys (kernel keys hold a vector of shapes) are
+  // the bulk of an insert's allocations.
+  struct KeyRef {
+    const Key* key;
+  };
+  struct RefHash {
+    Hash hash;
+    size_t operator()(const KeyRef& r) const { return hash(*r.key); }
+  };
+  struct RefEq {
+    bool operator()(const KeyRef& a, const KeyRef& b) const { return *a.key == *b.key; }
+  };
+  using List = std::list<std::pair<Key, Value>>;
+
   size_t capacity_;
   mutable Mutex mu_;
-  std::list<std::pair<Key, Value>> order_;
-  std::unordered_map<Key, typename std::list<std::pair<Key, Value>>::iterator, Hash> map_;
+  List order_;
+  std::unordered_map<KeyRef, typename List::iterator, RefHash, RefEq> map_;
   CacheStats stats_;
 };
 

@@ -15,15 +15,20 @@ MemoryPlan planMemory(const std::vector<BufferRequest>& requests) {
   std::vector<size_t> order(requests.size());
   std::iota(order.begin(), order.end(), 0);
   // Largest first; ties by definition order so the plan is deterministic.
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return requests[a].bytes != requests[b].bytes ? requests[a].bytes > requests[b].bytes : a < b;
+  });
+  // Scratch reused across requests: this runs on every plan compile.
   std::vector<size_t> placed;
+  placed.reserve(requests.size());
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  busy.reserve(requests.size());
   for (size_t idx : order) {
     const BufferRequest& r = requests[idx];
     plan.naiveBytes += alignUp(r.bytes);
     // Collect the intervals of live-overlapping placed buffers, sorted by offset, and take the
     // first gap large enough.
-    std::vector<std::pair<int64_t, int64_t>> busy;
+    busy.clear();
     for (size_t p : placed) {
       const BufferRequest& q = requests[p];
       if (q.last < r.first || r.last < q.first) continue;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <unordered_map>
+#include <algorithm>
 
 #include "graph/error.h"
 
@@ -28,7 +28,17 @@ void checkSignature(const Graph& g, const InputSignature& sig) {
   if (sig.size() != g.inputs.size())
     fail(ErrorKind::kShape, "graph {} takes {} inputs, got {}", g.name, g.inputs.size(),
          sig.size());
-  std::unordered_map<int64_t, std::pair<int64_t, std::string>> bound;  // symbol -> value, where
+  // Symbol -> the first value bound to it and where. A handful of symbols at most, and this
+  // runs on every compile: a flat list, and the words only when there is an error.
+  struct Binding {
+    int64_t symbol, value;
+    size_t input;
+    int dim;
+  };
+  std::vector<Binding> bound;
+  auto where = [&](size_t input, int dim) {
+    return fmt::format("input '{}' dim {}", g.values[g.inputs[input]].name, dim);
+  };
   for (size_t i = 0; i < sig.size(); ++i) {
     const Value& in = g.values[g.inputs[i]];
     const Shape& decl = in.type.shape;
@@ -41,15 +51,47 @@ void checkSignature(const Graph& g, const InputSignature& sig) {
       if (got < 0) continue;  // still dynamic (dynamic mode's symbolic signature)
       if (want >= 0 && want != got)
         fail(ErrorKind::kShape, "input '{}' dim {}: declared {}, got {}", in.name, d, want, got);
-      if (isSymbolDim(want)) {
-        const std::string where = fmt::format("input '{}' dim {}", in.name, d);
-        auto [it, inserted] = bound.emplace(want, std::make_pair(got, where));
-        if (!inserted && it->second.first != got)
-          fail(ErrorKind::kShape, "{} is {} but {} is {}: both are symbol {}", where, got,
-               it->second.second, it->second.first, symbolName(want));
+      if (!isSymbolDim(want)) continue;
+      auto it = std::find_if(bound.begin(), bound.end(),
+                             [&](const Binding& b) { return b.symbol == want; });
+      if (it == bound.end()) {
+        bound.push_back(Binding{want, got, i, d});
+      } else if (it->value != got) {
+        fail(ErrorKind::kShape, "{} is {} but {} is {}: both are symbol {}", where(i, d), got,
+             where(it->input, it->dim), it->value, symbolName(want));
       }
     }
   }
+}
+
+std::vector<TensorType> specializeTypes(const Graph& g, const InputSignature& sig) {
+  checkSignature(g, sig);
+  std::vector<TensorType> types(g.values.size());
+  for (const Value& v : g.values) types[&v - g.values.data()] = v.type;
+  for (size_t i = 0; i < sig.size(); ++i) types[g.inputs[i]].shape = sig[i];
+  // The structure was verified when the graph was built and after every pass; only the types
+  // change with the input shapes. Inputs are gathered on the stack: this runs once per node
+  // of every plan compiled.
+  constexpr size_t kInline = 8;
+  TensorType inline_[kInline];
+  std::vector<TensorType> heap;
+  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes.size()); ++n) {
+    const Node& node = g.nodes[n];
+    TensorType* in = inline_;
+    if (node.inputs.size() > kInline) {
+      heap.resize(node.inputs.size());
+      in = heap.data();
+    }
+    for (size_t k = 0; k < node.inputs.size(); ++k) in[k] = types[node.inputs[k]];
+    types[node.output] = inferNode(InferContext{node.kind,
+                                                std::span<const TensorType>(in, node.inputs.size()),
+                                                node.attrs,
+                                                &g,
+                                                n,
+                                                {},
+                                                &node});
+  }
+  return types;
 }
 
 Graph specializeGraph(const Graph& g, const InputSignature& sig) {

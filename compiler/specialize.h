@@ -29,6 +29,9 @@ void checkSignature(const Graph& g, const InputSignature& sig);
 // Returns a copy of `g` with input types set to `sig` (dims may still be dynamic where the
 // signature has -1/symbols, as dynamic mode does) and every node re-inferred and verified.
 Graph specializeGraph(const Graph& g, const InputSignature& sig);
+// The same specialisation without copying the graph: the type of every value of `g` (indexed
+// by ValueId) for `sig`. Plans keep only this next to the shared graph.
+std::vector<TensorType> specializeTypes(const Graph& g, const InputSignature& sig);
 
 // One guard failure in TORCH_LOGS=recompiles style:
 //   "input 'x1' size mismatch at dim 0: expected 4, actual 5"

@@ -23,7 +23,7 @@ Session::GearState& ensureGearState(std::unique_ptr<Session::GearState>& g, cons
 }
 
 void Session::setDimGears(const std::string& input, const DimGearList& gears) {
-  GearState& st = ensureGearState(gears_, graph_);
+  GearState& st = ensureGearState(gears_, *graph_);
   if (st.set) fail(ErrorKind::kGear, "gears are already compiled; set_dim_gears must come first");
   st.config.setDimGears(input, gears);
 }
@@ -41,21 +41,21 @@ std::vector<std::string> Session::gearOptionLines() const {
 }
 
 void Session::compileGears(const InputSignature& firstSeen) {
-  GearState& st = ensureGearState(gears_, graph_);
+  GearState& st = ensureGearState(gears_, *graph_);
   if (st.set) return;
   // The session's own options are applied once, after any set_dim_gears calls.
   for (const auto& [input, list] : options_.gears.dimGears) st.config.setDimGears(input, list);
   if (!options_.gears.json.empty()) applyGearsJson(st.config, options_.gears.json);
   FirstSeenShapes seen;
-  for (size_t i = 0; i < firstSeen.size() && i < graph_.inputs.size(); ++i)
-    seen.emplace(graph_.values[graph_.inputs[i]].name, firstSeen[i]);
+  for (size_t i = 0; i < firstSeen.size() && i < graph_->inputs.size(); ++i)
+    seen.emplace(graph_->values[graph_->inputs[i]].name, firstSeen[i]);
   GearSet set = GearSet::build(st.config, options_.gears.merge, seen);
   if (options_.gears.padFallback)
-    st.padding = analyzePadding(graph_, gearedInputDims(set));  // refuses unsafe graphs now
+    st.padding = analyzePadding(*graph_, gearedInputDims(set));  // refuses unsafe graphs now
 
   // TorchAir logs the options of the concrete graph it compiles.
-  auto log = compileLogger();
-  log->info("Compiling concrete graph {} with options:", graph_.name);
+  const auto& log = compileLogger();
+  log->info("Compiling concrete graph {} with options:", graph_->name);
   log->info("  ge.dynamicDims = {}", set.dynamicDimsOption());
   log->info("  ge.dynamicNodeType = {}", set.dynamicNodeTypeOption());
   log->info("  ge.inputShape = {}", set.inputShapeOption());
@@ -69,7 +69,7 @@ void Session::compileGears(const InputSignature& firstSeen) {
     try {
       st.plans[gear] =
           compilePlan(graph_, InputSignature(shapes.begin(), shapes.end()), kernels_,
-                      PlanCompileOptions{fmt::format("gear {} compiled up front", gear)});
+                      PlanCompileOptions{fmt::format("gear {} compiled up front", gear), false});
     } catch (const Error& e) {
       // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
       st.invalid[gear] = e.what();
@@ -81,30 +81,40 @@ void Session::compileGears(const InputSignature& firstSeen) {
       ++valid;
       continue;
     }
-    log->warn(
-        "gear {} ({}) cannot be compiled and will never run: {}", gear,
-        signatureToString(graph_, InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
-        st.invalid[gear]);
+    log->warn("gear {} ({}) cannot be compiled and will never run: {}", gear,
+              signatureToString(*graph_,
+                                InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
+              st.invalid[gear]);
   }
   if (valid == 0) fail(ErrorKind::kGear, "no gear can be compiled; gear 0: {}", st.invalid.front());
+  // One call runs one gear, so the gears share one arena sized for the largest (GE sizes a
+  // multi-gear model's feature-map memory by its largest gear the same way): one allocation
+  // instead of one per gear.
+  int kernels = 0;
+  int64_t arenaBytes = 0;
+  for (const auto& p : st.plans) {
+    if (!p) continue;
+    arenaBytes = std::max(arenaBytes, p->arenaBytes);
+    kernels += p->kernelsCompiled;
+  }
+  auto arena = allocateArena(arenaBytes);
+  for (const auto& p : st.plans)
+    if (p) bindArena(*p, arena);
+  stats_.peakBytes = std::max(stats_.peakBytes, arenaBytes);
+  if (arenaBytes > 0) stats_.allocations++;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   st.set.emplace(std::move(set));
   stats_.gears = static_cast<int64_t>(valid);
   stats_.graphCompiles += static_cast<int64_t>(valid);
   stats_.compileSeconds += secs;
-  int kernels = 0;
-  for (const auto& p : st.plans) {
-    if (!p) continue;
-    stats_.peakBytes = std::max(stats_.peakBytes, p->arenaBytes);
-    if (p->arenaBytes > 0) stats_.allocations++;
-    kernels += p->kernelsCompiled;
-  }
   // MODELED device cost of the up-front compile (serial, as a device compiles).
   double modeled = static_cast<double>(valid) * options_.cost.graphCompileUs;
-  for (const std::string& name : kernelLog_)
-    modeled += options_.cost.kernelCompile(name.substr(0, name.find('_')));
-  kernelLog_.clear();
+  for (const auto& p : st.plans)
+    if (p)
+      for (const PlanStep& step : p->steps)
+        if (step.compiled)
+          modeled += options_.cost.kernelCompile(opKernelName(step.kernel->key.kind));
   stats_.modeledDeviceUs += modeled;
   stats_.modeledCompileUs += modeled;
   log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, st.plans.size(),
@@ -153,7 +163,7 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   if (auto gear = st.set->find(sig)) {
     if (!st.plans[*gear])
       fail(ErrorKind::kGear, "shapes [{}] match gear {}, which could not be compiled: {}",
-           signatureToString(graph_, sig), *gear, st.invalid[*gear]);
+           signatureToString(*graph_, sig), *gear, st.invalid[*gear]);
     stats_.planCacheHits++;
     rec.gear = static_cast<int>(*gear);
     return launchStatic(*st.plans[*gear], inputs, rec);
@@ -163,8 +173,8 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   const size_t gear = st.set->padTarget(sig);           // throws when no gear covers the shapes
   if (!st.plans[gear])
     fail(ErrorKind::kGear, "shapes [{}] pad up to gear {}, which could not be compiled: {}",
-         signatureToString(graph_, sig), gear, st.invalid[gear]);
-  checkRealSizes(graph_, *st.padding, sig);
+         signatureToString(*graph_, sig), gear, st.invalid[gear]);
+  checkRealSizes(*graph_, *st.padding, sig);
   const Plan& plan = *st.plans[gear];
   rec.gear = static_cast<int>(gear);
   rec.padded = true;
@@ -174,7 +184,7 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   std::vector<TensorView> in(inputs.size());
   std::vector<size_t> inBytes(inputs.size(), 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorType& t = plan.graph.values[plan.graph.inputs[i]].type;
+    const TensorType& t = plan.types[plan.graph->inputs[i]];
     rec.realElements += inputs[i].numel();
     rec.paddedElements += t.shape.numel();
     if (t.shape == inputs[i].shape()) {

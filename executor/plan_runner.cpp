@@ -24,7 +24,7 @@ void rethrowForNode(const Graph& g, NodeId node, const std::exception& e) {
 
 void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
                    std::span<const TensorView> outputs) {
-  const Graph& g = plan.graph;
+  const Graph& g = *plan.graph;
   void** ptrs = plan.ptrs.data();
   for (size_t i = 0; i < g.inputs.size(); ++i) ptrs[g.inputs[i]] = inputs[i].data;
   for (size_t i = 0; i < g.outputs.size(); ++i) {
@@ -53,9 +53,9 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
 
 std::vector<Tensor> allocateOutputs(const Plan& plan) {
   std::vector<Tensor> out;
-  out.reserve(plan.graph.outputs.size());
-  for (ValueId v : plan.graph.outputs) {
-    const TensorType& t = plan.graph.values[v].type;
+  out.reserve(plan.graph->outputs.size());
+  for (ValueId v : plan.graph->outputs) {
+    const TensorType& t = plan.types[v];
     out.emplace_back(t.dtype, t.shape);
   }
   return out;

@@ -60,26 +60,25 @@ DimMarks parseDimMarks(const std::string& spec) {
 }
 
 Session::Session(Graph graph, SessionOptions options)
-    : graph_(std::move(graph)),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       device_(makeDevice(options_.device)),
       kernels_(options_.kernelCacheCapacity),
       plans_(options_.planCacheCapacity) {
-  verifyGraph(graph_);
+  verifyGraph(graph);
   if (options_.runPasses) {
-    passReport_ = defaultPipeline().run(graph_);
+    passReport_ = defaultPipeline().run(graph);
     stats_.passesFired = passReport_.fired();
   }
+  graph_ = std::make_shared<const Graph>(std::move(graph));
   stats_.mode = options_.mode;
-  kernels_.addCompileHook([this](const KernelSpec& spec) { kernelLog_.push_back(spec.name); });
   for (auto& hook : options_.compileHooks) kernels_.addCompileHook(hook);
   for (auto& store : options_.kernelStores) kernels_.addStore(store);
   for (const auto& marks : {options_.dynamicDims, options_.staticDims}) {
     for (const auto& [name, dim] : marks) {
-      const int i = graph_.findInput(name);
+      const int i = graph_->findInput(name);
       if (i < 0)
         fail(ErrorKind::kConfig, "dim mark {}:{}: graph has no input '{}'", name, dim, name);
-      const int rank = graph_.values[graph_.inputs[i]].type.shape.rank();
+      const int rank = graph_->values[graph_->inputs[i]].type.shape.rank();
       if (dim < 0 || dim >= rank)
         fail(ErrorKind::kConfig, "dim mark {}:{}: dim out of range [0, {}]", name, dim, rank - 1);
     }
@@ -100,23 +99,23 @@ const SessionStats& Session::stats() const {
 }
 
 std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
-  if (inputs.size() != graph_.inputs.size())
-    fail(ErrorKind::kShape, "graph {} takes {} inputs, got {}", graph_.name, graph_.inputs.size(),
+  if (inputs.size() != graph_->inputs.size())
+    fail(ErrorKind::kShape, "graph {} takes {} inputs, got {}", graph_->name, graph_->inputs.size(),
          inputs.size());
   InputSignature sig;
   sig.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value& v = graph_.values[graph_.inputs[i]];
+    const Value& v = graph_->values[graph_->inputs[i]];
     if (inputs[i].dtype() != v.type.dtype)
       fail(ErrorKind::kShape, "input '{}': expected dtype {}, got {}", v.name,
            dtypeName(v.type.dtype), dtypeName(inputs[i].dtype()));
     sig.push_back(inputs[i].shape());
   }
-  checkSignature(graph_, sig);
+  checkSignature(*graph_, sig);
 
   CallRecord rec;
   rec.iteration = static_cast<int>(stats_.iterations);
-  rec.signature = signatureToString(graph_, sig);
+  rec.signature = signatureToString(*graph_, sig);
   kernelLog_.clear();
   const DeviceCounters before = device_->counters();
   const auto start = Clock::now();
@@ -167,6 +166,8 @@ std::shared_ptr<Plan> Session::compile(const InputSignature& sig, const std::str
   const auto start = Clock::now();
   auto plan = compilePlan(graph_, sig, kernels_, PlanCompileOptions{reason});
   rec.compileSeconds += secondsSince(start);
+  for (const PlanStep& step : plan->steps)
+    if (step.compiled) kernelLog_.push_back(step.kernel->name);
   rec.graphCompiled = true;
   rec.planId = plan->id;
   rec.reason = reason;
@@ -190,7 +191,7 @@ std::string Session::describeMiss(const InputSignature& sig, CallRecord& rec) co
   std::sort(cached.begin(), cached.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::string first;
   for (const auto& [id, csig] : cached) {
-    for (const GuardFailure& f : guardFailures(graph_, csig, sig)) {
+    for (const GuardFailure& f : guardFailures(*graph_, csig, sig)) {
       rec.guardFailures.push_back(fmt::format("plan #{}: {}", id, f.text));
       if (first.empty()) first = f.text;
     }
@@ -218,7 +219,7 @@ std::vector<Tensor> Session::runStatic(std::span<const Tensor> inputs, const Inp
       rec.reason = why;
       compileLogger()->warn("hit recompile_limit ({}): running [{}] through the dynamic path",
                             options_.recompileLimit, rec.signature);
-      return runDynamicPath(graph_, nullptr, inputs, /*syncPerOp=*/
+      return runDynamicPath(*graph_, nullptr, inputs, /*syncPerOp=*/
                             options_.cost.syncPolicy == SyncPolicy::kPerOp, rec, false);
     }
     plan = compile(sig, why.empty() ? std::string("plan evicted from the plan cache") : why, rec);
@@ -241,7 +242,7 @@ std::vector<Tensor> Session::launchStatic(const Plan& plan, std::span<const Tens
 }
 
 std::vector<Tensor> Session::runEager(std::span<const Tensor> inputs, CallRecord& rec) {
-  return runDynamicPath(graph_, nullptr, inputs, /*syncPerOp=*/false, rec, /*eagerCompile=*/true);
+  return runDynamicPath(*graph_, nullptr, inputs, /*syncPerOp=*/false, rec, /*eagerCompile=*/true);
 }
 
 std::vector<Tensor> Session::runDynamicPath(const Graph& g, const Plan* plan,
@@ -292,7 +293,9 @@ std::vector<Tensor> Session::runDynamicPath(const Graph& g, const Plan* plan,
       if (plan) {
         spec = plan->steps[step].kernel;
       } else if (eagerCompile) {
-        spec = kernels_.get(makeKernelKey(node.kind, types, node.attrs));
+        int compiled = 0;
+        spec = kernels_.get(makeKernelKey(node.kind, types, node.attrs), &compiled);
+        if (compiled) kernelLog_.push_back(spec->name);
       } else {
         // Fallback after the recompile limit: a shape-generic kernel made on the spot, not
         // cached and not counted as a compile (Dynamo's run-only mode runs unspecialised).
@@ -343,13 +346,13 @@ std::vector<Tensor> Session::runDynamicPath(const Graph& g, const Plan* plan,
 InputSignature Session::autoSignature(const InputSignature& actual) const {
   InputSignature sig = actual;
   for (size_t i = 0; i < sig.size(); ++i) {
-    const std::string& name = graph_.values[graph_.inputs[i]].name;
+    const std::string& name = graph_->values[graph_->inputs[i]].name;
     for (int d = 0; d < sig[i].rank(); ++d) {
       if (options_.staticDims.count({name, d})) continue;
       bool dynamic = options_.dynamicDims.count({name, d}) > 0;
       if (options_.mode == Mode::kDynamic) {
         // Dynamic mode keeps every dim the model declares dynamic symbolic.
-        dynamic = dynamic || !isStaticDim(graph_.values[graph_.inputs[i]].type.shape[d]);
+        dynamic = dynamic || !isStaticDim(graph_->values[graph_->inputs[i]].type.shape[d]);
       } else if (autoDynamic_.count({static_cast<int>(i), d})) {
         dynamic = true;
       }
@@ -372,7 +375,7 @@ std::vector<Tensor> Session::runCompiled(std::span<const Tensor> inputs, const I
     if (signatureAccepts(p->signature, sig)) {
       stats_.planCacheHits++;
       rec.planId = p->id;
-      return runDynamicPath(p->graph, p.get(), inputs, perOp, rec, false);
+      return runDynamicPath(*p->graph, p.get(), inputs, perOp, rec, false);
     }
   }
   stats_.planCacheMisses++;
@@ -392,7 +395,7 @@ std::vector<Tensor> Session::runCompiled(std::span<const Tensor> inputs, const I
            why);
     rec.fallback = true;
     rec.reason = why;
-    return runDynamicPath(graph_, nullptr, inputs, perOp, rec, false);
+    return runDynamicPath(*graph_, nullptr, inputs, perOp, rec, false);
   }
   const InputSignature target = autoSignature(sig);
   bool isStatic = true;
@@ -405,7 +408,7 @@ std::vector<Tensor> Session::runCompiled(std::span<const Tensor> inputs, const I
     return launchStatic(*plan, inputs, rec);
   }
   dynamicPlans_.push_back(plan);
-  return runDynamicPath(plan->graph, plan.get(), inputs, perOp, rec, false);
+  return runDynamicPath(*plan->graph, plan.get(), inputs, perOp, rec, false);
 }
 
 std::vector<Tensor> referenceRun(const Graph& g, std::span<const Tensor> inputs) {

@@ -132,7 +132,7 @@ class Session {
   const SessionStats& stats() const;
   const std::vector<CallRecord>& history() const { return history_; }
   // The graph every mode runs: the optimized one when options.runPasses is set.
-  const Graph& graph() const { return graph_; }
+  const Graph& graph() const { return *graph_; }
   const PassReport& passReport() const { return passReport_; }
   const SessionOptions& options() const { return options_; }
   KernelCache& kernelCache() { return kernels_; }
@@ -172,7 +172,8 @@ class Session {
   InputSignature autoSignature(const InputSignature& actual) const;
   std::string describeMiss(const InputSignature& sig, CallRecord& rec) const;
 
-  Graph graph_;
+  // Shared with every plan compiled from it, so a plan never copies the graph.
+  std::shared_ptr<const Graph> graph_;
   SessionOptions options_;
   PassReport passReport_;
   std::unique_ptr<Device> device_;
@@ -181,7 +182,7 @@ class Session {
   std::vector<std::shared_ptr<Plan>> dynamicPlans_;  // plans with dynamic dims (auto/dynamic)
   std::optional<InputSignature> firstSeen_;
   std::set<std::pair<int, int>> autoDynamic_;  // (input, dim) made dynamic so far
-  std::vector<std::string> kernelLog_;         // names compiled, filled by the kernel-cache hook
+  std::vector<std::string> kernelLog_;         // names of the kernels this call compiled
   std::vector<CallRecord> history_;
   mutable SessionStats stats_;
   std::unique_ptr<GearState> gears_;
