@@ -21,72 +21,71 @@ KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capaci
     shards_.push_back(std::make_unique<Shard>((capacity_ + n - 1 - i) / n));
 }
 
-KernelCache::SpecPtr KernelCache::Pending::wait() {
-  std::unique_lock lock(mu);
-  cv.wait(lock, [this] { return done; });
-  if (error) std::rethrow_exception(error);
-  return spec;
-}
-
-void KernelCache::Pending::finish(SpecPtr s, std::exception_ptr e) {
-  {
-    std::lock_guard lock(mu);
-    spec = std::move(s);
-    error = std::move(e);
-    done = true;
-  }
-  cv.notify_all();  // no system call when nobody waits
-}
-
 std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* compiled) {
-  Shard& shard = *shards_[shards_.size() == 1 ? 0 : key.hash() % shards_.size()];
-  std::shared_ptr<Pending> pending;
-  {
-    // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
-    // else counts a hit, so the counters are the same whatever the thread interleaving.
-    std::unique_lock<tbb::spin_mutex> lock(shard.mu);
-    if (auto hit = shard.cache.touch(key)) {
-      shard.cache.countHit();
-      return *hit;
+  const size_t hash = key.hash();
+  Shard& shard = *shards_[shards_.size() == 1 ? 0 : hash % shards_.size()];
+  std::unique_lock<tbb::spin_mutex> lock(shard.mu);
+  // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
+  // else counts a hit, so the counters are the same whatever the thread interleaving.
+  for (;;) {
+    auto it = shard.map.find(Ref{&key, hash});
+    if (it == shard.map.end()) break;
+    if (SpecPtr spec = it->second->spec) {
+      ++shard.stats.hits;
+      shard.order.splice(shard.order.begin(), shard.order, it->second);
+      return spec;
     }
-    auto it = shard.inflight.find(key);
-    if (it != shard.inflight.end()) {
-      auto waitFor = it->second;
-      shard.cache.countHit();
-      lock.unlock();
-      return waitFor->wait();
-    }
-    shard.cache.countMiss();
-    pending = std::make_shared<Pending>();
-    shard.inflight.emplace(key, pending);
+    // In flight on another thread. If that compile fails the entry is gone when we wake, and
+    // this caller compiles the key itself (and fails the same way).
+    ++shard.waiters;
+    shard.done.wait(lock);
+    --shard.waiters;
   }
+  ++shard.stats.misses;
+  shard.order.push_front(Entry{key, hash, nullptr});
+  const List::iterator node = shard.order.begin();
+  shard.map.emplace(Ref{&node->key, hash}, node);
+  lock.unlock();
+
   SpecPtr spec;
   bool fromStore = false;
   double secs = 0;
   try {
     spec = loadOrCompile(key, compiled, &fromStore, &secs);
   } catch (...) {
-    {
-      std::lock_guard<tbb::spin_mutex> lock(shard.mu);
-      shard.inflight.erase(key);
-    }
-    pending->finish(nullptr, std::current_exception());
+    lock.lock();
+    shard.map.erase(Ref{&node->key, hash});
+    shard.order.erase(node);
+    const bool wake = shard.waiters > 0;
+    lock.unlock();
+    if (wake) shard.done.notify_all();
     throw;
   }
-  {
-    // The counters live in the shard, under the lock taken here anyway, so concurrent
-    // compiles never write one shared line.
-    std::lock_guard<tbb::spin_mutex> lock(shard.mu);
-    shard.cache.put(key, spec);
-    shard.inflight.erase(key);
-    if (fromStore) {
-      ++shard.storeHits;
-    } else {
-      ++shard.compiles;
-      shard.compileSeconds += secs;
-    }
+  lock.lock();
+  node->spec = spec;
+  // Recency and the insert count at completion, as if the finished kernel had been put then.
+  shard.order.splice(shard.order.begin(), shard.order, node);
+  ++shard.stats.inserts;
+  ++shard.ready;
+  if (fromStore) {
+    ++shard.storeHits;
+  } else {
+    ++shard.compiles;
+    shard.compileSeconds += secs;
   }
-  pending->finish(spec, nullptr);
+  // Evict least recently used finished kernels past capacity; in-flight ones stay.
+  for (auto victim = shard.order.end();
+       shard.ready > shard.capacity && victim != shard.order.begin();) {
+    --victim;
+    if (!victim->spec) continue;
+    shard.map.erase(Ref{&victim->key, victim->hash});
+    victim = shard.order.erase(victim);
+    --shard.ready;
+    ++shard.stats.evictions;
+  }
+  const bool wake = shard.waiters > 0;
+  lock.unlock();
+  if (wake) shard.done.notify_all();
   return spec;
 }
 
@@ -124,13 +123,13 @@ KernelCacheStats KernelCache::stats() const {
   KernelCacheStats s;
   for (const auto& shard : shards_) {
     std::lock_guard<tbb::spin_mutex> lock(shard->mu);
-    const CacheStats c = shard->cache.stats();
+    const CacheStats& c = shard->stats;
     s.cache.hits += c.hits + shard->memoHits;
     s.cache.misses += c.misses;
     s.cache.evictions += c.evictions;
     s.cache.inserts += c.inserts;
-    s.cache.size += c.size;
-    s.cache.capacity += c.capacity;
+    s.cache.size += static_cast<int64_t>(shard->ready);
+    s.cache.capacity += static_cast<int64_t>(shard->capacity);
     s.compiles += shard->compiles;
     s.storeHits += shard->storeHits;
     s.compileSeconds += shard->compileSeconds;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,28 +74,44 @@ class KernelCache {
 
  private:
   using SpecPtr = std::shared_ptr<const KernelSpec>;
-  // A key being compiled right now: a second thread asking for it waits here for the first
-  // instead of compiling it again, so shared op shapes compile once even in parallel. Lighter
-  // than a promise/future pair: setting it makes no system call unless someone waits.
-  struct Pending {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
+  // One cached kernel, or one being compiled right now (spec still null): a second thread
+  // asking for that key waits for the first instead of compiling it again, so shared op
+  // shapes compile once even in parallel. Keeping in-flight keys in the same map as cached
+  // ones makes a miss one insert (one copy of the key) in one shard.
+  struct Entry {
+    KernelKey key;
+    size_t hash;
     SpecPtr spec;
-    std::exception_ptr error;
-    SpecPtr wait();
-    void finish(SpecPtr s, std::exception_ptr e);
+  };
+  using List = std::list<Entry>;  // most recently used first; nodes never move
+  struct Ref {                    // a map key pointing at the key in a list node
+    const KernelKey* key;
+    size_t hash;  // computed once per lookup, outside the lock
+  };
+  struct RefHash {
+    size_t operator()(const Ref& r) const { return r.hash; }
+  };
+  struct RefEq {
+    bool operator()(const Ref& a, const Ref& b) const {
+      return a.hash == b.hash && *a.key == *b.key;
+    }
   };
   // Cache-line aligned: shards are written on every lookup (lock, recency), and two shards
   // sharing a line would make threads working on different shards contend anyway.
   struct alignas(64) Shard {
-    explicit Shard(size_t capacity) : cache(capacity) {}
+    explicit Shard(size_t c) : capacity(c) {}
     // Guards everything below; critical sections are a lookup or an insert, never a compile.
     mutable tbb::spin_mutex mu;
-    LruCache<KernelKey, SpecPtr, std::hash<KernelKey>, NoLock> cache;
-    std::unordered_map<KernelKey, std::shared_ptr<Pending>> inflight;
+    size_t capacity;
+    List order;
+    std::unordered_map<Ref, List::iterator, RefHash, RefEq> map;
+    size_t ready = 0;  // entries with a spec (in-flight ones are never evicted)
+    CacheStats stats;
     int64_t compiles = 0, storeHits = 0, memoHits = 0;
     double compileSeconds = 0;
+    // Waiters for an in-flight entry (rare): notified only when there are any.
+    std::condition_variable_any done;
+    int waiters = 0;
   };
   SpecPtr loadOrCompile(const KernelKey& key, int* compiled, bool* fromStore, double* secs);
 

@@ -43,24 +43,40 @@ bool KernelKey::isStatic() const {
 }
 
 std::string KernelKey::name() const {
-  // Built in one stack buffer: one allocation (the result) per kernel compiled.
-  fmt::memory_buffer b;
-  auto out = std::back_inserter(b);
-  fmt::format_to(out, "{}_{}_{}", opKernelName(kind), dtypeKernelName(dtype), format);
+  // Appended by hand into one reserved string: one allocation per kernel compiled, and no
+  // format-string parsing (this runs on every compile).
+  std::string s;
+  s.reserve(96);
+  auto number = [&s](int64_t v) {
+    const fmt::format_int f(v);
+    s.append(f.data(), f.size());
+  };
+  s += opKernelName(kind);
+  s += '_';
+  s += dtypeKernelName(dtype);
+  s += '_';
+  s += format;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Shape& shape = inputs[i].shape;
-    fmt::format_to(out, "{}", i == 0 ? "_" : "__");
-    if (shape.rank() == 0) fmt::format_to(out, "s");
+    s += i == 0 ? "_" : "__";
+    if (shape.rank() == 0) s += 's';
     for (int d = 0; d < shape.rank(); ++d) {
+      if (d) s += '_';
       // Dynamic dims appear in shape-generic kernel names as "-1" like GE's unknown dims.
-      fmt::format_to(out, "{}{}", d ? "_" : "", shape[d] >= 0 ? shape[d] : -1);
+      number(shape[d] >= 0 ? shape[d] : -1);
     }
     // Index inputs (i32 or i64) differ from the data dtype; naming their dtype keeps the name
     // unique per key, since an i32 and an i64 index compile to different kernels.
-    if (inputs[i].dtype != dtype) fmt::format_to(out, "_{}", dtypeKernelName(inputs[i].dtype));
+    if (inputs[i].dtype != dtype) {
+      s += '_';
+      s += dtypeKernelName(inputs[i].dtype);
+    }
   }
-  if (attrs.dim) fmt::format_to(out, "__dim{}", *attrs.dim);
-  return fmt::to_string(b);
+  if (attrs.dim) {
+    s += "__dim";
+    number(*attrs.dim);
+  }
+  return s;
 }
 
 namespace {

@@ -8,7 +8,7 @@
 namespace gearbox {
 
 double CostModel::kernelCompile(std::string_view op) const {
-  auto it = kernelCompileUs.find(std::string(op));
+  auto it = kernelCompileUs.find(op);  // no string built: runs once per kernel compiled
   return it == kernelCompileUs.end() ? 100.0 : it->second;
 }
 

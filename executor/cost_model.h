@@ -15,7 +15,7 @@ enum class SyncPolicy { kPerOp, kEndOnly };
 
 struct CostModel {
   // Modeled device compile latency per kernel, by op kernel name ("Add", "MatMul", ...).
-  std::map<std::string, double> kernelCompileUs = {
+  std::map<std::string, double, std::less<>> kernelCompileUs = {
       {"Add", 40}, {"MatMul", 900}, {"IndexSelect", 60}, {"Cat", 50}, {"CatGather", 80}};
   double graphCompileUs = 2000;                // per plan: graph optimisation, memory plan, load
   double launchUs = 5;                         // per single-kernel launch

@@ -63,13 +63,19 @@ void Session::compileGears(const InputSignature& firstSeen) {
   const auto start = std::chrono::steady_clock::now();
   st.plans.assign(set.size(), nullptr);
   st.invalid.assign(set.size(), "");
+  // MODELED device compile cost of each gear's kernels, summed in its own task.
+  std::vector<double> modeledKernels(set.size(), 0.0);
   // One task per gear; the kernel cache makes sure a shared op shape compiles once.
   tbb::parallel_for(size_t{0}, set.size(), [&](size_t gear) {
     auto shapes = set.shapes(gear);
     try {
-      st.plans[gear] =
-          compilePlan(graph_, InputSignature(shapes.begin(), shapes.end()), kernels_,
-                      PlanCompileOptions{fmt::format("gear {} compiled up front", gear), false});
+      auto plan = compilePlan(graph_, InputSignature(shapes.begin(), shapes.end()), kernels_,
+                              PlanCompileOptions{fmt::format("gear {} compiled up front", gear),
+                                                 /*allocateArena=*/false});
+      for (const PlanStep& step : plan->steps)
+        if (step.compiled)
+          modeledKernels[gear] += options_.cost.kernelCompile(opKernelName(step.kernel->key.kind));
+      st.plans[gear] = std::move(plan);
     } catch (const Error& e) {
       // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
       st.invalid[gear] = e.what();
@@ -110,11 +116,7 @@ void Session::compileGears(const InputSignature& firstSeen) {
   stats_.compileSeconds += secs;
   // MODELED device cost of the up-front compile (serial, as a device compiles).
   double modeled = static_cast<double>(valid) * options_.cost.graphCompileUs;
-  for (const auto& p : st.plans)
-    if (p)
-      for (const PlanStep& step : p->steps)
-        if (step.compiled)
-          modeled += options_.cost.kernelCompile(opKernelName(step.kernel->key.kind));
+  for (double us : modeledKernels) modeled += us;
   stats_.modeledDeviceUs += modeled;
   stats_.modeledCompileUs += modeled;
   log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, st.plans.size(),
