@@ -84,7 +84,8 @@ INSTANTIATE_TEST_SUITE_P(Bundled, Examples,
                          ::testing::Values(ExampleCase{"seed001_add", "f32[-1, 2]", 7},
                                            ExampleCase{"four_ops", "f32[B, 7]", 8},
                                            ExampleCase{"shufflenet_unit", "f32[N, 16, 49]", 6},
-                                           ExampleCase{"shufflenet_stage", "f32[N, 16, 49]", 7}),
+                                           ExampleCase{"shufflenet_stage", "f32[N, 16, 49]", 7},
+                                           ExampleCase{"shufflenet_body", "f32[N, 16, 49]", 7}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Examples, ShuffleNetUsesAGroupsOfTwoChannelShuffle) {
