@@ -21,8 +21,8 @@ KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capaci
     shards_.push_back(std::make_unique<Shard>((capacity_ + n - 1 - i) / n));
 }
 
-std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, int* compiled) {
-  const size_t hash = key.hash();
+std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, size_t hash,
+                                                   int* compiled) {
   Shard& shard = *shards_[shards_.size() == 1 ? 0 : hash % shards_.size()];
   std::unique_lock<tbb::spin_mutex> lock(shard.mu);
   // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
@@ -236,7 +236,7 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
       step.kernel = seen->spec;
       ++memoHits;
     } else {
-      step.kernel = kernels.get(key, &compiled);
+      step.kernel = kernels.get(key, hash, &compiled);
       memo.push_back(Memo{hash, step.kernel});
     }
     step.compiled = compiled > 0;

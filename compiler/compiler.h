@@ -62,7 +62,11 @@ class KernelCache {
   explicit KernelCache(size_t capacity = 1024);
   // Returns the kernel for `key`, compiling it (and logging "To compile op: <name>") on a miss.
   // `compiled` (optional) is incremented when this call compiled.
-  std::shared_ptr<const KernelSpec> get(const KernelKey& key, int* compiled = nullptr);
+  std::shared_ptr<const KernelSpec> get(const KernelKey& key, int* compiled = nullptr) {
+    return get(key, key.hash(), compiled);
+  }
+  // The same for a caller that has already hashed the key (`hash` must be key.hash()).
+  std::shared_ptr<const KernelSpec> get(const KernelKey& key, size_t hash, int* compiled);
   // Counts `n` hits that a caller served from its own memo of keys it already got from this
   // cache (compilePlan looks each distinct op shape of a plan up once), so the counters are
   // the same as if every lookup had come here.

@@ -114,19 +114,6 @@ KernelKey buildKey(OpKind kind, std::vector<TensorType> inputs, const Attrs& att
 
 }  // namespace
 
-KernelKey makeKernelKey(const Graph& g, NodeId node) {
-  std::vector<TensorType> types;
-  types.reserve(g.values.size());
-  for (const Value& v : g.values) types.push_back(v.type);
-  return makeKernelKey(g, types, node);
-}
-
-KernelKey makeKernelKey(const Graph& g, std::span<const TensorType> types, NodeId node) {
-  KernelKey key;
-  makeKernelKeyInto(key, g, types, node);
-  return key;
-}
-
 void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
                        NodeId node) {
   const Node& n = g.node(node);

@@ -42,10 +42,8 @@ struct KernelKey {
 };
 
 // Builds the key for one node of a graph from the current input types.
-KernelKey makeKernelKey(const Graph& g, NodeId node);
-// The same, with the value types taken from `types` (indexed by ValueId) instead of the graph.
-KernelKey makeKernelKey(const Graph& g, std::span<const TensorType> types, NodeId node);
-// The same into an existing key, reusing its storage: a plan compile builds one key per op
+// Builds the key for one node of a graph, with the value types taken from `types` (indexed by
+// ValueId), into an existing key, reusing its storage: a plan compile builds one key per op
 // and allocates only for the distinct ones it keeps.
 void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
                        NodeId node);

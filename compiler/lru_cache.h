@@ -20,12 +20,6 @@ struct CacheStats {
   int64_t capacity = 0;
 };
 
-// For caches guarded by their owner's lock: LruCache<K, V, H, NoLock>.
-struct NoLock {
-  void lock() {}
-  void unlock() {}
-};
-
 template <typename Key, typename Value, typename Hash = std::hash<Key>, typename Mutex = std::mutex>
 class LruCache {
  public:
@@ -42,24 +36,6 @@ class LruCache {
     ++stats_.hits;
     order_.splice(order_.begin(), order_, it->second);
     return it->second->second;
-  }
-
-  // Looks up and refreshes recency without counting; callers that decide hit/miss themselves
-  // (the kernel cache, under concurrent compiles) count with countHit/countMiss.
-  std::optional<Value> touch(const Key& key) {
-    std::lock_guard<Mutex> lock(mu_);
-    auto it = map_.find(KeyRef{&key});
-    if (it == map_.end()) return std::nullopt;
-    order_.splice(order_.begin(), order_, it->second);
-    return it->second->second;
-  }
-  void countHit() {
-    std::lock_guard<Mutex> lock(mu_);
-    ++stats_.hits;
-  }
-  void countMiss() {
-    std::lock_guard<Mutex> lock(mu_);
-    ++stats_.misses;
   }
 
   // Looks up without touching stats or recency (for diagnostics).
