@@ -11,5 +11,7 @@ case "$flavour" in
   asan) dir=build-asan; args=(-DCMAKE_BUILD_TYPE=Debug -DGEARBOX_SANITIZE=ON -DGEARBOX_BUILD_BENCH=OFF) ;;
   *) echo "usage: scripts/build.sh release|asan" >&2; exit 2 ;;
 esac
-cmake -S . -B "$dir" "${args[@]}" >/dev/null
+# ccache, when installed, makes rebuilds in several work trees cheap; CI has none and needs none.
+if command -v ccache >/dev/null 2>&1; then args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B "$dir" "${args[@]}" ${GEARBOX_CMAKE_ARGS:-} >/dev/null
 cmake --build "$dir" -j "$jobs"
