@@ -17,5 +17,6 @@ void registerRecompileReport(CLI::App& app);
 void registerGears(CLI::App& app);
 void registerKernels(CLI::App& app);
 void registerPrecompile(CLI::App& app);
+void registerCalibrate(CLI::App& app);
 
 }  // namespace gearbox::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   gearbox::cli::registerGears(app);
   gearbox::cli::registerKernels(app);
   gearbox::cli::registerPrecompile(app);
+  gearbox::cli::registerCalibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
