@@ -144,6 +144,10 @@ std::string explain(const std::vector<const ModeResult*>& ranked, auto&& cost) {
     if (r == best) continue;
     const Cost c = cost(*r);
     why += why.empty() ? "" : "; ";
+    if (c.total == b.total) {
+      why += fmt::format("{} ties ({:.0f} us)", modeName(r->mode), c.total);
+      continue;
+    }
     why += c.compile - b.compile >= c.run - b.run
                ? fmt::format("{} loses on compiles ({:.0f} us vs {:.0f} us)", modeName(r->mode),
                              c.compile, b.compile)
