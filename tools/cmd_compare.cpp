@@ -92,11 +92,11 @@ std::string withSpread(const Spread& s) {
 
 void printTable(const std::vector<ModeResult>& results, int repeat, std::ostream& os) {
   std::string header = fmt::format("{:<36}", "");
-  for (const ModeResult& r : results) header += fmt::format("{:>20}", modeName(r.mode));
+  for (const ModeResult& r : results) header += fmt::format(" {:>21}", modeName(r.mode));
   os << header << "\n";
   auto row = [&](const std::string& label, auto&& cell) {
     std::string line = fmt::format("{:<36}", label);
-    for (const ModeResult& r : results) line += fmt::format("{:>20}", r.ok() ? cell(r) : "failed");
+    for (const ModeResult& r : results) line += fmt::format(" {:>21}", r.ok() ? cell(r) : "failed");
     os << line << "\n";
   };
   auto count = [&](const char* key) {
