@@ -15,10 +15,10 @@
 
 #include <cstring>
 #include <map>
-#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -79,12 +79,9 @@ DType dtypeFromPython(const std::string& name) {
 
 py::dtype numpyDType(DType t) {
   switch (t) {
-    case DType::kF32:
-      return py::dtype::of<float>();
-    case DType::kI32:
-      return py::dtype::of<int32_t>();
-    case DType::kI64:
-      return py::dtype::of<int64_t>();
+    case DType::kF32: return py::dtype::of<float>();
+    case DType::kI32: return py::dtype::of<int32_t>();
+    case DType::kI64: return py::dtype::of<int64_t>();
   }
   return py::dtype::of<float>();
 }
@@ -111,7 +108,7 @@ Tensor tensorFromPython(const py::handle& obj, const Value& decl, int64_t& copie
                       ? py::reinterpret_borrow<py::array>(obj)
                       : py::array(py::module_::import("numpy").attr("asarray")(
                             obj, numpyDType(decl.type.dtype)));
-  if (!arr.dtype().is(numpyDType(decl.type.dtype)))
+  if (!arr.dtype().equal(numpyDType(decl.type.dtype)))
     fail(ErrorKind::kShape, "input %{}: expected dtype {} (numpy {}), got numpy {}", decl.name,
          dtypeName(decl.type.dtype), py::str(numpyDType(decl.type.dtype)).cast<std::string>(),
          py::str(arr.dtype()).cast<std::string>());
@@ -122,17 +119,18 @@ Tensor tensorFromPython(const py::handle& obj, const Value& decl, int64_t& copie
            arr.ndim(), kMaxRank);
     shape.push(arr.shape(i));
   }
-  const bool contiguous = (arr.flags() & py::array::c_style) && (arr.flags() & py::array::aligned);
+  const bool contiguous =
+      (arr.flags() & py::array::c_style) && (arr.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_);
   if (contiguous && arr.size() > 0) {
     // The deleter drops the array reference, taking the GIL: the last Tensor copy may die on
     // any thread.
     PyObject* ref = arr.ptr();
     Py_INCREF(ref);
-    std::shared_ptr<std::byte> data(
-        static_cast<std::byte*>(const_cast<void*>(arr.data())), [ref](std::byte*) {
-          py::gil_scoped_acquire gil;
-          Py_DECREF(ref);
-        });
+    std::shared_ptr<std::byte> data(static_cast<std::byte*>(const_cast<void*>(arr.data())),
+                                    [ref](std::byte*) {
+                                      py::gil_scoped_acquire gil;
+                                      Py_DECREF(ref);
+                                    });
     return Tensor::wrap(decl.type.dtype, shape, std::move(data));
   }
   Tensor t(decl.type.dtype, shape);
@@ -237,12 +235,23 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
   auto str = [&](const char* key, std::string& dst) {
     if (kw.contains(key) && !kw[key].is_none()) dst = py::str(kw[key]).cast<std::string>();
   };
-  std::set<std::string> known = {"device",          "recompile_limit",       "on_recompile_limit",
-                                 "dynamic_dims",    "static_dims",           "cost_model",
-                                 "cost",            "kernel_cache_capacity", "plan_cache_capacity",
-                                 "passes",          "gears",                 "merge",
-                                 "gear_fallback",   "seed",                  "kernel_meta",
-                                 "record_op_info",  "kernel_bundles"};
+  std::set<std::string> known = {"device",
+                                 "recompile_limit",
+                                 "on_recompile_limit",
+                                 "dynamic_dims",
+                                 "static_dims",
+                                 "cost_model",
+                                 "cost",
+                                 "kernel_cache_capacity",
+                                 "plan_cache_capacity",
+                                 "passes",
+                                 "gears",
+                                 "merge",
+                                 "gear_fallback",
+                                 "seed",
+                                 "kernel_meta",
+                                 "record_op_info",
+                                 "kernel_bundles"};
   for (const auto& item : kw) {
     const std::string key = py::str(item.first).cast<std::string>();
     if (!known.count(key)) {
@@ -272,10 +281,9 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
   if (kw.contains("gears") && !kw["gears"].is_none()) {
     // A dict is serialised as the CLI's --gears JSON; a string is taken as that JSON.
     const py::handle g = kw["gears"];
-    o.gears = py::isinstance<py::str>(g) ? g.cast<std::string>()
-                                         : py::module_::import("json")
-                                               .attr("dumps")(g)
-                                               .cast<std::string>();
+    o.gears = py::isinstance<py::str>(g)
+                  ? g.cast<std::string>()
+                  : py::module_::import("json").attr("dumps")(g).cast<std::string>();
   }
   str("merge", o.merge);
   if (o.merge != "zip" && o.merge != "product")
@@ -370,7 +378,7 @@ class PySession {
       py::dict rec = out[i];
       rec["signature"] = rec["shapes"];
       auto it = shapes_.find(i);
-      rec["shapes"] = it == shapes_.end() ? py::object(py::none()) : it->second;
+      rec["shapes"] = it == shapes_.end() ? py::object(py::none()) : py::object(it->second);
     }
     return out;
   }
@@ -390,9 +398,7 @@ class PySession {
   std::vector<std::string> gearOptions() const { return session_->gearOptionLines(); }
   int64_t inputCopies() const { return inputCopies_; }
   std::string mode() const { return modeName(session_->stats().mode); }
-  PyGraph graph() const {
-    return PyGraph{std::make_shared<const Graph>(session_->graph())};
-  }
+  PyGraph graph() const { return PyGraph{std::make_shared<const Graph>(session_->graph())}; }
 
  private:
   // Records the shapes of the call (or calls) the session added to its history.
@@ -494,8 +500,12 @@ PYBIND11_MODULE(_gearbox, m) {
         return names;
       },
       "The IR names of every op this build knows (graph/ops.def).");
-  m.def("load", [](const std::string& path) { return PyGraph{std::make_shared<const Graph>(loadGraph(path))}; },
-        py::arg("path"), "Loads a .gbx model (docs/IR.md).");
+  m.def(
+      "load",
+      [](const std::string& path) {
+        return PyGraph{std::make_shared<const Graph>(loadGraph(path))};
+      },
+      py::arg("path"), "Loads a .gbx model (docs/IR.md).");
   m.def(
       "parse",
       [](const std::string& text, const std::string& file) {
@@ -509,8 +519,8 @@ PYBIND11_MODULE(_gearbox, m) {
         std::vector<Tensor> inputs;
         int64_t copies = 0;
         if (args.size() != g.g->inputs.size())
-          fail(ErrorKind::kConfig, "reference_run: {} inputs given, the graph has {}",
-               args.size(), g.g->inputs.size());
+          fail(ErrorKind::kConfig, "reference_run: {} inputs given, the graph has {}", args.size(),
+               g.g->inputs.size());
         for (size_t i = 0; i < args.size(); ++i)
           inputs.push_back(tensorFromPython(args[i], g.g->value(g.g->inputs[i]), copies));
         py::list out;
@@ -525,26 +535,30 @@ PYBIND11_MODULE(_gearbox, m) {
       .def("constant", &PyBuilder::constant, py::arg("data"), py::arg("name") = "")
       .def("op", &PyBuilder::op, py::arg("kind"), py::arg("inputs"), py::arg("dim") = py::none(),
            py::arg("name") = "")
-      .def("add",
-           [](PyBuilder& b, ValueId x, ValueId y, const std::string& name) {
-             return b.op("add", {x, y}, std::nullopt, name);
-           },
-           py::arg("a"), py::arg("b"), py::arg("name") = "")
-      .def("matmul",
-           [](PyBuilder& b, ValueId x, ValueId y, const std::string& name) {
-             return b.op("matmul", {x, y}, std::nullopt, name);
-           },
-           py::arg("a"), py::arg("b"), py::arg("name") = "")
-      .def("index_select",
-           [](PyBuilder& b, ValueId x, ValueId idx, int64_t dim, const std::string& name) {
-             return b.op("index_select", {x, idx}, dim, name);
-           },
-           py::arg("x"), py::arg("index"), py::arg("dim"), py::arg("name") = "")
-      .def("cat",
-           [](PyBuilder& b, const std::vector<ValueId>& xs, int64_t dim, const std::string& name) {
-             return b.op("cat", xs, dim, name);
-           },
-           py::arg("inputs"), py::arg("dim"), py::arg("name") = "")
+      .def(
+          "add",
+          [](PyBuilder& b, ValueId x, ValueId y, const std::string& name) {
+            return b.op("add", {x, y}, std::nullopt, name);
+          },
+          py::arg("a"), py::arg("b"), py::arg("name") = "")
+      .def(
+          "matmul",
+          [](PyBuilder& b, ValueId x, ValueId y, const std::string& name) {
+            return b.op("matmul", {x, y}, std::nullopt, name);
+          },
+          py::arg("a"), py::arg("b"), py::arg("name") = "")
+      .def(
+          "index_select",
+          [](PyBuilder& b, ValueId x, ValueId idx, int64_t dim, const std::string& name) {
+            return b.op("index_select", {x, idx}, dim, name);
+          },
+          py::arg("x"), py::arg("index"), py::arg("dim"), py::arg("name") = "")
+      .def(
+          "cat",
+          [](PyBuilder& b, const std::vector<ValueId>& xs, int64_t dim, const std::string& name) {
+            return b.op("cat", xs, dim, name);
+          },
+          py::arg("inputs"), py::arg("dim"), py::arg("name") = "")
       .def("output", &PyBuilder::output)
       .def("shape", &PyBuilder::shape)
       .def("build", &PyBuilder::build);

@@ -40,9 +40,10 @@ std::string findPythonDir() {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     const fs::path bin = exe.parent_path();
-    for (const fs::path& dir : {bin / ".." / "python", bin / ".." / GEARBOX_INSTALL_LIBDIR /
-                                                           "gearbox" / "python"}) {
-      if (fs::exists(dir / "gearbox" / "onnx_import.py", ec)) return fs::weakly_canonical(dir).string();
+    for (const fs::path& dir :
+         {bin / ".." / "python", bin / ".." / GEARBOX_INSTALL_LIBDIR / "gearbox" / "python"}) {
+      if (fs::exists(dir / "gearbox" / "onnx_import.py", ec))
+        return fs::weakly_canonical(dir).string();
     }
   }
   fail(ErrorKind::kConfig,
@@ -91,7 +92,8 @@ void registerImport(CLI::App& app) {
            python, std::strerror(rc));
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) fail(ErrorKind::kConfig, "gearbox import: waitpid: {}", std::strerror(errno));
+      if (errno != EINTR)
+        fail(ErrorKind::kConfig, "gearbox import: waitpid: {}", std::strerror(errno));
     }
     // The importer prints its own "gearbox: <kind>: ..." message and exits 2 on bad input.
     if (WIFEXITED(status)) {
