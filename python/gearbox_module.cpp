@@ -37,6 +37,21 @@ namespace py = pybind11;
 namespace gearbox::python {
 namespace {
 
+// The short, stable name of an error kind for code (e.kind == "gear"); the CLI's wording
+// ("gear error") is e.label.
+const char* errorKindId(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::kParse: return "parse";
+    case ErrorKind::kShape: return "shape";
+    case ErrorKind::kIndex: return "index";
+    case ErrorKind::kIo: return "io";
+    case ErrorKind::kGear: return "gear";
+    case ErrorKind::kConfig: return "config";
+    case ErrorKind::kLimit: return "limit";
+  }
+  return "error";
+}
+
 // ---- conversions ------------------------------------------------------------------------------
 
 // Converts JSON to Python objects through the json module: the reports are small and this keeps
@@ -462,15 +477,17 @@ PYBIND11_MODULE(_gearbox, m) {
   m.doc() = "gearbox: compile a graph per shape and measure what shape changes cost";
   m.attr("__version__") = GEARBOX_VERSION;
 
-  // gearbox.Error carries the CLI's message (str(e)) and its kind (e.kind: "parse", "shape",
-  // ...): the CLI prints the same error as "gearbox: <kind>: <message>".
+  // gearbox.Error carries the CLI's message (str(e)), its kind for code (e.kind: "parse",
+  // "shape", ...) and the CLI's wording of the kind (e.label: "parse error"): the CLI prints
+  // the same failure as "gearbox: <label>: <message>".
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      py::object inst = error(e.what());
-      inst.attr("kind") = errorKindName(e.kind());
+      py::object inst = py::handle(error.ptr())(e.what());
+      inst.attr("kind") = errorKindId(e.kind());
+      inst.attr("label") = errorKindName(e.kind());
       PyErr_SetObject(error.ptr(), inst.ptr());
     }
   });

@@ -60,7 +60,7 @@ except gearbox.Error as e:
 # Every mode over the bundled trace, as records a pandas.DataFrame takes.
 records = gearbox.compare(
     graph,
-    os.path.join(here, "..", "seed001_add.trace.jsonl"),
+    os.path.join(here, "..", "seed001_gears.trace.jsonl"),  # (2,2) (4,2) (2,2) (3,2)
     gears={"x1": {"0": [2, 4]}, "x2": {"0": [2, 4]}},
     gear_fallback="pad",
 )

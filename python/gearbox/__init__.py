@@ -9,8 +9,8 @@ and measure what shape changes cost (docs/python.md).
     (y,) = s.run(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
     s.stats["graph_compiles"]   # 2: both gears, compiled up front
 
-Errors are gearbox.Error (a RuntimeError) with the CLI's message and e.kind ("parse",
-"shape", "gear", ...).
+Errors are gearbox.Error (a RuntimeError) with the CLI's message, e.kind ("parse", "shape",
+"gear", ...) and e.label, the CLI's wording ("parse error").
 """
 
 from ._gearbox import (  # noqa: F401

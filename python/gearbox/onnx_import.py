@@ -32,12 +32,19 @@ _DTYPES = {1: "f32", 6: "i32", 7: "i64"}  # onnx.TensorProto FLOAT, INT32, INT64
 _NP_DTYPES = {np.dtype("float32"): "f32", np.dtype("int32"): "i32", np.dtype("int64"): "i64"}
 
 
+# gearbox.Error's kinds and the CLI's wording of them (graph/error.h, errorKindName).
+_LABELS = {"parse": "parse error", "shape": "shape error", "index": "index error",
+           "io": "I/O error", "gear": "gear error", "config": "config error"}
+
+
 class ImportFailure(Exception):
-    """A model gearbox cannot import. `kind` is the CLI's error kind ("io", "parse", ...)."""
+    """A model gearbox cannot import. `kind` as gearbox.Error's ("io", "parse", ...); the CLI
+    prints it as "gearbox: <label>: <message>"."""
 
     def __init__(self, kind, message):
         super().__init__(message)
         self.kind = kind
+        self.label = _LABELS.get(kind, "error")
 
 
 class _Unsupported(Exception):
@@ -57,6 +64,8 @@ def _ident(text, fallback):
 class _Importer:
     def __init__(self, model, stem, name):
         import onnx
+        import onnx.numpy_helper  # noqa: F401  (submodules are not imported by "import onnx")
+        import onnx.shape_inference  # noqa: F401
 
         self.onnx = onnx
         self.model = model
@@ -360,6 +369,7 @@ def import_model(model_path, out_path, name=None):
 
     Returns the list of files written. Raises ImportFailure (nothing written) on bad input."""
     import onnx
+    import onnx.numpy_helper  # noqa: F401
 
     try:
         model = onnx.load(model_path)
@@ -408,7 +418,7 @@ def main(argv=None):
     try:
         written = import_model(args.model, args.out, args.name)
     except ImportFailure as e:
-        print(f"gearbox: {e.kind}: {e}", file=sys.stderr)
+        print(f"gearbox: {e.label}: {e}", file=sys.stderr)
         return 2
     print(f"wrote {args.out} ({len(written) - 1} .npy constant file(s))")
     return 0

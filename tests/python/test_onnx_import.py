@@ -104,14 +104,14 @@ def test_unsupported_nodes_all_listed_nothing_written(tmp_path, cli, env):
     assert proc.returncode == 2
     assert "2 unsupported node(s)" in proc.stderr
     assert "sig (Sigmoid" in proc.stderr and "soft (Softmax" in proc.stderr
-    assert proc.stderr.startswith("gearbox: parse: ")
+    assert proc.stderr.startswith("gearbox: parse error: ")
     assert os.listdir(outdir) == []
 
 
 def test_missing_model_is_an_io_error(tmp_path, cli, env):
     proc = gbx_import(cli, env, str(tmp_path / "none.onnx"), tmp_path / "x.gbx")
     assert proc.returncode == 2
-    assert proc.stderr.startswith("gearbox: io: cannot read")
+    assert proc.stderr.startswith("gearbox: I/O error: cannot read")
     assert os.listdir(tmp_path) == []
 
 
