@@ -38,7 +38,7 @@ TEST(PackageCli, ImportWithoutPythonIsAClearConfigError) {
   const int status = ::pclose(pipe);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_NE(output.find("gearbox: config: gearbox import needs Python 3 with python3-onnx: "
+  EXPECT_NE(output.find("gearbox: config error: gearbox import needs Python 3 with python3-onnx: "
                         "cannot run '/nonexistent/python3'"),
             std::string::npos)
       << output;
