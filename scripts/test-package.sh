@@ -62,9 +62,15 @@ if [ "${GEARBOX_TEST_SHARED:-1}" != 0 ]; then
   cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
     -DGEARBOX_BUILD_TESTS=OFF -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF \
     "${launcher[@]}" >/dev/null
-  cmake --build build-shared --target gearbox -j "$jobs" >/dev/null
+  # The compiler's output goes to a log, shown only when the build fails.
+  if ! cmake --build build-shared --target gearbox -j "$jobs" >"$tmp/shared-build.log" 2>&1; then
+    cat "$tmp/shared-build.log" >&2
+    exit 1
+  fi
   cmake --install build-shared --prefix "$tmp/shared" >/dev/null
   ls "$tmp/shared/lib/"libgearbox_executor.so* >/dev/null
   check_consumer "$tmp/shared" shared
+  # The consumer really uses the shared libraries of the prefix.
+  ldd "$tmp/consumer-shared/build/consumer" | grep -q "$tmp/shared/lib/libgearbox_executor.so"
 fi
 echo "== package: all checks passed =="
