@@ -58,10 +58,12 @@ def test_builder_matches_reference():
     assert s.stats["graph_compiles"] == 3
 
 
+@pytest.mark.parametrize("device", ["inline", "stream"])
 @pytest.mark.parametrize("mode", ["static", "eager", "dynamic", "auto"])
-def test_every_mode_against_reference(mode):
+def test_every_mode_against_reference(mode, device):
     g = gearbox.parse(SEED001)
-    s = gearbox.Session(g, mode=mode)
+    # "stream" runs kernels on a worker thread: the wrapped NumPy inputs are read there.
+    s = gearbox.Session(g, mode=mode, device=device)
     rng = np.random.default_rng(1)
     for rows in (1, 2, 5, 2):
         a = rng.standard_normal((rows, 2)).astype(np.float32)
