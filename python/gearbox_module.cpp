@@ -18,6 +18,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -50,6 +51,25 @@ const char* errorKindId(ErrorKind k) {
     case ErrorKind::kLimit: return "limit";
   }
   return "error";
+}
+
+// A failed guard as a dict: {"plan": 1, "input": "x1", "dim": 0, "expected": 2, "actual": 4,
+// "text": ...} for the size guards ("plan #1: input 'x1' size mismatch at dim 0: expected 2,
+// actual 4"); any other guard keeps its text only, so a new guard kind is never lost.
+py::dict parseGuard(const std::string& text) {
+  static const std::regex kSize(
+      R"(plan #(\d+): input '([^']+)' size mismatch at dim (\d+): expected (-?\d+), actual (-?\d+))");
+  py::dict d;
+  std::smatch m;
+  if (std::regex_search(text, m, kSize)) {
+    d["plan"] = std::stoll(m[1].str());
+    d["input"] = m[2].str();
+    d["dim"] = std::stoll(m[3].str());
+    d["expected"] = std::stoll(m[4].str());
+    d["actual"] = std::stoll(m[5].str());
+  }
+  d["text"] = text;
+  return d;
 }
 
 // ---- conversions ------------------------------------------------------------------------------
@@ -384,14 +404,18 @@ class PySession {
     return toPython(j);
   }
 
-  // The CLI's per-iteration records, with the input shapes as {name: [dims]} and the recompile
-  // reason split into the reason and the list of failed guards.
+  // The CLI's per-iteration records, with the input shapes as {name: [dims]} and every failed
+  // guard also as a dict (parseGuard).
   py::list history() const {
     const auto j = cli::reportJson(*session_, graph_->sourceFile, "");
     py::list out = toPython(j["per_iteration"]);
     for (size_t i = 0; i < out.size(); ++i) {
       py::dict rec = out[i];
       rec["signature"] = rec["shapes"];
+      py::list guards;
+      for (const py::handle& g : py::list(rec["guard_failures"]))
+        guards.append(parseGuard(g.cast<std::string>()));
+      rec["guards"] = guards;
       auto it = shapes_.find(i);
       rec["shapes"] = it == shapes_.end() ? py::object(py::none()) : py::object(it->second);
     }

@@ -90,6 +90,10 @@ def test_stats_and_history_static():
     assert h[0]["reason"] == "first call"
     assert h[1]["guard_failures"]  # why (4, 2) missed the (2, 2) plan
     assert isinstance(h[1]["guard_failures"][0], str)
+    # Plan ids count per process, so the guard names whatever id the first call's plan got.
+    assert h[1]["guards"][0] == {"plan": h[0]["plan"], "input": "x1", "dim": 0, "expected": 2,
+                                 "actual": 4, "text": h[1]["guard_failures"][0]}
+    assert [g["input"] for g in h[1]["guards"]] == ["x1", "x2"]
     json.dumps(h)  # plain data
 
 
