@@ -258,12 +258,8 @@ Mode modeFromPython(const std::string& name) {
   return *m;
 }
 
-// The options of one Python Session, spelled as the CLI spells them (tools/run_options.h).
-struct PyOptions {
-  std::string mode = "static";
-  cli::RunOptions run;
-};
-
+// Session options from Python keywords, spelled as the CLI's options with underscores and
+// checked as the CLI checks them (tools/run_options.h).
 cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
   cli::RunOptions o;
   o.quiet = true;
