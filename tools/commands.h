@@ -18,5 +18,6 @@ void registerGears(CLI::App& app);
 void registerKernels(CLI::App& app);
 void registerPrecompile(CLI::App& app);
 void registerCalibrate(CLI::App& app);
+void registerImport(CLI::App& app);  // tools/cmd_import.cpp
 
 }  // namespace gearbox::cli
