@@ -1,0 +1,23 @@
+#pragma once
+// The work one kernel does at the static shapes of its key: floating-point operations and
+// bytes moved (read + written), the two axes of a roofline. The device model
+// (executor/cost_model.h) turns them into a MODELED execution time; nothing here is timed.
+//
+// Counting rules (docs/cost-model.md): an add is 1 flop per output element; a matmul is 2
+// flops per multiply-accumulate (2*M*N*K per batch); data-movement ops (IndexSelect, Cat,
+// CatGather) do no flops. Bytes are every input element read once plus every output element
+// written once, as STREAM counts them; a gathered index is read once. A dynamic dim (< 0) in
+// the key counts as 1, so a shape-generic key gives the work of its smallest instance.
+
+#include "compiler/kernel_spec.h"
+
+namespace gearbox {
+
+struct KernelCost {
+  double flops = 0;
+  double bytes = 0;  // read + written
+};
+
+KernelCost kernelCost(const KernelKey& key);  // for the static shapes in key.inputs
+
+}  // namespace gearbox
