@@ -1,11 +1,14 @@
-// gearbox compare MODEL --trace TRACE [--modes eager,static,dynamic,auto] [--json F]
+// gearbox compare MODEL --trace TRACE [--modes M1,M2,...] [--json F] [--check-reference]
 //
 // Runs every mode over the same trace and the same data, checks that they return the same
 // outputs, and prints one side-by-side table of counters, measured host times and modeled
-// device time, then which mode is fastest on this trace and why.
+// device time, then which mode is fastest on this trace and why. With --check-reference every
+// mode is also checked against the reference executor (a bug shared by every mode would pass
+// the agreement check alone).
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "graph/error.h"
@@ -22,8 +25,9 @@ struct ModeResult {
   Mode mode;
   std::unique_ptr<Session> session;
   nlohmann::ordered_json report;
-  double totalRunSeconds = 0;  // measured: sum over calls, compile excluded
-  double totalSeconds = 0;     // measured: compile + run
+  double totalRunSeconds = 0;           // measured: sum over calls, compile excluded
+  double totalSeconds = 0;              // measured: compile + run
+  std::optional<ReferenceCheck> check;  // --check-reference
 };
 
 std::vector<Mode> parseModes(const std::string& list) {
@@ -33,8 +37,8 @@ std::vector<Mode> parseModes(const std::string& list) {
   while (std::getline(ss, item, ',')) {
     auto m = parseMode(item);
     if (!m)
-      fail(ErrorKind::kConfig, "--modes: unknown mode '{}' (static, eager, dynamic, auto, geared)",
-           item);
+      fail(ErrorKind::kConfig, "--modes: unknown mode '{}' ({})", item,
+           joinModeNames(ModeSet::kAll, ", ", ", "));
     for (Mode seen : modes)
       if (seen == *m) fail(ErrorKind::kConfig, "--modes: '{}' given twice", item);
     modes.push_back(*m);
@@ -127,15 +131,23 @@ std::string verdict(const std::vector<ModeResult>& results, bool modeled) {
 
 void registerCompare(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  auto modes = std::make_shared<std::string>("eager,static,dynamic,auto");
+  // The default set: every mode that runs without gear specs, in table order.
+  auto modes = std::make_shared<std::string>(joinModeNames(ModeSet::kWithoutGears, ",", ","));
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run every mode over the same trace and data and compare them side by side");
   addCommonOptions(cmd, *o);
-  cmd->add_option("--modes", *modes, "Comma-separated modes (default eager,static,dynamic,auto)");
+  cmd->add_option("--modes", *modes,
+                  "Comma-separated modes (default " + *modes +
+                      ", plus the modes that need gears when --gears is given)");
   cmd->add_option("--json", o->json, "Write every mode's report as JSON (atomically)");
   cmd->callback([o, modes] {
-    // Geared joins the default comparison whenever gears are given.
-    if (!o->gears.empty() && modes->find("geared") == std::string::npos) *modes += ",geared";
+    // Modes that need gears join the comparison whenever gears are given.
+    if (!o->gears.empty()) {
+      const std::vector<Mode> asked = parseModes(*modes);
+      for (const ModeInfo& m : modeTable())
+        if (m.needsGears && std::find(asked.begin(), asked.end(), m.mode) == asked.end())
+          *modes += "," + std::string(m.name);
+    }
     configureLogFromOptions(*o);
     const Graph g = loadGraph(o->model);
     const auto trace = loadTrace(o->trace, g);
@@ -147,7 +159,9 @@ void registerCompare(CLI::App& app) {
       ModeResult r;
       r.mode = m;
       r.session = std::make_unique<Session>(g, toSessionOptions(*o, m));
-      outputs.push_back(runTrace(*r.session, trace, quiet, std::cout, true));
+      if (o->checkReference) r.check.emplace(g, o->tolerance);
+      outputs.push_back(
+          runTrace(*r.session, trace, quiet, std::cout, true, r.check ? &*r.check : nullptr));
       r.report = reportJson(*r.session, o->model, o->trace);
       for (const CallRecord& c : r.session->history()) r.totalRunSeconds += c.runSeconds;
       r.totalSeconds = r.totalRunSeconds + r.session->stats().compileSeconds;
@@ -161,14 +175,33 @@ void registerCompare(CLI::App& app) {
       diff = std::max(diff, maxDiff(outputs[0], outputs[i]));
     std::cout << fmt::format("\noutputs agree across modes: {} (max abs difference {:.3g})\n",
                              diff <= 1e-4 ? "yes" : "NO", diff);
+    std::vector<std::string> failures;
+    if (o->checkReference) {
+      bool all = true;
+      for (const ModeResult& r : results) all = all && r.check->ok();
+      std::cout << fmt::format(
+          "outputs agree with the reference executor (|out - ref| <= {} + {} * |ref|): {}\n",
+          o->tolerance.atol, o->tolerance.rtol, all ? "yes, every mode" : "NO");
+      for (const ModeResult& r : results) {
+        std::cout << fmt::format("  {}:\n", modeName(r.mode));
+        r.check->print(std::cout, "    ");
+        for (const std::string& f : r.check->failures())
+          failures.push_back(fmt::format("{} mode: {}", modeName(r.mode), f));
+      }
+    }
     std::cout << verdict(results, false) << "\n" << verdict(results, true) << "\n";
     nlohmann::ordered_json j;
     j["model"] = o->model;
     j["trace"] = o->trace;
     j["max_abs_output_difference"] = diff;
-    for (const ModeResult& r : results) j["modes"][modeName(r.mode)] = r.report;
+    for (const ModeResult& r : results) {
+      j["modes"][modeName(r.mode)] = r.report;
+      if (r.check) j["modes"][modeName(r.mode)]["reference_check"] = r.check->json();
+    }
     if (!o->json.empty()) writeJsonFile(o->json, j);
     if (diff > 1e-4) fail(ErrorKind::kShape, "modes disagree: max abs difference {}", diff);
+    for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
+    if (!failures.empty()) gExitCode = 1;
   });
 }
 

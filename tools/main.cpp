@@ -3,13 +3,15 @@
 
 #include <iostream>
 
+#include "executor/modes/mode_table.h"
 #include "graph/error.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "gearbox: compile a graph per shape, run it in static, eager, dynamic, auto or "
-      "geared mode, and measure what shape changes cost"};
+  CLI::App app{"gearbox: compile a graph per shape, run it in " +
+                   gearbox::joinModeNames(gearbox::ModeSet::kAll) +
+                   " mode, and measure what shape changes cost",
+               "gearbox"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Expand all help");
   gearbox::cli::registerPrint(app);
