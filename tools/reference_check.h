@@ -7,8 +7,8 @@
 // An element agrees when |out - ref| <= atol + rtol * |ref| (numpy.allclose's rule). The
 // defaults are torch.testing.assert_close's for float32 (rtol 1.3e-6, atol 1e-5): the
 // optimized kernels sum in another order than the reference loops, so bit-exactness is not
-// expected, but a wrong element is far outside. Integer outputs follow the same rule, so with
-// the defaults they must be equal.
+// expected, but a wrong element is far outside. Integer outputs must be equal (torch.testing's
+// rule for integer dtypes: rtol = atol = 0).
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
