@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "executor/session.h"
+#include "graph/error.h"
 
 namespace gearbox {
 namespace {
@@ -60,6 +61,30 @@ TEST(ModeTable, EveryModeRunsAndNamesItselfInItsStats) {
     const auto in = makeInputs(g, {Shape{3}}, 1);
     EXPECT_TRUE(s.run(in)[0].equals(referenceRun(g, in)[0]));
     EXPECT_EQ(s.stats().mode, m);
+  }
+}
+
+TEST(ModeTable, GearApiOutsideAGearedModeIsAConfigError) {
+  GraphBuilder b("add");
+  auto x = b.input("x", DType::kF32, {kAnyDim});
+  b.output(b.add(x, x, "y"));
+  const Graph g = b.build();
+  for (Mode m : modes(ModeSet::kWithoutGears)) {
+    SCOPED_TRACE(modeName(m));
+    SessionOptions o;
+    o.mode = m;
+    Session s(g, o);
+    try {
+      s.setDimGears("x", {{0, {2, 4}}});
+      ADD_FAILURE() << "expected Error(kConfig)";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+      EXPECT_EQ(std::string(e.what()),
+                std::string("set_dim_gears and compileGears need mode geared; this session runs ") +
+                    modeName(m));
+    }
+    EXPECT_EQ(s.gearSet(), nullptr);
+    EXPECT_TRUE(s.gearOptionLines().empty());
   }
 }
 
