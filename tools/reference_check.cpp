@@ -23,7 +23,11 @@ void addReferenceOptions(CLI::App* cmd, bool& check, ReferenceTolerance& tol) {
 
 ReferenceCheck::ReferenceCheck(Graph original, ReferenceTolerance tol)
     : graph_(std::move(original)), tol_(tol) {
-  for (ValueId v : graph_.outputs) outputs_.push_back(OutputAgreement{graph_.values[v].name});
+  for (ValueId v : graph_.outputs) {
+    OutputAgreement o;
+    o.name = graph_.values[v].name;
+    outputs_.push_back(std::move(o));
+  }
 }
 
 std::vector<Tensor> ReferenceCheck::reference(std::span<const Tensor> inputs) const {
