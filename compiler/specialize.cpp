@@ -104,46 +104,4 @@ Graph specializeGraph(const Graph& g, const InputSignature& sig) {
   return out;
 }
 
-static bool dimAccepts(int64_t cached, int64_t actual) {
-  if (cached >= 0) return cached == actual;
-  return actual >= 2;  // a dynamic dim assumes size >= 2, as Dynamo's does
-}
-
-bool signatureAccepts(const InputSignature& cached, const InputSignature& actual) {
-  if (cached.size() != actual.size()) return false;
-  for (size_t i = 0; i < cached.size(); ++i) {
-    if (cached[i].rank() != actual[i].rank()) return false;
-    for (int d = 0; d < cached[i].rank(); ++d)
-      if (!dimAccepts(cached[i][d], actual[i][d])) return false;
-  }
-  return true;
-}
-
-std::vector<GuardFailure> guardFailures(const Graph& g, const InputSignature& cached,
-                                        const InputSignature& actual) {
-  std::vector<GuardFailure> out;
-  for (size_t i = 0; i < cached.size() && i < actual.size(); ++i) {
-    const std::string& name = g.values[g.inputs[i]].name;
-    if (cached[i].rank() != actual[i].rank()) {
-      out.push_back({static_cast<int>(i), -1, cached[i].rank(), actual[i].rank(),
-                     fmt::format("input '{}' rank mismatch: expected {}, actual {}", name,
-                                 cached[i].rank(), actual[i].rank())});
-      continue;
-    }
-    for (int d = 0; d < cached[i].rank(); ++d) {
-      const int64_t c = cached[i][d], a = actual[i][d];
-      if (dimAccepts(c, a)) continue;
-      std::string text =
-          c >= 0 ? fmt::format("input '{}' size mismatch at dim {}: expected {}, actual {}", name,
-                               d, c, a)
-                 : fmt::format(
-                       "input '{}' size mismatch at dim {}: expected a dynamic size >= 2 "
-                       "(0 and 1 are specialised), actual {}",
-                       name, d, a);
-      out.push_back({static_cast<int>(i), d, c, a, std::move(text)});
-    }
-  }
-  return out;
-}
-
 }  // namespace gearbox

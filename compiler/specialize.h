@@ -33,21 +33,6 @@ Graph specializeGraph(const Graph& g, const InputSignature& sig);
 // by ValueId) for `sig`. Plans keep only this next to the shared graph.
 std::vector<TensorType> specializeTypes(const Graph& g, const InputSignature& sig);
 
-// One guard failure in TORCH_LOGS=recompiles style:
-//   "input 'x1' size mismatch at dim 0: expected 4, actual 5"
-struct GuardFailure {
-  int input = 0;
-  int dim = -1;  // -1: rank mismatch
-  int64_t expected = 0, actual = 0;
-  std::string text;
-};
-
-// Every guard of a plan compiled for `cached` that fails for `actual`. A cached dim that is
-// dynamic (< 0) accepts any size >= 2 (sizes 0 and 1 are specialised, as Dynamo does).
-std::vector<GuardFailure> guardFailures(const Graph& g, const InputSignature& cached,
-                                        const InputSignature& actual);
-
-// Does a plan compiled for `cached` (possibly with dynamic dims) accept `actual`?
-bool signatureAccepts(const InputSignature& cached, const InputSignature& actual);
+// Guards (which cached plan accepts which shapes) live in compiler/recompile_policy.h.
 
 }  // namespace gearbox

@@ -5,7 +5,7 @@
 //   std::vector<Tensor> out = s.run(inputs);   // inputs in graph input order
 //   const SessionStats& st = s.stats();         // exact, deterministic counters
 //
-// Modes (docs/modes.md):
+// Modes (docs/modes.md; the table is executor/modes/modes.def, one file per mode beside it):
 //   static  - a plan per input signature (torch.compile dynamic=False, a GE static graph);
 //             a call is one whole-graph launch + one sync;
 //   eager   - no graph: every op is dispatched on its own, its kernel compiled the first time
@@ -28,18 +28,18 @@
 
 #include "compiler/compiler.h"
 #include "compiler/passes.h"
+#include "compiler/recompile_policy.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
+#include "executor/modes/mode_table.h"
 #include "gears/gear_set.h"
 #include "gears/padding.h"
 
 namespace gearbox {
 
-enum class Mode { kStatic, kEager, kDynamic, kAuto, kGeared };
-const char* modeName(Mode m);
-std::optional<Mode> parseMode(std::string_view s);
-
-enum class OnRecompileLimit { kFallback, kError, kUnlimited };
+class GearedMode;
+class ModeHost;
+class ModeStrategy;
 
 // Geared mode (set_dim_gears): per-input gear specs, merge policy and what to do with a shape
 // outside the gears.
@@ -50,10 +50,6 @@ struct GearOptions {
   MergePolicy merge = MergePolicy::kZip;
   bool padFallback = false;  // --gear-fallback pad: pad up to the smallest covering gear
 };
-
-// (input name, dim) pairs, as given by --dynamic-dims x:0,y:1 / --static-dims x:1.
-using DimMarks = std::set<std::pair<std::string, int>>;
-DimMarks parseDimMarks(const std::string& spec);  // Error(kConfig) on bad syntax
 
 struct SessionOptions {
   Mode mode = Mode::kStatic;
@@ -144,39 +140,26 @@ class Session {
   KernelCache& kernelCache() { return kernels_; }
   Device& device() { return *device_; }
 
-  // Geared mode (executor/geared.cpp). setDimGears validates one input's gears now, as
-  // TorchAir's set_dim_gears does. compileGears builds the gear list and compiles every gear
-  // to a static plan up front, in parallel (one oneTBB task per gear); non-geared dynamic
-  // dims take their values from `firstSeen` (in graph input order). run() calls it on the
-  // first call when nobody did.
+  // Up-front work of the mode before the first call: geared compiles every gear (non-geared
+  // dynamic dims take their sizes from `firstSeen`, in graph input order); the other modes
+  // have none. run() calls it on the first call when nobody did.
+  void prepare(const InputSignature& firstSeen = {});
+
+  // Geared mode (executor/modes/geared.cpp); Error(kConfig) in another mode. setDimGears
+  // validates one input's gears now, as TorchAir's set_dim_gears does. compileGears is
+  // prepare(): it builds the gear list and compiles every gear to a static plan up front, in
+  // parallel (one oneTBB task per gear).
   void setDimGears(const std::string& input, const DimGearList& gears);
   void compileGears(const InputSignature& firstSeen = {});
-  // Null before compileGears.
+  // Null before compileGears and outside geared mode.
   const GearSet* gearSet() const;
   // The option strings TorchAir's concrete-graph log prints, in its order.
   std::vector<std::string> gearOptionLines() const;
-  struct GearState;
 
  private:
-  std::vector<Tensor> runStatic(std::span<const Tensor> inputs, const InputSignature& sig,
-                                CallRecord& rec);
-  std::vector<Tensor> launchStatic(const Plan& plan, std::span<const Tensor> inputs,
-                                   CallRecord& rec);
-  std::vector<Tensor> runEager(std::span<const Tensor> inputs, CallRecord& rec);
-  std::vector<Tensor> runCompiled(std::span<const Tensor> inputs, const InputSignature& sig,
-                                  CallRecord& rec);
-  std::vector<Tensor> runGeared(std::span<const Tensor> inputs, const InputSignature& sig,
-                                CallRecord& rec);
-  // Runs a graph op by op on the device: runtime shape inference, pooled intermediates, one
-  // launch per op. `specs[i]` are the step kernels of a generic plan, or empty (the kernel is
-  // then derived at run time: eager-style or fallback).
-  std::vector<Tensor> runDynamicPath(const Graph& g, const Plan* plan,
-                                     std::span<const Tensor> inputs, bool syncPerOp,
-                                     CallRecord& rec, bool eagerCompile);
-  std::shared_ptr<Plan> compile(const InputSignature& sig, const std::string& reason,
-                                CallRecord& rec);
-  InputSignature autoSignature(const InputSignature& actual) const;
-  std::string describeMiss(const InputSignature& sig, CallRecord& rec) const;
+  // The mode's strategy reaches the members below through ModeHost only.
+  friend class ModeHost;
+  GearedMode& gearedMode();  // Error(kConfig) outside geared mode
 
   // Shared with every plan compiled from it, so a plan never copies the graph.
   std::shared_ptr<const Graph> graph_;
@@ -185,13 +168,12 @@ class Session {
   std::unique_ptr<Device> device_;
   KernelCache kernels_;
   PlanCache plans_;
-  std::vector<std::shared_ptr<Plan>> dynamicPlans_;  // plans with dynamic dims (auto/dynamic)
-  std::optional<InputSignature> firstSeen_;
-  std::set<std::pair<int, int>> autoDynamic_;  // (input, dim) made dynamic so far
-  std::vector<std::string> kernelLog_;         // names of the kernels this call compiled
+  RecompilePolicy recompilePolicy_;
+  std::vector<std::string> kernelLog_;  // names of the kernels this call compiled
   // What this call did, for the MODELED device time (computed in run(), after the timing):
   // modeled compile and dynamic-path costs so far, the kernels of every whole-graph launch,
-  // and for a padded call the static plan and the real (unpadded) signature.
+  // and for a padded call the static plan and the real (unpadded) signature. The modes
+  // (executor/modes/) record these through ModeHost, a friend.
   ModeledTime callModel_;
   int64_t graphLaunchKernels_ = 0;
   const Plan* staticPlanRun_ = nullptr;
@@ -199,7 +181,9 @@ class Session {
   void modelCall(CallRecord& rec, const DeviceCounters& before, const DeviceCounters& after);
   std::vector<CallRecord> history_;
   mutable SessionStats stats_;
-  std::unique_ptr<GearState> gears_;
+  std::unique_ptr<ModeHost> host_;
+  std::unique_ptr<ModeStrategy> mode_;  // executor/modes/<mode>.cpp
+  bool prepared_ = false;
 };
 
 // TorchAir's spelling: set_dim_gears(session, "x1", {{0, {2, 4}}}).

@@ -253,8 +253,8 @@ class PyBuilder {
 Mode modeFromPython(const std::string& name) {
   const auto m = parseMode(name);
   if (!m)
-    fail(ErrorKind::kConfig, "unknown mode '{}' (one of static, eager, dynamic, auto, geared)",
-         name);
+    fail(ErrorKind::kConfig, "unknown mode '{}' (one of {})", name,
+         joinModeNames(ModeSet::kAll, ", ", ", "));
   return *m;
 }
 
@@ -485,7 +485,17 @@ py::list compare(const PyGraph& g, const py::object& trace, const std::vector<st
     auto j = cli::reportJson(s, g.g->sourceFile, traceName);
     j.erase("per_iteration");
     j["max_abs_diff_vs_reference"] = diff;
-    records.append(toPython(j));
+    // A DataFrame wants flat columns: nested objects (the modeled breakdown) become
+    // "modeled_compute_us"-style keys.
+    nlohmann::ordered_json flat;
+    for (auto& [key, v] : j.items()) {
+      if (!v.is_object()) {
+        flat[key] = v;
+        continue;
+      }
+      for (auto& [sub, sv] : v.items()) flat[key + "_" + sub] = sv;
+    }
+    records.append(toPython(flat));
   }
   return records;
 }
@@ -623,5 +633,14 @@ PYBIND11_MODULE(_gearbox, m) {
       py::arg("session"), py::arg("input"), py::arg("dim_gears"),
       "TorchAir's spelling: set_dim_gears(session, \"x1\", {0: [2, 4]}).");
   m.def("compare", &compare, py::arg("graph"), py::arg("trace"),
-        py::arg("modes") = std::vector<std::string>{"eager", "static", "dynamic", "auto"});
+        py::arg("modes") = modeNames(ModeSet::kWithoutGears));
+  m.def(
+      "mode_table",
+      [] {
+        py::list rows;
+        for (const ModeInfo& mi : modeTable())
+          rows.append(py::make_tuple(std::string(mi.name), mi.needsGears));
+        return rows;
+      },
+      "The mode table (executor/modes/modes.def): (name, needs_gears) per mode, in order.");
 }

@@ -92,8 +92,8 @@ TEST(Cli, CompareRunsEveryModeAndAgrees) {
       << r.output;
   EXPECT_NE(r.output.find("fastest by MODELED device time:"), std::string::npos);
   auto j = nlohmann::json::parse(readFile(dir.file("c.json")));
-  for (const char* m : {"eager", "static", "dynamic", "auto", "geared"})
-    EXPECT_TRUE(j["modes"].contains(m)) << m;
+  // Every mode: the default set plus the modes that need gears, as --gears is given.
+  for (const std::string& m : modeNames(ModeSet::kAll)) EXPECT_TRUE(j["modes"].contains(m)) << m;
   EXPECT_EQ(j["modes"]["static"]["graph_compiles"], 5);
   EXPECT_EQ(j["modes"]["geared"]["graph_compiles"], 4);
   EXPECT_EQ(j["modes"]["geared"]["padded_calls"], 1);

@@ -238,7 +238,7 @@ TEST(ModeledTime, PaddedCallRunsAtTheGearShapeAndReportsItsWaste) {
 TEST(ModeledTime, ModelOnlyGivesTheSameCountersAndModeledFigures) {
   // Model-only sessions skip the kernels; nothing they count or model may depend on that.
   const std::vector<int64_t> sizes = {1, 3, 3, 8, 2, 7, 7, 1};
-  for (Mode mode : {Mode::kStatic, Mode::kEager, Mode::kDynamic, Mode::kAuto}) {
+  for (Mode mode : modes(ModeSet::kWithoutGears)) {
     SessionOptions o;
     o.mode = mode;
     Session ran(testing_models::fourOps(), o);

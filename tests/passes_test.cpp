@@ -470,8 +470,7 @@ TEST_P(ShuffleDifferential, FusedAndUnfusedMatchTheReferenceOnTheUnfusedGraph) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ShuffleDifferential,
                          ::testing::Combine(::testing::ValuesIn(shuffleCases()),
-                                            ::testing::Values(Mode::kStatic, Mode::kEager,
-                                                              Mode::kDynamic, Mode::kAuto)),
+                                            ::testing::ValuesIn(modes(ModeSet::kWithoutGears))),
                          [](const auto& info) {
                            return std::get<0>(info.param).name() + "_" +
                                   modeName(std::get<1>(info.param));
@@ -479,7 +478,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ShuffleDifferential,
 
 TEST(ShuffleDifferential, ShuffleNetStageModelMatchesTheReferenceInEveryMode) {
   const Graph g = loadGraph(std::string(GEARBOX_SOURCE_DIR) + "/examples/shufflenet_stage.gbx");
-  for (Mode m : {Mode::kStatic, Mode::kEager, Mode::kDynamic, Mode::kAuto}) {
+  for (Mode m : modes(ModeSet::kWithoutGears)) {
     SCOPED_TRACE(modeName(m));
     SessionOptions o;
     o.mode = m;
@@ -497,7 +496,7 @@ TEST(ShuffleDifferential, ShuffleNetStageModelMatchesTheReferenceInEveryMode) {
 TEST(ShuffleDifferential, OutOfRangeRuntimeIndexIsAnIndexErrorInEveryMode) {
   const ShuffleCase c{{3, 5}, 2, false, true, DType::kI64};
   const Graph unfused = shuffleGraph(c);
-  for (Mode m : {Mode::kStatic, Mode::kEager, Mode::kDynamic, Mode::kAuto}) {
+  for (Mode m : modes(ModeSet::kWithoutGears)) {
     for (int64_t bad : {8, -1}) {
       SCOPED_TRACE(std::string(modeName(m)) + " index " + std::to_string(bad));
       SessionOptions o;

@@ -208,7 +208,7 @@ TEST(Session, OutOfRangeRuntimeIndexIsAClearErrorInEveryMode) {
   auto i = b.input("i", DType::kI64, {2});
   b.output(b.indexSelect(x, i, 0, "o"));
   const Graph g = b.build();
-  for (Mode m : {Mode::kStatic, Mode::kEager, Mode::kDynamic, Mode::kAuto}) {
+  for (Mode m : modes(ModeSet::kWithoutGears)) {
     for (DeviceKind d : {DeviceKind::kInline, DeviceKind::kStream}) {
       SessionOptions o;
       o.mode = m;

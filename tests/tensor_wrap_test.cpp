@@ -51,8 +51,8 @@ TEST_P(TensorWrap, EveryModeReadsWrappedUnalignedInputs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, TensorWrap,
-                         ::testing::Values("static", "eager", "dynamic", "auto"));
+// Every mode of the mode table that runs without gear specs.
+INSTANTIATE_TEST_SUITE_P(Modes, TensorWrap, ::testing::ValuesIn(modeNames(ModeSet::kWithoutGears)));
 
 TEST(TensorWrapShape, NonStaticShapeIsAShapeError) {
   std::vector<float> buf(4);

@@ -1,16 +1,20 @@
-// gearbox compare MODEL --trace TRACE [--modes eager,static,dynamic,auto] [--repeat N] [--json F]
+// gearbox compare MODEL --trace TRACE [--modes M1,M2,...] [--repeat N] [--json F]
+//                 [--check-reference]
 //
 // Runs every mode over the same trace and the same data, checks that they return the same
 // outputs, and prints one side-by-side table of counters, measured host times (median and
 // spread over --repeat fresh sessions) and the MODELED device time with its breakdown, then
 // which mode is fastest and why. A measured verdict is given only when the winner beats the
-// runner-up by more than the spread. A mode that fails keeps its column, saying why.
+// runner-up by more than the spread. A mode that fails keeps its column, saying why. With
+// --check-reference every mode is also checked against the reference executor (a bug shared by
+// every mode would pass the agreement check alone).
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "graph/error.h"
@@ -47,6 +51,7 @@ struct ModeResult {
   // Measured, one entry per repeat, in seconds.
   std::vector<double> compile, run, total;
   Spread compileS, runS, totalS;
+  std::optional<ReferenceCheck> check;  // --check-reference, on the first repeat
   bool ok() const { return failure.empty(); }
 };
 
@@ -57,8 +62,8 @@ std::vector<Mode> parseModes(const std::string& list) {
   while (std::getline(ss, item, ',')) {
     auto m = parseMode(item);
     if (!m)
-      fail(ErrorKind::kConfig, "--modes: unknown mode '{}' (static, eager, dynamic, auto, geared)",
-           item);
+      fail(ErrorKind::kConfig, "--modes: unknown mode '{}' ({})", item,
+           joinModeNames(ModeSet::kAll, ", ", ", "));
     for (Mode seen : modes)
       if (seen == *m) fail(ErrorKind::kConfig, "--modes: '{}' given twice", item);
     modes.push_back(*m);
@@ -211,20 +216,28 @@ std::string measuredVerdict(const std::vector<ModeResult>& results, int repeat) 
 
 void registerCompare(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  auto modes = std::make_shared<std::string>("eager,static,dynamic,auto");
+  // The default set: every mode that runs without gear specs, in table order.
+  auto modes = std::make_shared<std::string>(joinModeNames(ModeSet::kWithoutGears, ",", ","));
   auto repeat = std::make_shared<int>(5);
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run every mode over the same trace and data and compare them side by side");
   addCommonOptions(cmd, *o);
-  cmd->add_option("--modes", *modes, "Comma-separated modes (default eager,static,dynamic,auto)");
+  cmd->add_option("--modes", *modes,
+                  "Comma-separated modes (default " + *modes +
+                      ", plus the modes that need gears when --gears is given)");
   cmd->add_option("--repeat", *repeat,
                   "Fresh sessions per mode for the measured figures (median and spread; "
                   "default 5). Modeled figures are exact and run once")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--json", o->json, "Write every mode's report as JSON (atomically)");
   cmd->callback([o, modes, repeat] {
-    // Geared joins the default comparison whenever gears are given.
-    if (!o->gears.empty() && modes->find("geared") == std::string::npos) *modes += ",geared";
+    // Modes that need gears join the comparison whenever gears are given.
+    if (!o->gears.empty()) {
+      const std::vector<Mode> asked = parseModes(*modes);
+      for (const ModeInfo& m : modeTable())
+        if (m.needsGears && std::find(asked.begin(), asked.end(), m.mode) == asked.end())
+          *modes += "," + std::string(m.name);
+    }
     configureLogFromOptions(*o);
     const Graph g = loadGraph(o->model);
     const auto trace = loadTrace(o->trace, g);
@@ -242,8 +255,10 @@ void registerCompare(CLI::App& app) {
       std::vector<std::vector<Tensor>> out;
       for (int rep = 0; rep < *repeat && r.ok(); ++rep) {
         Session session(g, toSessionOptions(*o, m));
+        if (rep == 0 && o->checkReference) r.check.emplace(g, o->tolerance);
         try {
-          auto got = runTrace(session, trace, quiet, std::cout, rep == 0);
+          auto got = runTrace(session, trace, quiet, std::cout, rep == 0,
+                              rep == 0 && r.check ? &*r.check : nullptr);
           if (rep == 0) out = std::move(got);
         } catch (const Error& e) {
           // Keep going with the other modes; this column says where and why.
@@ -289,6 +304,21 @@ void registerCompare(CLI::App& app) {
     else
       std::cout << fmt::format("\noutputs agree across modes: {} (max abs difference {:.3g})\n",
                                diff <= 1e-4 ? "yes" : "NO", diff);
+    std::vector<std::string> failures;
+    if (o->checkReference && !o->modelOnly) {
+      bool all = true;
+      for (const ModeResult& r : results) all = all && r.ok() && r.check->ok();
+      std::cout << fmt::format(
+          "outputs agree with the reference executor (|out - ref| <= {} + {} * |ref|): {}\n",
+          o->tolerance.atol, o->tolerance.rtol, all ? "yes, every mode" : "NO");
+      for (const ModeResult& r : results) {
+        if (!r.ok()) continue;  // its column already says why it stopped
+        std::cout << fmt::format("  {}:\n", modeName(r.mode));
+        r.check->print(std::cout, "    ");
+        for (const std::string& f : r.check->failures())
+          failures.push_back(fmt::format("{} mode: {}", modeName(r.mode), f));
+      }
+    }
     std::cout << measuredVerdict(results, *repeat) << "\n" << modeledVerdict(results) << "\n";
     nlohmann::ordered_json j;
     j["model"] = o->model;
@@ -304,6 +334,7 @@ void registerCompare(CLI::App& app) {
         continue;
       }
       mj = r.report;
+      if (r.check) mj["reference_check"] = r.check->json();
       for (auto [key, s] : {std::pair{"compile", &r.compileS}, std::pair{"run", &r.runS},
                             std::pair{"total", &r.totalS}}) {
         mj["measured_repeat"][key] = {
@@ -315,6 +346,8 @@ void registerCompare(CLI::App& app) {
       fail(ErrorKind::kShape, "modes disagree: max abs difference {}", diff);
     for (const ModeResult& r : results)
       if (!r.ok()) gExitCode = 2;  // a mode failed on this input
+    for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
+    if (!failures.empty() && gExitCode == 0) gExitCode = 1;
   });
 }
 

@@ -1,4 +1,6 @@
-// gearbox eval MODEL --input NAME=FILE.npy ... --out DIR
+// gearbox eval MODEL --input NAME=FILE.npy ... --out DIR [--mode M] [--check-reference]
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -7,6 +9,7 @@
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "tools/commands.h"
+#include "tools/reference_check.h"
 
 namespace gearbox::cli {
 
@@ -14,6 +17,8 @@ void registerEval(CLI::App& app) {
   struct Opts {
     std::string model, out, mode = "static";
     std::vector<std::string> inputs;
+    bool checkReference = false;
+    ReferenceTolerance tolerance;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("eval",
@@ -22,8 +27,11 @@ void registerEval(CLI::App& app) {
   cmd->add_option("MODEL", o->model, "Model file")->required();
   cmd->add_option("--input", o->inputs, "NAME=FILE.npy, one per graph input")->required();
   cmd->add_option("--out", o->out, "Output directory")->required();
-  cmd->add_option("--mode", o->mode, "static, eager, dynamic or auto")
-      ->check(CLI::IsMember({"static", "eager", "dynamic", "auto"}));
+  // Modes that need gear specs are not offered: eval has no --gears.
+  cmd->add_option("--mode", o->mode, joinModeNames(ModeSet::kWithoutGears))
+      ->check(CLI::IsMember(modeNames(ModeSet::kWithoutGears)))
+      ->capture_default_str();
+  addReferenceOptions(cmd, o->checkReference, o->tolerance);
   cmd->callback([o] {
     Graph g = loadGraph(o->model);
     std::vector<Tensor> inputs(g.inputs.size());
@@ -49,6 +57,17 @@ void registerEval(CLI::App& app) {
     Session session(g, so);
     // Everything is computed before anything is written: an error leaves no partial output.
     std::vector<Tensor> outputs = session.run(inputs);
+    std::vector<std::string> failures;
+    if (o->checkReference) {
+      // Against the graph as loaded: the session ran the optimized one.
+      ReferenceCheck check(g, o->tolerance);
+      check.check(inputs, outputs);
+      std::cout << fmt::format("reference check (|out - ref| <= {} + {} * |ref|): {}\n",
+                               o->tolerance.atol, o->tolerance.rtol,
+                               check.ok() ? "agrees" : "DISAGREES");
+      check.print(std::cout);
+      failures = check.failures();
+    }
     std::error_code ec;
     std::filesystem::create_directories(o->out, ec);
     if (ec) fail(ErrorKind::kIo, "cannot create output directory {}: {}", o->out, ec.message());
@@ -58,6 +77,10 @@ void registerEval(CLI::App& app) {
       saveNpy(path, outputs[i]);
       std::cout << "wrote " << path << "\n";
     }
+    // The outputs are written either way: they are what the user asked for, and a
+    // disagreement is easier to study with them.
+    for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
+    if (!failures.empty()) gExitCode = 1;
   });
 }
 

@@ -1,7 +1,8 @@
-// gearbox run MODEL --trace TRACE.jsonl --mode static|eager|dynamic|auto|geared [--json F]
+// gearbox run MODEL --trace TRACE.jsonl --mode MODE [--json F] [--check-reference]
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "compiler/compile_log.h"
 #include "graph/error.h"
@@ -44,12 +45,13 @@ void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
 
 std::vector<std::vector<Tensor>> runTrace(Session& session,
                                           const std::vector<InputSignature>& trace,
-                                          const RunOptions& o, std::ostream& os, bool keepOutputs) {
+                                          const RunOptions& o, std::ostream& os, bool keepOutputs,
+                                          ReferenceCheck* check) {
   std::vector<std::vector<Tensor>> outputs;
-  if (session.options().mode == Mode::kGeared) {
-    // Every gear is compiled before the first call; non-geared dynamic dims take the first
-    // iteration's sizes.
-    session.compileGears(trace.front());
+  // The mode's up-front work (geared: every gear compiled before the first call; non-geared
+  // dynamic dims take the first iteration's sizes).
+  session.prepare(trace.front());
+  if (modeInfo(session.options().mode).needsGears) {
     if (!o.quiet) {
       os << fmt::format("compiled {} gears up front ({} kernels):\n", session.stats().gears,
                         session.stats().kernelCompiles);
@@ -60,6 +62,7 @@ std::vector<std::vector<Tensor>> runTrace(Session& session,
     if (o.iterMarkers) compileLogger()->info("To compile op|=====iter{}", i);
     auto inputs = makeInputs(session.graph(), trace[i], o.seed + i);
     auto out = session.run(inputs);
+    if (check) check->check(inputs, out);
     if (keepOutputs) outputs.push_back(std::move(out));
     if (!o.quiet) printIteration(session.history().back(), o.explain, os);
   }
@@ -72,8 +75,9 @@ void registerRun(CLI::App& app) {
                                      "Run a model over a trace in one mode and report "
                                      "compiles, cache hits, launches and times");
   addCommonOptions(cmd, *o);
-  cmd->add_option("--mode", o->mode, "static, eager, dynamic, auto or geared")
-      ->check(CLI::IsMember({"static", "eager", "dynamic", "auto", "geared"}));
+  cmd->add_option("--mode", o->mode, joinModeNames(ModeSet::kAll))
+      ->check(CLI::IsMember(modeNames(ModeSet::kAll)))
+      ->capture_default_str();
   cmd->add_option("--json", o->json, "Write the report as JSON (atomically)");
   cmd->add_option("--assert", o->asserts,
                   "Bound on a report metric, e.g. 'graph_compiles<=3' (exit 1 when broken)");
@@ -81,11 +85,21 @@ void registerRun(CLI::App& app) {
     configureLogFromOptions(*o);
     Graph g = loadGraph(o->model);
     const auto trace = loadTrace(o->trace, g);
+    std::optional<ReferenceCheck> check;
+    if (o->checkReference) check.emplace(g, o->tolerance);
     Session session(std::move(g), toSessionOptions(*o, *parseMode(o->mode)));
-    runTrace(session, trace, *o, std::cout);
+    runTrace(session, trace, *o, std::cout, false, check ? &*check : nullptr);
     printSummary(session, std::cout);
-    const auto report = reportJson(session, o->model, o->trace);
-    const auto failures = checkAsserts(report, o->asserts);
+    auto report = reportJson(session, o->model, o->trace);
+    auto failures = checkAsserts(report, o->asserts);
+    if (check) {
+      std::cout << fmt::format(
+          "reference check over {} calls (|out - ref| <= {} + {} * |ref|): {}\n", check->calls(),
+          o->tolerance.atol, o->tolerance.rtol, check->ok() ? "agrees" : "DISAGREES");
+      check->print(std::cout);
+      report["reference_check"] = check->json();
+      for (const std::string& f : check->failures()) failures.push_back(f);
+    }
     if (!o->json.empty()) writeJsonFile(o->json, report);
     for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
     if (!failures.empty()) gExitCode = 1;

@@ -3,14 +3,16 @@
 
 #include <iostream>
 
+#include "executor/modes/mode_table.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "gearbox: compile a graph per shape, run it in static, eager, dynamic, auto or "
-      "geared mode, and measure what shape changes cost"};
+  CLI::App app{"gearbox: compile a graph per shape, run it in " +
+                   gearbox::joinModeNames(gearbox::ModeSet::kAll) +
+                   " mode, and measure what shape changes cost",
+               "gearbox"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Expand all help");
   app.set_version_flag("--version", std::string("gearbox ") + GEARBOX_VERSION);

@@ -51,6 +51,7 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
       ->check(CLI::IsMember({"error", "pad"}));
   cmd->add_flag("--no-passes", o.noPasses,
                 "Skip the graph passes (dce, cat+index_select fusion; docs/passes.md)");
+  addReferenceOptions(cmd, o.checkReference, o.tolerance);
   addKernelStoreOptions(cmd, o);
 }
 
@@ -72,14 +73,13 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   s.planCacheCapacity = o.planCacheCapacity;
   if (o.recompileLimit < 1) fail(ErrorKind::kConfig, "--recompile-limit must be >= 1");
   s.recompileLimit = o.recompileLimit;
-  s.onRecompileLimit = o.onRecompileLimit == "error"       ? OnRecompileLimit::kError
-                       : o.onRecompileLimit == "unlimited" ? OnRecompileLimit::kUnlimited
-                                                           : OnRecompileLimit::kFallback;
+  s.onRecompileLimit =
+      parseOnRecompileLimit(o.onRecompileLimit).value_or(OnRecompileLimit::kFallback);
   if (!o.dynamicDims.empty()) s.dynamicDims = parseDimMarks(o.dynamicDims);
   if (!o.staticDims.empty()) s.staticDims = parseDimMarks(o.staticDims);
   attachKernelStores(o, s);
-  if (mode == Mode::kGeared) {
-    if (o.gears.empty()) fail(ErrorKind::kConfig, "geared mode needs --gears");
+  if (modeInfo(mode).needsGears) {
+    if (o.gears.empty()) fail(ErrorKind::kConfig, "{} mode needs --gears", modeName(mode));
     s.gears.json = gearsText(o.gears);
     s.gears.merge = parseMergePolicy(o.merge);
     s.gears.padFallback = o.gearFallback == "pad";
@@ -142,7 +142,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["modeled"] = modeledJson(st.modeled);
   j["modeled_last_call_us"] = s.history().empty() ? 0.0 : s.history().back().modeledDeviceUs;
   if (s.options().modelOnly) j["model_only"] = true;
-  if (st.mode == Mode::kGeared) {
+  if (modeInfo(st.mode).needsGears) {
     j["gears"] = st.gears;
     j["padded_calls"] = st.paddedCalls;
     // Padding waste: padded elements / real elements over the padded calls.
@@ -164,7 +164,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
     it["guard_failures"] = r.guardFailures;
     it["kernels_compiled"] = r.kernelsCompiled;
     it["fallback"] = r.fallback;
-    if (st.mode == Mode::kGeared) {
+    if (modeInfo(st.mode).needsGears) {
       it["gear"] = r.gear;
       it["padded"] = r.padded;
       it["real_elements"] = r.realElements;
@@ -203,7 +203,7 @@ void printSummary(const Session& s, std::ostream& os) {
                     st.kernelCache.capacity);
   os << fmt::format("  launches {}, syncs {}, allocations {}, fallback runs {}, peak bytes {}\n",
                     st.launches, st.syncs, st.allocations, st.fallbackRuns, st.peakBytes);
-  if (st.mode == Mode::kGeared) {
+  if (modeInfo(st.mode).needsGears) {
     os << fmt::format("  gears compiled up front {}, padded calls {}, padding waste {:.1f}%\n",
                       st.gears, st.paddedCalls,
                       st.realElements

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "executor/session.h"
+#include "tools/reference_check.h"
 
 namespace gearbox::cli {
 
@@ -27,6 +28,9 @@ struct RunOptions {
   std::vector<std::string> kernelBundles;
   // Geared mode.
   std::string gears, merge = "zip", gearFallback = "error";
+  // --check-reference (tools/reference_check.h).
+  bool checkReference = false;
+  ReferenceTolerance tolerance;
 };
 
 // --gears takes the JSON itself or @path to a file holding it (tools/cmd_gears.cpp).
@@ -37,7 +41,8 @@ void addKernelStoreOptions(CLI::App* cmd, RunOptions& o);
 // Creates the stores and hooks those options ask for.
 void attachKernelStores(const RunOptions& o, SessionOptions& s);
 
-// Adds the options common to run and compare (everything but --mode/--json).
+// Adds the options common to run and compare (everything but --mode/--json), including
+// --check-reference/--rtol/--atol.
 void addCommonOptions(CLI::App* cmd, RunOptions& o);
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
 void configureLogFromOptions(const RunOptions& o);
@@ -58,11 +63,13 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
 
 // Runs every trace iteration through the session with deterministic inputs (seed + i),
 // printing one line per iteration unless quiet. Returns the outputs of every call when
-// `keepOutputs` (compare checks the modes agree).
+// `keepOutputs` (compare checks the modes agree). With `check`, every call's outputs are
+// compared with the reference executor's on the same inputs.
 std::vector<std::vector<Tensor>> runTrace(Session& session,
                                           const std::vector<InputSignature>& trace,
                                           const RunOptions& o, std::ostream& os,
-                                          bool keepOutputs = false);
+                                          bool keepOutputs = false,
+                                          ReferenceCheck* check = nullptr);
 
 // Writes JSON to a file atomically.
 void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j);

@@ -26,8 +26,10 @@ from ._gearbox import (  # noqa: F401
     set_dim_gears,
 )
 from ._gearbox import compare as _compare
+from ._gearbox import mode_table as _mode_table
 
-MODES = ("eager", "static", "dynamic", "auto", "geared")
+# From the one mode table (executor/modes/modes.def), in its order.
+MODES = tuple(name for name, _ in _mode_table())
 
 
 def compare(graph, trace, modes=None, **options):
@@ -39,7 +41,8 @@ def compare(graph, trace, modes=None, **options):
     if isinstance(graph, str):
         graph = load(graph)
     if modes is None:
-        modes = [m for m in MODES if m != "geared" or options.get("gears")]
+        modes = [name for name, needs_gears in _mode_table()
+                 if not needs_gears or options.get("gears")]
     if not isinstance(trace, str) and hasattr(trace, "__fspath__"):
         trace = trace.__fspath__()
     return _compare(graph, trace, list(modes), **options)

@@ -1,126 +1,123 @@
-// Geared mode: every gear is a static plan compiled up front; a call runs the gear its shapes
-// match exactly (an O(1) hash lookup), or -- with the pad fallback -- the smallest gear that
-// covers it, with inputs zero-padded and outputs sliced back.
+// Geared mode (executor/modes/geared.h).
+#include "executor/modes/geared.h"
+
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
 #include <cstring>
 
 #include "compiler/compile_log.h"
-#include "executor/gear_state.h"
 #include "executor/plan_runner.h"
-#include "executor/session.h"
 #include "graph/error.h"
 
 namespace gearbox {
 
-Session::GearState& ensureGearState(std::unique_ptr<Session::GearState>& g, const Graph& graph) {
-  if (!g) {
-    g = std::make_unique<Session::GearState>();
-    g->config = GearConfig::fromGraph(graph);
-  }
-  return *g;
+std::unique_ptr<ModeStrategy> makeGearedMode(ModeHost& host) {
+  return std::make_unique<GearedMode>(host);
 }
 
-void Session::setDimGears(const std::string& input, const DimGearList& gears) {
-  GearState& st = ensureGearState(gears_, *graph_);
-  if (st.set) fail(ErrorKind::kGear, "gears are already compiled; set_dim_gears must come first");
-  st.config.setDimGears(input, gears);
+GearedMode::GearedMode(ModeHost& host)
+    : host_(host), config_(GearConfig::fromGraph(host.graph())) {}
+
+void GearedMode::setDimGears(const std::string& input, const DimGearList& gears) {
+  if (set_) fail(ErrorKind::kGear, "gears are already compiled; set_dim_gears must come first");
+  config_.setDimGears(input, gears);
 }
 
-const GearSet* Session::gearSet() const {
-  return gears_ && gears_->set ? &*gears_->set : nullptr;
+const GearSet* GearedMode::gearSet() const {
+  return set_ ? &*set_ : nullptr;
 }
 
-std::vector<std::string> Session::gearOptionLines() const {
-  const GearSet* set = gearSet();
-  if (!set) return {};
-  return {"ge.dynamicDims = " + set->dynamicDimsOption(),
-          "ge.dynamicNodeType = " + set->dynamicNodeTypeOption(),
-          "ge.inputShape = " + set->inputShapeOption()};
+std::vector<std::string> GearedMode::reportLines() const {
+  if (!set_) return {};
+  return {"ge.dynamicDims = " + set_->dynamicDimsOption(),
+          "ge.dynamicNodeType = " + set_->dynamicNodeTypeOption(),
+          "ge.inputShape = " + set_->inputShapeOption()};
 }
 
-void Session::compileGears(const InputSignature& firstSeen) {
-  GearState& st = ensureGearState(gears_, *graph_);
-  if (st.set) return;
+void GearedMode::prepare(const InputSignature& firstSeen) {
+  if (set_) return;
+  const Graph& graph = host_.graph();
+  const SessionOptions& options = host_.options();
+  SessionStats& stats = host_.stats();
   // The session's own options are applied once, after any set_dim_gears calls.
-  for (const auto& [input, list] : options_.gears.dimGears) st.config.setDimGears(input, list);
-  if (!options_.gears.json.empty()) applyGearsJson(st.config, options_.gears.json);
+  for (const auto& [input, list] : options.gears.dimGears) config_.setDimGears(input, list);
+  if (!options.gears.json.empty()) applyGearsJson(config_, options.gears.json);
   FirstSeenShapes seen;
-  for (size_t i = 0; i < firstSeen.size() && i < graph_->inputs.size(); ++i)
-    seen.emplace(graph_->values[graph_->inputs[i]].name, firstSeen[i]);
-  GearSet set = GearSet::build(st.config, options_.gears.merge, seen);
-  if (options_.gears.padFallback)
-    st.padding = analyzePadding(*graph_, gearedInputDims(set));  // refuses unsafe graphs now
+  for (size_t i = 0; i < firstSeen.size() && i < graph.inputs.size(); ++i)
+    seen.emplace(graph.values[graph.inputs[i]].name, firstSeen[i]);
+  GearSet set = GearSet::build(config_, options.gears.merge, seen);
+  if (options.gears.padFallback)
+    padding_ = analyzePadding(graph, gearedInputDims(set));  // refuses unsafe graphs now
 
   // TorchAir logs the options of the concrete graph it compiles.
   const auto& log = compileLogger();
-  log->info("Compiling concrete graph {} with options:", graph_->name);
+  log->info("Compiling concrete graph {} with options:", graph.name);
   log->info("  ge.dynamicDims = {}", set.dynamicDimsOption());
   log->info("  ge.dynamicNodeType = {}", set.dynamicNodeTypeOption());
   log->info("  ge.inputShape = {}", set.inputShapeOption());
 
   const auto start = std::chrono::steady_clock::now();
-  st.plans.assign(set.size(), nullptr);
-  st.invalid.assign(set.size(), "");
+  plans_.assign(set.size(), nullptr);
+  invalid_.assign(set.size(), "");
   // MODELED device compile cost of each gear's kernels, summed in its own task.
   std::vector<double> modeledKernels(set.size(), 0.0);
   // One task per gear; the kernel cache makes sure a shared op shape compiles once.
   tbb::parallel_for(size_t{0}, set.size(), [&](size_t gear) {
     auto shapes = set.shapes(gear);
     try {
-      auto plan = compilePlan(graph_, InputSignature(shapes.begin(), shapes.end()), kernels_,
+      auto plan = compilePlan(host_.sharedGraph(), InputSignature(shapes.begin(), shapes.end()),
+                              host_.kernels(),
                               PlanCompileOptions{fmt::format("gear {} compiled up front", gear),
                                                  /*allocateArena=*/false});
       for (const PlanStep& step : plan->steps)
-        if (step.compiled) modeledKernels[gear] += options_.cost.kernelCompile(step.kernel->key);
-      st.plans[gear] = std::move(plan);
+        if (step.compiled) modeledKernels[gear] += options.cost.kernelCompile(step.kernel->key);
+      plans_[gear] = std::move(plan);
     } catch (const Error& e) {
       // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
-      st.invalid[gear] = e.what();
+      invalid_[gear] = e.what();
     }
   });
   size_t valid = 0;
   for (size_t gear = 0; gear < set.size(); ++gear) {
-    if (st.plans[gear]) {
+    if (plans_[gear]) {
       ++valid;
       continue;
     }
-    log->warn("gear {} ({}) cannot be compiled and will never run: {}", gear,
-              signatureToString(*graph_,
-                                InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
-              st.invalid[gear]);
+    log->warn(
+        "gear {} ({}) cannot be compiled and will never run: {}", gear,
+        signatureToString(graph, InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
+        invalid_[gear]);
   }
-  if (valid == 0) fail(ErrorKind::kGear, "no gear can be compiled; gear 0: {}", st.invalid.front());
+  if (valid == 0) fail(ErrorKind::kGear, "no gear can be compiled; gear 0: {}", invalid_.front());
   // One call runs one gear, so the gears share one arena sized for the largest (GE sizes a
   // multi-gear model's feature-map memory by its largest gear the same way): one allocation
   // instead of one per gear.
   int kernels = 0;
   int64_t arenaBytes = 0;
-  for (const auto& p : st.plans) {
+  for (const auto& p : plans_) {
     if (!p) continue;
     arenaBytes = std::max(arenaBytes, p->arenaBytes);
     kernels += p->kernelsCompiled;
   }
   auto arena = allocateArena(arenaBytes);
-  for (const auto& p : st.plans)
+  for (const auto& p : plans_)
     if (p) bindArena(*p, arena);
-  stats_.peakBytes = std::max(stats_.peakBytes, arenaBytes);
-  if (arenaBytes > 0) stats_.allocations++;
+  stats.peakBytes = std::max(stats.peakBytes, arenaBytes);
+  if (arenaBytes > 0) stats.allocations++;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  st.set.emplace(std::move(set));
-  stats_.gears = static_cast<int64_t>(valid);
-  stats_.graphCompiles += static_cast<int64_t>(valid);
-  stats_.compileSeconds += secs;
+  set_.emplace(std::move(set));
+  stats.gears = static_cast<int64_t>(valid);
+  stats.graphCompiles += static_cast<int64_t>(valid);
+  stats.compileSeconds += secs;
   // MODELED device cost of the up-front compile (serial, as a device compiles).
-  double modeled = static_cast<double>(valid) * options_.cost.graphCompile(graph_->nodes.size());
+  double modeled = static_cast<double>(valid) * options.cost.graphCompile(graph.nodes.size());
   for (double us : modeledKernels) modeled += us;
-  stats_.modeledDeviceUs += modeled;
-  stats_.modeledCompileUs += modeled;
-  stats_.modeled.compileUs += modeled;
-  log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, st.plans.size(),
-            kernels);
+  stats.modeledDeviceUs += modeled;
+  stats.modeledCompileUs += modeled;
+  stats.modeled.compileUs += modeled;
+  log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, plans_.size(), kernels);
 }
 
 namespace {
@@ -158,32 +155,32 @@ void copyBlock(const TensorView& src, const TensorView& dst) {
 
 }  // namespace
 
-std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const InputSignature& sig,
-                                       CallRecord& rec) {
-  if (!gears_ || !gears_->set) compileGears(sig);
-  GearState& st = *gears_;
-  if (auto gear = st.set->find(sig)) {
-    if (!st.plans[*gear])
+std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputSignature& sig,
+                                    CallRecord& rec) {
+  if (!set_) prepare(sig);
+  const Graph& graph = host_.graph();
+  SessionStats& stats = host_.stats();
+  Device& device = host_.device();
+  if (auto gear = set_->find(sig)) {
+    if (!plans_[*gear])
       fail(ErrorKind::kGear, "shapes [{}] match gear {}, which could not be compiled: {}",
-           signatureToString(*graph_, sig), *gear, st.invalid[*gear]);
-    stats_.planCacheHits++;
+           signatureToString(graph, sig), *gear, invalid_[*gear]);
+    stats.planCacheHits++;
     rec.gear = static_cast<int>(*gear);
-    return launchStatic(*st.plans[*gear], inputs, rec);
+    return host_.launchStatic(*plans_[*gear], inputs, rec);
   }
-  stats_.planCacheMisses++;
-  if (!options_.gears.padFallback) st.set->match(sig);  // throws the explanatory message
-  const size_t gear = st.set->padTarget(sig);           // throws when no gear covers the shapes
-  if (!st.plans[gear])
+  stats.planCacheMisses++;
+  if (!host_.options().gears.padFallback) set_->match(sig);  // throws the explanatory message
+  const size_t gear = set_->padTarget(sig);  // throws when no gear covers the shapes
+  if (!plans_[gear])
     fail(ErrorKind::kGear, "shapes [{}] pad up to gear {}, which could not be compiled: {}",
-         signatureToString(*graph_, sig), gear, st.invalid[gear]);
-  checkRealSizes(*graph_, *st.padding, sig);
-  const Plan& plan = *st.plans[gear];
+         signatureToString(graph, sig), gear, invalid_[gear]);
+  checkRealSizes(graph, *padding_, sig);
+  const Plan& plan = *plans_[gear];
   rec.gear = static_cast<int>(gear);
   rec.padded = true;
   rec.planId = plan.id;
-  staticPlanRun_ = &plan;
-  paddedFrom_ = sig;
-  graphLaunchKernels_ += static_cast<int64_t>(plan.steps.size());
+  host_.recordStaticRun(plan, &sig);  // MODELED: kernels at the gear's shapes, waste vs real
 
   // Zero-padded copies of the inputs in pooled device memory.
   std::vector<TensorView> in(inputs.size());
@@ -197,29 +194,29 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
       continue;
     }
     inBytes[i] = static_cast<size_t>(t.shape.numel()) * dtypeSize(t.dtype);
-    in[i] = TensorView{device_->allocate(inBytes[i]), t.dtype, t.shape};
+    in[i] = TensorView{device.allocate(inBytes[i]), t.dtype, t.shape};
     std::memset(in[i].data, 0, inBytes[i]);
     copyBlock(inputs[i].view(), in[i]);
   }
   std::vector<Tensor> padded = allocateOutputs(plan);
   std::vector<TensorView> ov(padded.size());
   for (size_t i = 0; i < padded.size(); ++i) ov[i] = padded[i].view();
-  device_->launch([&] { runStaticPlan(plan, in, ov); }, /*graph=*/true);
+  device.launch([&] { runStaticPlan(plan, in, ov); }, /*graph=*/true);
   try {
-    device_->sync();
+    device.sync();
   } catch (...) {
     for (size_t i = 0; i < in.size(); ++i)
-      device_->release(inBytes[i] ? in[i].data : nullptr, inBytes[i]);
+      device.release(inBytes[i] ? in[i].data : nullptr, inBytes[i]);
     throw;
   }
   for (size_t i = 0; i < in.size(); ++i)
-    if (inBytes[i]) device_->release(in[i].data, inBytes[i]);
+    if (inBytes[i]) device.release(in[i].data, inBytes[i]);
 
   // Slice every output back to the real sizes the padding analysis traced.
   std::vector<Tensor> out;
   for (size_t o = 0; o < padded.size(); ++o) {
     Shape real = padded[o].shape();
-    for (const PaddedOutputDim& pd : st.padding->outputs[o])
+    for (const PaddedOutputDim& pd : padding_->outputs[o])
       real[pd.dim] = sig[pd.origin.input][pd.origin.dim];
     if (real == padded[o].shape()) {
       out.push_back(std::move(padded[o]));
@@ -229,9 +226,9 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
     copyBlock(padded[o].view(), t.view());
     out.push_back(std::move(t));
   }
-  stats_.paddedCalls++;
-  stats_.realElements += rec.realElements;
-  stats_.paddedElements += rec.paddedElements;
+  stats.paddedCalls++;
+  stats.realElements += rec.realElements;
+  stats.paddedElements += rec.paddedElements;
   return out;
 }
 

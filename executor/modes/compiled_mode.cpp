@@ -1,0 +1,46 @@
+#include "executor/modes/compiled_mode.h"
+
+namespace gearbox {
+
+CompiledMode::CompiledMode(ModeHost& host, DynamicDimPolicy::Start start)
+    : host_(host), dims_(start, host.options().dynamicDims, host.options().staticDims) {}
+
+std::vector<Tensor> CompiledMode::run(std::span<const Tensor> inputs, const InputSignature& sig,
+                                      CallRecord& rec) {
+  SessionStats& stats = host_.stats();
+  if (auto hit = host_.plans().get(sig)) {
+    stats.planCacheHits++;
+    return host_.launchStatic(**hit, inputs, rec);
+  }
+  for (const auto& p : dynamicPlans_) {
+    if (signatureAccepts(p->signature, sig)) {
+      stats.planCacheHits++;
+      rec.planId = p->id;
+      return host_.runOpByOp(*p->graph, p.get(), inputs, host_.syncPerOp(),
+                             ModeHost::OpKernels::kPlan, rec);
+    }
+  }
+  stats.planCacheMisses++;
+  const bool first = stats.graphCompiles == 0;
+  std::vector<GuardedPlan> cached;
+  host_.plans().forEach([&](const InputSignature& k, const std::shared_ptr<Plan>& p) {
+    cached.push_back({p->id, k});
+  });
+  for (const auto& p : dynamicPlans_) cached.push_back({p->id, p->signature});
+  // The policy sees every miss, also those the limit then sends to the fallback path.
+  dims_.observeMiss(sig);
+  std::vector<Tensor> out;
+  const auto miss = host_.onMiss(std::move(cached), sig, inputs, rec, out);
+  if (!miss) return out;
+  const InputSignature target = dims_.target(host_.graph(), sig);
+  auto plan = host_.compile(target, dims_.compileReason(miss->reason, first, target), rec);
+  if (plan->isStatic) {
+    host_.plans().put(target, plan);
+    return host_.launchStatic(*plan, inputs, rec);
+  }
+  dynamicPlans_.push_back(plan);
+  return host_.runOpByOp(*plan->graph, plan.get(), inputs, host_.syncPerOp(),
+                         ModeHost::OpKernels::kPlan, rec);
+}
+
+}  // namespace gearbox
