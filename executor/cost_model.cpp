@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/kernel_cost.h"
 #include "graph/error.h"
 #include "graph/npy.h"
 
@@ -9,7 +10,8 @@ namespace gearbox {
 
 double CostModel::kernelCompile(std::string_view op) const {
   auto it = kernelCompileUs.find(op);  // no string built: runs once per kernel compiled
-  return it == kernelCompileUs.end() ? 100.0 : it->second;
+  // Ops the table does not list take their own file's default (compiler/ops/<op>.cpp).
+  return it == kernelCompileUs.end() ? modeledCompileUsDefault(op) : it->second;
 }
 
 static SyncPolicy parseSyncPolicy(const std::string& s, const std::string& where) {
