@@ -94,7 +94,8 @@ Json opInfoJson(const KernelKey& key) {
   j["outputs"] = std::move(outputs);
   // aclnn's attribute records: scalar dims are int64, dim lists are listInt.
   Json attrs = Json::array();
-  for (const auto& [name, value] : attrsToJson(key.attrs).items())
+  const Json attrObject = attrsToJson(key.attrs);  // named: items() refers into it
+  for (const auto& [name, value] : attrObject.items())
     attrs.push_back(Json{{"name", name},
                          {"dtype", value.is_array() ? "listInt" : "int64"},
                          {"index", attrs.size()},

@@ -16,6 +16,7 @@ template <typename E>
                                      void* out) {
   const E* src = static_cast<const E*>(in);
   E* dst = static_cast<E*>(out);
+  if (p.numel == 0) return;
   if (p.rank == 0) {
     detail::runRanges(
         tasks, p.numel, 64 / static_cast<int64_t>(sizeof(E)), [&](int64_t begin, int64_t end) {
