@@ -9,6 +9,37 @@
 namespace gearbox::kernels {
 namespace {
 
+// The last two output dims [A, B] read the input at strides [1, sb] (a swap of the two innermost
+// dims, NCHW -> NHWC and the like): a row-by-row walk would read one element per cache line.
+// Square tiles keep the kTile input lines of a tile in L1 while their elements are written out,
+// so each input line is fetched once. Work units are (outer index, tile row) pairs.
+template <typename E>
+void runTiled(const TransposeParams& p, int tasks, const E* src, E* dst) {
+  constexpr int64_t kTile = 16;
+  const int last = p.rank - 1;
+  const int64_t rows = p.outDims[last - 1], cols = p.outDims[last], sb = p.inStrides[last];
+  const int64_t outer = p.numel / (rows * cols);
+  const int64_t tileRows = (rows + kTile - 1) / kTile;
+  detail::runRanges(tasks, outer * tileRows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t o = unit / tileRows, a0 = unit % tileRows * kTile;
+      // The input offset of outer index o over the dims before the last two.
+      int64_t off = 0, rem = o;
+      for (int d = last - 2; d >= 0; --d) {
+        off += rem % p.outDims[d] * p.inStrides[d];
+        rem /= p.outDims[d];
+      }
+      const int64_t a1 = std::min(rows, a0 + kTile);
+      E* out = dst + o * rows * cols;
+      for (int64_t b0 = 0; b0 < cols; b0 += kTile) {
+        const int64_t b1 = std::min(cols, b0 + kTile);
+        for (int64_t a = a0; a < a1; ++a)
+          for (int64_t b = b0; b < b1; ++b) out[a * cols + b] = src[off + a + b * sb];
+      }
+    }
+  });
+}
+
 // E is an unsigned integer of the element size: a transpose moves bits, so f32 and i32 share one
 // instantiation.
 template <typename E>
@@ -26,6 +57,10 @@ template <typename E>
   }
   const int last = p.rank - 1;
   const int64_t len = p.outDims[last], stride = p.inStrides[last];
+  if (stride != 1 && p.rank >= 2 && p.inStrides[last - 1] == 1) {
+    runTiled(p, tasks, src, dst);
+    return;
+  }
   detail::runRanges(tasks, p.numel / len, 1, [&](int64_t begin, int64_t end) {
     // The input offset of output row `begin`, then advanced like an odometer.
     int64_t idx[kMaxRank] = {};
