@@ -4,8 +4,6 @@
 //    every test compares against;
 //  - optimized: run a KernelSpec compiled for a static shape (Eigen GEMM, vectorised Add with
 //    fast paths, row-block copies), splitting into oneTBB tasks only when spec.tasks > 1.
-// Each op's two kernels live in executor/kernels/<op>.cpp (declared from graph/ops.def in
-// executor/kernels/op_kernels.h); this header is the entry point for everyone else.
 // Out-of-range gather indices throw Error(kIndex) naming the position and value; callers add
 // the op and input.
 
