@@ -32,8 +32,8 @@ struct OpCase {
   int64_t indexCount = 0;
   bool large = false;  // big enough that the compile step must split it into tasks
   uint64_t seed = 1;
-  std::optional<Shape> shape;  // reshape's target
-  std::optional<Shape> perm;   // transpose's permutation
+  std::optional<Shape> shape = std::nullopt;  // reshape's target
+  std::optional<Shape> perm = std::nullopt;   // transpose's permutation
 
   Attrs attrs() const { return Attrs{dim, shape, perm}; }
 };
