@@ -1,23 +1,109 @@
 #include "executor/cost_model.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "compiler/kernel_cost.h"
 #include "graph/error.h"
 #include "graph/npy.h"
 
 namespace gearbox {
 
-double CostModel::kernelCompile(std::string_view op) const {
-  auto it = kernelCompileUs.find(op);  // no string built: runs once per kernel compiled
-  // Ops the table does not list take their own file's default (compiler/ops/<op>.cpp).
-  return it == kernelCompileUs.end() ? modeledCompileUsDefault(op) : it->second;
+// executor/embed_profiles.cmake: (name, JSON text) of every examples/devices/*.json.
+const std::vector<std::pair<std::string, std::string>>& embeddedDeviceProfiles();
+
+namespace {
+
+double lookup(const std::map<std::string, double, std::less<>>& m, std::string_view key,
+              double fallback) {
+  auto it = m.find(key);
+  return it == m.end() ? fallback : it->second;
 }
 
-static SyncPolicy parseSyncPolicy(const std::string& s, const std::string& where) {
+// Keys of the first cost model whose meaning changed: rejected with the keys that replace
+// them, so an old file fails loudly instead of being half-applied.
+const std::map<std::string, std::string>& renamedKeys() {
+  static const std::map<std::string, std::string> m = {
+      {"graph_compile_us", "graph_compile_base_us and graph_compile_per_node_us"},
+      {"graph_launch_us", "graph_launch_base_us and graph_launch_per_node_us"},
+  };
+  return m;
+}
+
+SyncPolicy parseSyncPolicy(const std::string& s, const std::string& where) {
   if (s == "per_op") return SyncPolicy::kPerOp;
   if (s == "end_only") return SyncPolicy::kEndOnly;
   fail(ErrorKind::kConfig, "{}: sync_policy must be per_op or end_only, got '{}'", where, s);
+}
+
+struct ScalarKey {
+  const char* key;
+  double CostModel::*field;
+  bool positive;  // must be > 0 (divisors), else >= 0
+};
+
+const std::vector<ScalarKey>& scalarKeys() {
+  static const std::vector<ScalarKey> keys = {
+      {"memory_gbps", &CostModel::memoryGBps, true},
+      {"min_kernel_us", &CostModel::minKernelUs, false},
+      {"launch_us", &CostModel::launchUs, false},
+      {"graph_launch_base_us", &CostModel::graphLaunchBaseUs, false},
+      {"graph_launch_per_node_us", &CostModel::graphLaunchPerNodeUs, false},
+      {"sync_us", &CostModel::syncUs, false},
+      {"alloc_us", &CostModel::allocUs, false},
+      {"kernel_compile_default_us", &CostModel::kernelCompileDefaultUs, false},
+      {"graph_compile_base_us", &CostModel::graphCompileBaseUs, false},
+      {"graph_compile_per_node_us", &CostModel::graphCompilePerNodeUs, false},
+      {"host_shape_inference_us", &CostModel::hostShapeInferenceUs, false},
+      {"host_tiling_us", &CostModel::hostTilingUs, false},
+      {"generic_kernel_efficiency", &CostModel::genericKernelEfficiency, true},
+  };
+  return keys;
+}
+
+std::string knownKeys() {
+  std::string s =
+      "name, description, comment, peak_gflops.<dtype>, kernel_compile_us.<Op>, "
+      "kernel_compile_log2_flops_us.<Op>, sync_policy";
+  for (const ScalarKey& k : scalarKeys()) s += std::string(", ") + k.key;
+  return s;
+}
+
+}  // namespace
+
+ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
+  compileUs += o.compileUs;
+  launchSyncUs += o.launchSyncUs;
+  computeUs += o.computeUs;
+  paddingWasteUs += o.paddingWasteUs;
+  hostDynamicUs += o.hostDynamicUs;
+  return *this;
+}
+
+double CostModel::kernelCompile(const KernelKey& key) const {
+  const std::string_view op = opKernelName(key.kind);
+  double us = lookup(kernelCompileUs, op, kernelCompileDefaultUs);
+  if (const double perLog2 = lookup(kernelCompileLog2FlopsUs, op, 0); perLog2 > 0)
+    us += perLog2 * std::log2(1 + kernelCost(key).flops);
+  return us;
+}
+
+double CostModel::roofline(const KernelCost& cost, DType dtype) const {
+  // GFLOP/s and GB/s are 1e3 per microsecond.
+  const double peak = lookup(peakGflops, dtypeKernelName(dtype), peakGflops.at("float"));
+  return std::max(cost.flops / (peak * 1e3), cost.bytes / (memoryGBps * 1e3));
+}
+
+double CostModel::kernelRun(const KernelKey& key, bool generic) const {
+  const double t = roofline(kernelCost(key), key.dtype);
+  return (generic ? t / genericKernelEfficiency : t) + minKernelUs;
+}
+
+double CostModel::graphCompile(size_t nodes) const {
+  return graphCompileBaseUs + graphCompilePerNodeUs * static_cast<double>(nodes);
+}
+
+double CostModel::graphLaunch(size_t kernels) const {
+  return graphLaunchBaseUs + graphLaunchPerNodeUs * static_cast<double>(kernels);
 }
 
 void applyCostJson(CostModel& m, const std::string& text, const std::string& where) {
@@ -28,41 +114,99 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
     fail(ErrorKind::kConfig, "{}: invalid JSON: {}", where, e.what());
   }
   if (!j.is_object()) fail(ErrorKind::kConfig, "{}: expected a JSON object", where);
-  auto num = [&](const nlohmann::json& v, const std::string& key) {
-    if (!v.is_number() || v.get<double>() < 0)
-      fail(ErrorKind::kConfig, "{}: {} must be a non-negative number", where, key);
-    return v.get<double>();
+  // A value is a number, or {"value": number, "source": "..."}; the source is kept.
+  auto num = [&](const nlohmann::json& v, const std::string& key, bool positive) {
+    const nlohmann::json* x = &v;
+    if (v.is_object()) {
+      for (auto& [k, _] : v.items())
+        if (k != "value" && k != "source")
+          fail(ErrorKind::kConfig, "{}: {}: unexpected field '{}' (value, source)", where, key, k);
+      if (!v.contains("value")) fail(ErrorKind::kConfig, "{}: {}: missing 'value'", where, key);
+      x = &v["value"];
+      if (v.contains("source")) {
+        if (!v["source"].is_string())
+          fail(ErrorKind::kConfig, "{}: {}.source must be a string", where, key);
+        m.sources[key] = v["source"].get<std::string>();
+      }
+    }
+    if (!x->is_number() || !std::isfinite(x->get<double>()) || x->get<double>() < 0 ||
+        (positive && x->get<double>() == 0))
+      fail(ErrorKind::kConfig, "{}: {} must be a {} number", where, key,
+           positive ? "positive" : "non-negative");
+    return x->get<double>();
+  };
+  auto numMap = [&](const nlohmann::json& v, const std::string& key,
+                    std::map<std::string, double, std::less<>>& out, bool positive) {
+    if (!v.is_object()) fail(ErrorKind::kConfig, "{}: {} must be an object", where, key);
+    for (auto& [k, x] : v.items()) out[k] = num(x, key + "." + k, positive);
   };
   for (auto& [key, v] : j.items()) {
-    if (key == "kernel_compile_us") {
-      if (!v.is_object())
-        fail(ErrorKind::kConfig, "{}: kernel_compile_us must be an object", where);
-      for (auto& [op, us] : v.items()) m.kernelCompileUs[op] = num(us, "kernel_compile_us." + op);
-    } else if (key == "graph_compile_us") {
-      m.graphCompileUs = num(v, key);
-    } else if (key == "launch_us") {
-      m.launchUs = num(v, key);
-    } else if (key == "graph_launch_us") {
-      m.graphLaunchUs = num(v, key);
-    } else if (key == "sync_us") {
-      m.syncUs = num(v, key);
-    } else if (key == "alloc_us") {
-      m.allocUs = num(v, key);
+    if (key == "comment") continue;
+    if (key == "name" || key == "description") {
+      if (!v.is_string()) fail(ErrorKind::kConfig, "{}: {} must be a string", where, key);
+      (key == "name" ? m.name : m.description) = v.get<std::string>();
+    } else if (key == "peak_gflops") {
+      numMap(v, key, m.peakGflops, true);
+    } else if (key == "kernel_compile_us") {
+      numMap(v, key, m.kernelCompileUs, false);
+    } else if (key == "kernel_compile_log2_flops_us") {
+      numMap(v, key, m.kernelCompileLog2FlopsUs, false);
     } else if (key == "sync_policy") {
-      if (!v.is_string()) fail(ErrorKind::kConfig, "{}: sync_policy must be a string", where);
-      m.syncPolicy = parseSyncPolicy(v.get<std::string>(), where);
-    } else if (key == "comment") {
-      continue;
+      const nlohmann::json* x = &v;
+      if (v.is_object() && v.contains("value")) {
+        if (v.contains("source") && v["source"].is_string())
+          m.sources[key] = v["source"].get<std::string>();
+        x = &v["value"];
+      }
+      if (!x->is_string()) fail(ErrorKind::kConfig, "{}: sync_policy must be a string", where);
+      m.syncPolicy = parseSyncPolicy(x->get<std::string>(), where);
+    } else if (auto renamed = renamedKeys().find(key); renamed != renamedKeys().end()) {
+      fail(ErrorKind::kConfig, "{}: cost model key '{}' was replaced by {} (docs/cost-model.md)",
+           where, key, renamed->second);
     } else {
-      fail(ErrorKind::kConfig, "{}: unknown cost model key '{}'", where, key);
+      bool found = false;
+      for (const ScalarKey& k : scalarKeys()) {
+        if (key != k.key) continue;
+        m.*k.field = num(v, key, k.positive);
+        found = true;
+      }
+      if (!found)
+        fail(ErrorKind::kConfig, "{}: unknown cost model key '{}' (known: {})", where, key,
+             knownKeys());
     }
   }
+  if (!m.peakGflops.count("float"))
+    fail(ErrorKind::kConfig, "{}: peak_gflops needs a 'float' entry", where);
 }
 
 CostModel loadCostModel(const std::string& path) {
   CostModel m;
+  m.sources.clear();
   applyCostJson(m, readFile(path), path);
   return m;
+}
+
+std::vector<std::string> bundledProfiles() {
+  std::vector<std::string> names;
+  for (const auto& [name, text] : embeddedDeviceProfiles()) names.push_back(name);
+  return names;
+}
+
+CostModel loadDeviceProfile(const std::string& nameOrFile) {
+  const bool isFile = nameOrFile.find('/') != std::string::npos ||
+                      (nameOrFile.size() > 5 && nameOrFile.ends_with(".json"));
+  if (isFile) return loadCostModel(nameOrFile);
+  for (const auto& [name, text] : embeddedDeviceProfiles()) {
+    if (name != nameOrFile) continue;
+    CostModel m;
+    m.sources.clear();
+    applyCostJson(m, text, "examples/devices/" + name + ".json");
+    return m;
+  }
+  std::string names;
+  for (const std::string& n : bundledProfiles()) names += (names.empty() ? "" : ", ") + n;
+  fail(ErrorKind::kConfig, "unknown device profile '{}' (bundled: {}; or a path to a .json file)",
+       nameOrFile, names);
 }
 
 void applyCostOverride(CostModel& m, const std::string& assignment) {
@@ -70,35 +214,60 @@ void applyCostOverride(CostModel& m, const std::string& assignment) {
   if (eq == std::string::npos)
     fail(ErrorKind::kConfig, "--cost expects key=value, got '{}'", assignment);
   const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  auto number = [&] {
+    try {
+      size_t used = 0;
+      const double d = std::stod(value, &used);
+      if (used != value.size()) throw std::invalid_argument("trailing");
+      return d;
+    } catch (const std::exception&) {
+      fail(ErrorKind::kConfig, "--cost {}: '{}' is not a number", key, value);
+    }
+  };
   nlohmann::json j;
-  if (key == "sync_policy") {
+  const auto dot = key.find('.');
+  if (key == "sync_policy" || key == "name") {
     j[key] = value;
-  } else if (key.rfind("kernel_compile_us.", 0) == 0) {
-    try {
-      j["kernel_compile_us"][key.substr(18)] = std::stod(value);
-    } catch (const std::exception&) {
-      fail(ErrorKind::kConfig, "--cost {}: '{}' is not a number", key, value);
-    }
+  } else if (dot != std::string::npos) {
+    j[key.substr(0, dot)][key.substr(dot + 1)] = number();
   } else {
-    try {
-      j[key] = std::stod(value);
-    } catch (const std::exception&) {
-      fail(ErrorKind::kConfig, "--cost {}: '{}' is not a number", key, value);
-    }
+    j[key] = number();
   }
-  applyCostJson(m, j.dump(), "--cost " + assignment);
+  CostModel copy = m;  // nothing applied half-way
+  applyCostJson(copy, j.dump(), "--cost " + assignment);
+  // An overridden value no longer has its file's source.
+  copy.sources[key] = "--cost " + assignment;
+  m = std::move(copy);
 }
 
 std::string costModelToJson(const CostModel& m) {
   nlohmann::ordered_json j;
-  j["kernel_compile_us"] = nlohmann::ordered_json::object();
-  for (auto& [op, us] : m.kernelCompileUs) j["kernel_compile_us"][op] = us;
-  j["graph_compile_us"] = m.graphCompileUs;
-  j["launch_us"] = m.launchUs;
-  j["graph_launch_us"] = m.graphLaunchUs;
-  j["sync_us"] = m.syncUs;
-  j["alloc_us"] = m.allocUs;
-  j["sync_policy"] = m.syncPolicy == SyncPolicy::kPerOp ? "per_op" : "end_only";
+  auto val = [&](const std::string& key, const nlohmann::ordered_json& v) {
+    auto it = m.sources.find(key);
+    if (it == m.sources.end()) return v;
+    nlohmann::ordered_json o;
+    o["value"] = v;
+    o["source"] = it->second;
+    return o;
+  };
+  j["name"] = m.name;
+  if (!m.description.empty()) j["description"] = m.description;
+  j["peak_gflops"] = nlohmann::ordered_json::object();
+  for (auto& [dt, g] : m.peakGflops) j["peak_gflops"][dt] = val("peak_gflops." + dt, g);
+  for (const ScalarKey& k : scalarKeys()) {
+    j[k.key] = val(k.key, m.*k.field);
+    if (std::string(k.key) == "alloc_us") {
+      j["kernel_compile_us"] = nlohmann::ordered_json::object();
+      for (auto& [op, us] : m.kernelCompileUs)
+        j["kernel_compile_us"][op] = val("kernel_compile_us." + op, us);
+    }
+    if (std::string(k.key) == "kernel_compile_default_us") {
+      j["kernel_compile_log2_flops_us"] = nlohmann::ordered_json::object();
+      for (auto& [op, us] : m.kernelCompileLog2FlopsUs)
+        j["kernel_compile_log2_flops_us"][op] = val("kernel_compile_log2_flops_us." + op, us);
+    }
+  }
+  j["sync_policy"] = val("sync_policy", m.syncPolicy == SyncPolicy::kPerOp ? "per_op" : "end_only");
   return j.dump(2);
 }
 

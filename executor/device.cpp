@@ -12,7 +12,7 @@ const char* deviceKindName(DeviceKind k) {
 void Device::launch(std::function<void()> task, bool graph) {
   ++counters_.launches;
   if (graph) ++counters_.graphLaunches;
-  enqueue(std::move(task));
+  if (execute_) enqueue(std::move(task));
 }
 
 void Device::sync() {

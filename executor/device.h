@@ -45,6 +45,8 @@ class Device {
   void release(void* p, size_t bytes);
   const DeviceCounters& counters() const { return counters_; }
   virtual DeviceKind kind() const = 0;
+  // false: launch() counts the task but does not run it (SessionOptions::modelOnly).
+  void setExecute(bool execute) { execute_ = execute; }
 
  protected:
   virtual void enqueue(std::function<void()> task) = 0;
@@ -55,6 +57,7 @@ class Device {
 
  private:
   DeviceCounters counters_;
+  bool execute_ = true;
   std::unordered_map<size_t, std::vector<void*>> pool_;
   std::vector<std::pair<void*, size_t>> owned_;
 

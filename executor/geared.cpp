@@ -73,8 +73,7 @@ void Session::compileGears(const InputSignature& firstSeen) {
                               PlanCompileOptions{fmt::format("gear {} compiled up front", gear),
                                                  /*allocateArena=*/false});
       for (const PlanStep& step : plan->steps)
-        if (step.compiled)
-          modeledKernels[gear] += options_.cost.kernelCompile(opKernelName(step.kernel->key.kind));
+        if (step.compiled) modeledKernels[gear] += options_.cost.kernelCompile(step.kernel->key);
       st.plans[gear] = std::move(plan);
     } catch (const Error& e) {
       // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
@@ -115,10 +114,11 @@ void Session::compileGears(const InputSignature& firstSeen) {
   stats_.graphCompiles += static_cast<int64_t>(valid);
   stats_.compileSeconds += secs;
   // MODELED device cost of the up-front compile (serial, as a device compiles).
-  double modeled = static_cast<double>(valid) * options_.cost.graphCompileUs;
+  double modeled = static_cast<double>(valid) * options_.cost.graphCompile(graph_->nodes.size());
   for (double us : modeledKernels) modeled += us;
   stats_.modeledDeviceUs += modeled;
   stats_.modeledCompileUs += modeled;
+  stats_.modeled.compileUs += modeled;
   log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, st.plans.size(),
             kernels);
 }
@@ -181,6 +181,9 @@ std::vector<Tensor> Session::runGeared(std::span<const Tensor> inputs, const Inp
   rec.gear = static_cast<int>(gear);
   rec.padded = true;
   rec.planId = plan.id;
+  staticPlanRun_ = &plan;
+  paddedFrom_ = sig;
+  graphLaunchKernels_ += static_cast<int64_t>(plan.steps.size());
 
   // Zero-padded copies of the inputs in pooled device memory.
   std::vector<TensorView> in(inputs.size());

@@ -71,6 +71,7 @@ Session::Session(Graph graph, SessionOptions options)
   }
   graph_ = std::make_shared<const Graph>(std::move(graph));
   stats_.mode = options_.mode;
+  if (options_.modelOnly) device_->setExecute(false);
   for (auto& hook : options_.compileHooks) kernels_.addCompileHook(hook);
   for (auto& store : options_.kernelStores) kernels_.addStore(store);
   for (const auto& marks : {options_.dynamicDims, options_.staticDims}) {
@@ -117,6 +118,10 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   rec.iteration = static_cast<int>(stats_.iterations);
   rec.signature = signatureToString(*graph_, sig);
   kernelLog_.clear();
+  callModel_ = ModeledTime{};
+  graphLaunchKernels_ = 0;
+  staticPlanRun_ = nullptr;
+  paddedFrom_.reset();
   const DeviceCounters before = device_->counters();
   const auto start = Clock::now();
   std::vector<Tensor> out;
@@ -135,30 +140,55 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   rec.kernelsCompiled = kernelLog_;
   rec.runSeconds = std::max(0.0, total - rec.compileSeconds);
 
-  // MODELED device time of this call from the cost model.
-  const CostModel& c = options_.cost;
-  double modeled = 0;
-  for (const std::string& k : rec.kernelsCompiled)
-    modeled += c.kernelCompile(k.substr(0, k.find('_')));
-  if (rec.graphCompiled) modeled += c.graphCompileUs;
-  rec.modeledCompileUs = modeled;
-  const int64_t graphLaunches = after.graphLaunches - before.graphLaunches;
-  modeled += static_cast<double>(graphLaunches) * c.graphLaunchUs +
-             static_cast<double>(rec.launches - graphLaunches) * c.launchUs +
-             static_cast<double>(rec.syncs) * c.syncUs +
-             static_cast<double>(after.poolMisses - before.poolMisses) * c.allocUs;
-  rec.modeledDeviceUs = modeled;
+  modelCall(rec, before, after);
 
   stats_.iterations++;
   stats_.launches += rec.launches;
   stats_.syncs += rec.syncs;
   stats_.allocations += rec.allocations;
   stats_.compileSeconds += rec.compileSeconds;
-  stats_.modeledDeviceUs += modeled;
+  stats_.modeledDeviceUs += rec.modeledDeviceUs;
   stats_.modeledCompileUs += rec.modeledCompileUs;
+  stats_.modeled += rec.modeled;
   if (rec.fallback) stats_.fallbackRuns++;
   history_.push_back(std::move(rec));
   return out;
+}
+
+// MODELED device time of the call that just ran (docs/cost-model.md). Runs after the call is
+// timed, so modeling never shows up in measured times.
+void Session::modelCall(CallRecord& rec, const DeviceCounters& before,
+                        const DeviceCounters& after) {
+  const CostModel& c = options_.cost;
+  ModeledTime m = callModel_;
+  if (staticPlanRun_) {
+    // A static plan runs every step's kernel at the plan's shapes: the gear's (padded) shapes
+    // for a padded call.
+    const Plan& plan = *staticPlanRun_;
+    double run = 0;
+    for (const PlanStep& step : plan.steps) run += c.kernelRun(step.kernel->key, false);
+    m.computeUs += run;
+    if (paddedFrom_) {
+      // The same kernels at the real shapes: what the call would cost with no padding.
+      const std::vector<TensorType> types = specializeTypes(*plan.graph, *paddedFrom_);
+      KernelKey key;
+      double real = 0;
+      for (const PlanStep& step : plan.steps) {
+        makeKernelKeyInto(key, *plan.graph, types, step.node);
+        real += c.kernelRun(key, false);
+      }
+      m.paddingWasteUs += std::max(0.0, run - real);
+    }
+  }
+  const int64_t graphLaunches = after.graphLaunches - before.graphLaunches;
+  m.launchSyncUs += static_cast<double>(graphLaunches) * c.graphLaunchBaseUs +
+                    static_cast<double>(graphLaunchKernels_) * c.graphLaunchPerNodeUs +
+                    static_cast<double>(rec.launches - graphLaunches) * c.launchUs +
+                    static_cast<double>(rec.syncs) * c.syncUs +
+                    static_cast<double>(after.poolMisses - before.poolMisses) * c.allocUs;
+  rec.modeled = m;
+  rec.modeledCompileUs = m.compileUs;
+  rec.modeledDeviceUs = m.total();
 }
 
 std::shared_ptr<Plan> Session::compile(const InputSignature& sig, const std::string& reason,
@@ -166,8 +196,12 @@ std::shared_ptr<Plan> Session::compile(const InputSignature& sig, const std::str
   const auto start = Clock::now();
   auto plan = compilePlan(graph_, sig, kernels_, PlanCompileOptions{reason});
   rec.compileSeconds += secondsSince(start);
-  for (const PlanStep& step : plan->steps)
-    if (step.compiled) kernelLog_.push_back(step.kernel->name);
+  for (const PlanStep& step : plan->steps) {
+    if (!step.compiled) continue;
+    kernelLog_.push_back(step.kernel->name);
+    callModel_.compileUs += options_.cost.kernelCompile(step.kernel->key);
+  }
+  callModel_.compileUs += options_.cost.graphCompile(plan->graph->nodes.size());
   rec.graphCompiled = true;
   rec.planId = plan->id;
   rec.reason = reason;
@@ -231,6 +265,8 @@ std::vector<Tensor> Session::runStatic(std::span<const Tensor> inputs, const Inp
 std::vector<Tensor> Session::launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                           CallRecord& rec) {
   rec.planId = plan.id;
+  staticPlanRun_ = &plan;
+  graphLaunchKernels_ += static_cast<int64_t>(plan.steps.size());
   std::vector<Tensor> out = allocateOutputs(plan);
   std::vector<TensorView> in(inputs.size()), ov(out.size());
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].view();
@@ -290,12 +326,18 @@ std::vector<Tensor> Session::runDynamicPath(const Graph& g, const Plan* plan,
       }
       views[node.output] = ov;
       std::shared_ptr<const KernelSpec> spec;
+      // MODELED: every op on this path pays host shape inference; a shape-generic kernel
+      // also pays host tiling and runs at the generic efficiency, at the runtime shapes.
+      KernelKey runKey = makeKernelKey(node.kind, types, node.attrs);
       if (plan) {
         spec = plan->steps[step].kernel;
       } else if (eagerCompile) {
         int compiled = 0;
-        spec = kernels_.get(makeKernelKey(node.kind, types, node.attrs), &compiled);
-        if (compiled) kernelLog_.push_back(spec->name);
+        spec = kernels_.get(runKey, &compiled);
+        if (compiled) {
+          kernelLog_.push_back(spec->name);
+          callModel_.compileUs += options_.cost.kernelCompile(spec->key);
+        }
       } else {
         // Fallback after the recompile limit: a shape-generic kernel made on the spot, not
         // cached and not counted as a compile (Dynamo's run-only mode runs unspecialised).
@@ -304,6 +346,9 @@ std::vector<Tensor> Session::runDynamicPath(const Graph& g, const Plan* plan,
           for (int d = 0; d < t.shape.rank(); ++d) t.shape[d] = kAnyDim;
         spec = compileKernelSpec(makeKernelKey(node.kind, generic, node.attrs));
       }
+      callModel_.hostDynamicUs +=
+          options_.cost.hostShapeInferenceUs + (spec->generic ? options_.cost.hostTilingUs : 0.0);
+      callModel_.computeUs += options_.cost.kernelRun(runKey, spec->generic);
       ++step;
       // The task names its node itself: on a stream the error surfaces at a later sync.
       device_->launch([spec, args = std::move(args), ov, &g, n] {

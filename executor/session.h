@@ -73,6 +73,10 @@ struct SessionOptions {
   // compiles it, so every mode sees the optimized graph; false keeps the graph as given.
   bool runPasses = true;
   GearOptions gears;
+  // Model only: launches are counted but kernels are not executed, so a long trace can be
+  // costed quickly. Counters and MODELED figures are exact (they do not depend on data);
+  // outputs are meaningless and measured times are not kernel times.
+  bool modelOnly = false;
 };
 
 // What one call did.
@@ -91,8 +95,9 @@ struct CallRecord {
   int64_t launches = 0, syncs = 0, allocations = 0;
   double compileSeconds = 0;    // measured host time spent compiling
   double runSeconds = 0;        // measured host time of the call minus compiling
-  double modeledDeviceUs = 0;   // MODELED device time (cost model) = compile + run parts
-  double modeledCompileUs = 0;  // MODELED: kernel and graph compiles
+  double modeledDeviceUs = 0;   // MODELED device time (cost model) = modeled.total()
+  double modeledCompileUs = 0;  // MODELED: kernel and graph compiles (= modeled.compileUs)
+  ModeledTime modeled;          // MODELED, split by kind (docs/cost-model.md)
 };
 
 struct SessionStats {
@@ -113,6 +118,7 @@ struct SessionStats {
   double compileSeconds = 0;    // measured
   double modeledDeviceUs = 0;   // MODELED, compile + run
   double modeledCompileUs = 0;  // MODELED, the compile part
+  ModeledTime modeled;          // MODELED, split by kind; includes geared up-front compiles
   CacheStats kernelCache, planCache;
   int64_t gears = 0;                             // geared: gears compiled up front
   int64_t paddedCalls = 0;                       // geared: calls padded up to a gear
@@ -183,6 +189,14 @@ class Session {
   std::optional<InputSignature> firstSeen_;
   std::set<std::pair<int, int>> autoDynamic_;  // (input, dim) made dynamic so far
   std::vector<std::string> kernelLog_;         // names of the kernels this call compiled
+  // What this call did, for the MODELED device time (computed in run(), after the timing):
+  // modeled compile and dynamic-path costs so far, the kernels of every whole-graph launch,
+  // and for a padded call the static plan and the real (unpadded) signature.
+  ModeledTime callModel_;
+  int64_t graphLaunchKernels_ = 0;
+  const Plan* staticPlanRun_ = nullptr;
+  std::optional<InputSignature> paddedFrom_;
+  void modelCall(CallRecord& rec, const DeviceCounters& before, const DeviceCounters& after);
   std::vector<CallRecord> history_;
   mutable SessionStats stats_;
   std::unique_ptr<GearState> gears_;

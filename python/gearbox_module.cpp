@@ -272,6 +272,7 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
                                  "dynamic_dims",
                                  "static_dims",
                                  "cost_model",
+                                 "device_profile",
                                  "cost",
                                  "kernel_cache_capacity",
                                  "plan_cache_capacity",
@@ -303,6 +304,7 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
   str("dynamic_dims", o.dynamicDims);
   str("static_dims", o.staticDims);
   str("cost_model", o.costModel);
+  str("device_profile", o.deviceProfile);
   if (kw.contains("cost")) o.costOverrides = kw["cost"].cast<std::vector<std::string>>();
   if (kw.contains("kernel_cache_capacity"))
     o.kernelCacheCapacity = kw["kernel_cache_capacity"].cast<size_t>();

@@ -86,7 +86,10 @@ TEST(Cli, CompareRunsEveryModeAndAgrees) {
                       shellQuote(dir.file("c.json")));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("outputs agree across modes: yes"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("fastest by measured host time:"), std::string::npos);
+  // A measured verdict only when the winner is clear of the noise.
+  EXPECT_TRUE(r.output.find("fastest by measured host time (median of 5):") != std::string::npos ||
+              r.output.find("measured host time: no clear winner:") != std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("fastest by MODELED device time:"), std::string::npos);
   auto j = nlohmann::json::parse(readFile(dir.file("c.json")));
   for (const char* m : {"eager", "static", "dynamic", "auto", "geared"})

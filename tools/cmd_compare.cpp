@@ -1,10 +1,15 @@
-// gearbox compare MODEL --trace TRACE [--modes eager,static,dynamic,auto] [--json F]
+// gearbox compare MODEL --trace TRACE [--modes eager,static,dynamic,auto] [--repeat N] [--json F]
 //
 // Runs every mode over the same trace and the same data, checks that they return the same
-// outputs, and prints one side-by-side table of counters, measured host times and modeled
-// device time, then which mode is fastest on this trace and why.
+// outputs, and prints one side-by-side table of counters, measured host times (median and
+// spread over --repeat fresh sessions) and the MODELED device time with its breakdown, then
+// which mode is fastest and why. A measured verdict is given only when the winner beats the
+// runner-up by more than the spread. A mode that fails keeps its column, saying why.
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <sstream>
 
@@ -18,12 +23,31 @@ namespace gearbox::cli {
 
 namespace {
 
+// Median and spread (max - min) of one measured figure over the repeats.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+  double spread() const { return max - min; }
+};
+
+Spread spreadOf(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {median, v.front(), v.back()};
+}
+
 struct ModeResult {
   Mode mode;
-  std::unique_ptr<Session> session;
-  nlohmann::ordered_json report;
-  double totalRunSeconds = 0;  // measured: sum over calls, compile excluded
-  double totalSeconds = 0;     // measured: compile + run
+  std::string failure;            // empty when every repeat ran the whole trace
+  nlohmann::ordered_json report;  // of the first repeat (counters and modeled are exact)
+  ModeledTime modeled;
+  double modeledLastCallUs = 0;
+  double calls = 0;
+  // Measured, one entry per repeat, in seconds.
+  std::vector<double> compile, run, total;
+  Spread compileS, runS, totalS;
+  bool ok() const { return failure.empty(); }
 };
 
 std::vector<Mode> parseModes(const std::string& list) {
@@ -47,18 +71,32 @@ std::vector<Mode> parseModes(const std::string& list) {
 double maxDiff(const std::vector<std::vector<Tensor>>& a,
                const std::vector<std::vector<Tensor>>& b) {
   double m = 0;
-  for (size_t i = 0; i < a.size(); ++i)
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
     for (size_t k = 0; k < a[i].size(); ++k) m = std::max(m, maxAbsDiff(a[i][k], b[i][k]));
   return m;
 }
 
-void printTable(const std::vector<ModeResult>& results, std::ostream& os) {
-  std::string header = fmt::format("{:<34}", "");
-  for (const ModeResult& r : results) header += fmt::format("{:>14}", modeName(r.mode));
+// oneTBB creates its worker threads on the first parallel algorithm; geared mode is the first
+// to use one, so that start-up used to land in its measured compile time. Warm the arena up
+// once before anything is timed, and report what it cost on its own line.
+double warmTbbArena() {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<double> sink(1 << 12, 1.0);
+  tbb::parallel_for(size_t{0}, sink.size(), [&](size_t i) { sink[i] = sink[i] * 0.5 + 1.0; });
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string withSpread(const Spread& s) {
+  return fmt::format("{} +-{}", formatSeconds(s.median), formatSeconds(s.spread() / 2));
+}
+
+void printTable(const std::vector<ModeResult>& results, int repeat, std::ostream& os) {
+  std::string header = fmt::format("{:<36}", "");
+  for (const ModeResult& r : results) header += fmt::format(" {:>21}", modeName(r.mode));
   os << header << "\n";
   auto row = [&](const std::string& label, auto&& cell) {
-    std::string line = fmt::format("{:<34}", label);
-    for (const ModeResult& r : results) line += fmt::format("{:>14}", cell(r));
+    std::string line = fmt::format("{:<36}", label);
+    for (const ModeResult& r : results) line += fmt::format(" {:>21}", r.ok() ? cell(r) : "failed");
     os << line << "\n";
   };
   auto count = [&](const char* key) {
@@ -72,55 +110,101 @@ void printTable(const std::vector<ModeResult>& results, std::ostream& os) {
   row("syncs", count("syncs"));
   row("allocations", count("allocations"));
   row("fallback runs", count("fallback_runs"));
-  row("measured host compile time", [](const ModeResult& r) {
-    return formatSeconds(r.report["measured_host_compile_seconds"].get<double>());
+  const std::string n = fmt::format(" (median, n={})", repeat);
+  row("measured host compile" + n, [](const ModeResult& r) { return withSpread(r.compileS); });
+  row("measured runs" + n, [](const ModeResult& r) { return withSpread(r.runS); });
+  row("measured total" + n, [](const ModeResult& r) { return withSpread(r.totalS); });
+  auto us = [](double v) { return fmt::format("{:.1f} us", v); };
+  row("MODELED compile", [&](const ModeResult& r) { return us(r.modeled.compileUs); });
+  row("MODELED launch+sync+alloc", [&](const ModeResult& r) { return us(r.modeled.launchSyncUs); });
+  row("MODELED compute", [&](const ModeResult& r) { return us(r.modeled.computeUs); });
+  row("MODELED padding waste (of compute)", [&](const ModeResult& r) {
+    const double pct =
+        r.modeled.computeUs > 0 ? 100.0 * r.modeled.paddingWasteUs / r.modeled.computeUs : 0.0;
+    return fmt::format("{:.1f} us {:.0f}%", r.modeled.paddingWasteUs, pct);
   });
-  row("measured median run per call", [](const ModeResult& r) {
-    return formatSeconds(r.report["measured_median_run_seconds"].get<double>());
-  });
-  row("measured total (compile + runs)",
-      [](const ModeResult& r) { return formatSeconds(r.totalSeconds); });
-  row("modeled device time", [](const ModeResult& r) {
-    return fmt::format("{:.0f} us", r.report["modeled_device_us"].get<double>());
-  });
+  row("MODELED host dynamic-shape work",
+      [&](const ModeResult& r) { return us(r.modeled.hostDynamicUs); });
+  row("MODELED device time", [&](const ModeResult& r) { return us(r.modeled.total()); });
+  row("MODELED last call", [&](const ModeResult& r) { return us(r.modeledLastCallUs); });
 }
+
+struct Cost {
+  double compile, run, total;
+};
 
 // Explains the winner: for every other mode, whether it loses on compiles or on per-call
 // cost, in the same units as the table.
-std::string verdict(const std::vector<ModeResult>& results, bool modeled) {
-  struct Cost {
-    double compile, run, total;
-  };
-  auto cost = [&](const ModeResult& r) {
-    if (modeled) {
-      const double total = r.report["modeled_device_us"].get<double>();
-      const double compile = r.report["modeled_compile_us"].get<double>();
-      return Cost{compile, total - compile, total};
-    }
-    const double compile = r.report["measured_host_compile_seconds"].get<double>() * 1e6;
-    return Cost{compile, r.totalRunSeconds * 1e6, r.totalSeconds * 1e6};
-  };
-  const ModeResult* best = &results[0];
-  for (const ModeResult& r : results)
-    if (cost(r).total < cost(*best).total) best = &r;
+std::string explain(const std::vector<const ModeResult*>& ranked, auto&& cost) {
+  const ModeResult* best = ranked.front();
   const Cost b = cost(*best);
-  const double calls = std::max<double>(1, best->report["iterations"].get<double>());
+  const double calls = std::max(1.0, best->calls);
   std::string why;
-  for (const ModeResult& r : results) {
-    if (&r == best) continue;
-    const Cost c = cost(r);
-    std::string reason =
-        c.compile - b.compile >= c.run - b.run
-            ? fmt::format("{} loses on compiles ({:.0f} us vs {:.0f} us)", modeName(r.mode),
-                          c.compile, b.compile)
-            : fmt::format("{} loses on per-call cost ({:.1f} us vs {:.1f} us per call)",
-                          modeName(r.mode), c.run / calls, b.run / calls);
-    why += (why.empty() ? "" : "; ") + reason;
+  for (const ModeResult* r : ranked) {
+    if (r == best) continue;
+    const Cost c = cost(*r);
+    why += why.empty() ? "" : "; ";
+    if (c.total == b.total) {
+      why += fmt::format("{} ties ({:.0f} us)", modeName(r->mode), c.total);
+      continue;
+    }
+    why += c.compile - b.compile >= c.run - b.run
+               ? fmt::format("{} loses on compiles ({:.0f} us vs {:.0f} us)", modeName(r->mode),
+                             c.compile, b.compile)
+               : fmt::format("{} loses on per-call cost ({:.1f} us vs {:.1f} us per call)",
+                             modeName(r->mode), c.run / calls, b.run / calls);
   }
-  return fmt::format("{} {}: {:.0f} us = {:.0f} us compiling + {:.0f} us running{}{}",
-                     modeled ? "fastest by MODELED device time:" : "fastest by measured host time:",
-                     modeName(best->mode), b.total, b.compile, b.run, why.empty() ? "" : "\n  ",
-                     why);
+  return why;
+}
+
+std::string modeledVerdict(const std::vector<ModeResult>& results) {
+  std::vector<const ModeResult*> ranked;
+  for (const ModeResult& r : results)
+    if (r.ok()) ranked.push_back(&r);
+  if (ranked.empty()) return "no MODELED verdict: every mode failed";
+  auto cost = [](const ModeResult& r) {
+    return Cost{r.modeled.compileUs, r.modeled.total() - r.modeled.compileUs, r.modeled.total()};
+  };
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](auto* a, auto* b) { return cost(*a).total < cost(*b).total; });
+  const Cost b = cost(*ranked.front());
+  const std::string why = explain(ranked, cost);
+  return fmt::format(
+      "fastest by MODELED device time: {}: {:.0f} us = {:.0f} us compiling + {:.0f} us "
+      "running{}{}",
+      modeName(ranked.front()->mode), b.total, b.compile, b.run, why.empty() ? "" : "\n  ", why);
+}
+
+// Measured verdict: by median total; printed only when the winner beats the runner-up by more
+// than the larger of their spreads (max - min over the repeats).
+std::string measuredVerdict(const std::vector<ModeResult>& results, int repeat) {
+  std::vector<const ModeResult*> ranked;
+  for (const ModeResult& r : results)
+    if (r.ok()) ranked.push_back(&r);
+  if (ranked.empty()) return "no measured verdict: every mode failed";
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](auto* a, auto* b) { return a->totalS.median < b->totalS.median; });
+  const ModeResult& w = *ranked.front();
+  if (ranked.size() > 1) {
+    const ModeResult& r = *ranked[1];
+    const double gap = r.totalS.median - w.totalS.median;
+    const double noise = std::max(w.totalS.spread(), r.totalS.spread());
+    if (gap <= noise)
+      return fmt::format(
+          "measured host time: no clear winner: {} and {} within noise ({} vs {}; the "
+          "medians differ by {}, the spread over {} runs is {})",
+          modeName(w.mode), modeName(r.mode), formatSeconds(w.totalS.median),
+          formatSeconds(r.totalS.median), formatSeconds(gap), repeat, formatSeconds(noise));
+  }
+  auto cost = [](const ModeResult& r) {
+    return Cost{r.compileS.median * 1e6, r.runS.median * 1e6, r.totalS.median * 1e6};
+  };
+  const Cost b = cost(w);
+  const std::string why = explain(ranked, cost);
+  return fmt::format(
+      "fastest by measured host time (median of {}): {}: {:.0f} us = {:.0f} us compiling + "
+      "{:.0f} us running{}{}",
+      repeat, modeName(w.mode), b.total, b.compile, b.run, why.empty() ? "" : "\n  ", why);
 }
 
 }  // namespace
@@ -128,47 +212,109 @@ std::string verdict(const std::vector<ModeResult>& results, bool modeled) {
 void registerCompare(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto modes = std::make_shared<std::string>("eager,static,dynamic,auto");
+  auto repeat = std::make_shared<int>(5);
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run every mode over the same trace and data and compare them side by side");
   addCommonOptions(cmd, *o);
   cmd->add_option("--modes", *modes, "Comma-separated modes (default eager,static,dynamic,auto)");
+  cmd->add_option("--repeat", *repeat,
+                  "Fresh sessions per mode for the measured figures (median and spread; "
+                  "default 5). Modeled figures are exact and run once")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--json", o->json, "Write every mode's report as JSON (atomically)");
-  cmd->callback([o, modes] {
+  cmd->callback([o, modes, repeat] {
     // Geared joins the default comparison whenever gears are given.
     if (!o->gears.empty() && modes->find("geared") == std::string::npos) *modes += ",geared";
     configureLogFromOptions(*o);
     const Graph g = loadGraph(o->model);
     const auto trace = loadTrace(o->trace, g);
+    const std::vector<Mode> modeList = parseModes(*modes);
+    // Option errors (bad profile, missing gears) are the user's: report them before running.
+    for (Mode m : modeList) toSessionOptions(*o, m);
+    const double tbbStartup = warmTbbArena();
     std::vector<ModeResult> results;
     std::vector<std::vector<std::vector<Tensor>>> outputs;
     RunOptions quiet = *o;
     quiet.quiet = true;
-    for (Mode m : parseModes(*modes)) {
+    for (Mode m : modeList) {
       ModeResult r;
       r.mode = m;
-      r.session = std::make_unique<Session>(g, toSessionOptions(*o, m));
-      outputs.push_back(runTrace(*r.session, trace, quiet, std::cout, true));
-      r.report = reportJson(*r.session, o->model, o->trace);
-      for (const CallRecord& c : r.session->history()) r.totalRunSeconds += c.runSeconds;
-      r.totalSeconds = r.totalRunSeconds + r.session->stats().compileSeconds;
+      std::vector<std::vector<Tensor>> out;
+      for (int rep = 0; rep < *repeat && r.ok(); ++rep) {
+        Session session(g, toSessionOptions(*o, m));
+        try {
+          auto got = runTrace(session, trace, quiet, std::cout, rep == 0);
+          if (rep == 0) out = std::move(got);
+        } catch (const Error& e) {
+          // Keep going with the other modes; this column says where and why.
+          r.failure = fmt::format("failed at iteration {}: {}", session.history().size(), e.what());
+          break;
+        }
+        double run = 0;
+        for (const CallRecord& c : session.history()) run += c.runSeconds;
+        r.compile.push_back(session.stats().compileSeconds);
+        r.run.push_back(run);
+        r.total.push_back(run + session.stats().compileSeconds);
+        if (rep == 0) {
+          r.report = reportJson(session, o->model, o->trace);
+          r.modeled = session.stats().modeled;
+          r.calls = static_cast<double>(session.stats().iterations);
+          r.modeledLastCallUs =
+              session.history().empty() ? 0.0 : session.history().back().modeledDeviceUs;
+        }
+      }
+      r.compileS = spreadOf(r.compile);
+      r.runS = spreadOf(r.run);
+      r.totalS = spreadOf(r.total);
+      if (r.ok()) outputs.push_back(std::move(out));
       results.push_back(std::move(r));
     }
-    std::cout << fmt::format("{} over {} ({} iterations), device {}\n\n", o->model, o->trace,
-                             trace.size(), o->device);
-    printTable(results, std::cout);
+    const CostModel profile = toSessionOptions(*o, modeList.front()).cost;
+    std::cout << fmt::format(
+        "{} over {} ({} iterations), device {}, profile {} (MODELED figures), measured {} "
+        "time(s) per mode{}\n",
+        o->model, o->trace, trace.size(), o->device, profile.name, *repeat,
+        o->modelOnly ? " (model only: kernels NOT executed)" : "");
+    std::cout << fmt::format(
+        "oneTBB arena start-up (measured once before timing, not in any mode's figures): {}\n\n",
+        formatSeconds(tbbStartup));
+    printTable(results, *repeat, std::cout);
+    for (const ModeResult& r : results)
+      if (!r.ok()) std::cout << fmt::format("{}: {}\n", modeName(r.mode), r.failure);
     double diff = 0;
     for (size_t i = 1; i < outputs.size(); ++i)
       diff = std::max(diff, maxDiff(outputs[0], outputs[i]));
-    std::cout << fmt::format("\noutputs agree across modes: {} (max abs difference {:.3g})\n",
-                             diff <= 1e-4 ? "yes" : "NO", diff);
-    std::cout << verdict(results, false) << "\n" << verdict(results, true) << "\n";
+    if (o->modelOnly)
+      std::cout << "\noutputs not compared: model only\n";
+    else
+      std::cout << fmt::format("\noutputs agree across modes: {} (max abs difference {:.3g})\n",
+                               diff <= 1e-4 ? "yes" : "NO", diff);
+    std::cout << measuredVerdict(results, *repeat) << "\n" << modeledVerdict(results) << "\n";
     nlohmann::ordered_json j;
     j["model"] = o->model;
     j["trace"] = o->trace;
+    j["device_profile"] = profile.name;
+    j["repeat"] = *repeat;
+    j["measured_tbb_startup_seconds"] = tbbStartup;
     j["max_abs_output_difference"] = diff;
-    for (const ModeResult& r : results) j["modes"][modeName(r.mode)] = r.report;
+    for (const ModeResult& r : results) {
+      auto& mj = j["modes"][modeName(r.mode)];
+      if (!r.ok()) {
+        mj["failure"] = r.failure;
+        continue;
+      }
+      mj = r.report;
+      for (auto [key, s] : {std::pair{"compile", &r.compileS}, std::pair{"run", &r.runS},
+                            std::pair{"total", &r.totalS}}) {
+        mj["measured_repeat"][key] = {
+            {"median_seconds", s->median}, {"min_seconds", s->min}, {"max_seconds", s->max}};
+      }
+    }
     if (!o->json.empty()) writeJsonFile(o->json, j);
-    if (diff > 1e-4) fail(ErrorKind::kShape, "modes disagree: max abs difference {}", diff);
+    if (!o->modelOnly && diff > 1e-4)
+      fail(ErrorKind::kShape, "modes disagree: max abs difference {}", diff);
+    for (const ModeResult& r : results)
+      if (!r.ok()) gExitCode = 2;  // a mode failed on this input
   });
 }
 

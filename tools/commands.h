@@ -17,6 +17,7 @@ void registerRecompileReport(CLI::App& app);
 void registerGears(CLI::App& app);
 void registerKernels(CLI::App& app);
 void registerPrecompile(CLI::App& app);
+void registerCalibrate(CLI::App& app);
 void registerImport(CLI::App& app);  // tools/cmd_import.cpp
 
 }  // namespace gearbox::cli

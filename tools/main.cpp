@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   gearbox::cli::registerGears(app);
   gearbox::cli::registerKernels(app);
   gearbox::cli::registerPrecompile(app);
+  gearbox::cli::registerCalibrate(app);
   gearbox::cli::registerImport(app);
   try {
     app.parse(argc, argv);

@@ -26,7 +26,15 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
       ->check(CLI::IsMember({"fallback", "error", "unlimited"}));
   cmd->add_option("--dynamic-dims", o.dynamicDims, "mark_dynamic: x:0,y:1");
   cmd->add_option("--static-dims", o.staticDims, "mark_static: x:1");
-  cmd->add_option("--cost-model", o.costModel, "Cost model JSON (docs/cost-model.md)");
+  cmd->add_option("--device-profile", o.deviceProfile,
+                  fmt::format("Device profile for the MODELED times: a bundled name ({}) or a "
+                              ".json file (docs/cost-model.md; default {})",
+                              fmt::join(bundledProfiles(), ", "), kDefaultProfile));
+  cmd->add_option("--cost-model", o.costModel,
+                  "Same as --device-profile FILE (the older name of the option)");
+  cmd->add_flag("--model-only", o.modelOnly,
+                "Count and model every call without executing kernels (measured times and "
+                "outputs are then meaningless)");
   cmd->add_option("--cost", o.costOverrides, "Cost model override key=value (repeatable)");
   cmd->add_option("--log", o.logFile, "Write the compile log (spdlog) to FILE");
   cmd->add_flag("--log-stdout", o.logStdout, "Also print the compile log on stdout");
@@ -51,7 +59,12 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   s.mode = mode;
   s.runPasses = !o.noPasses;
   s.device = o.device == "stream" ? DeviceKind::kStream : DeviceKind::kInline;
-  if (!o.costModel.empty()) s.cost = loadCostModel(o.costModel);
+  if (!o.costModel.empty() && !o.deviceProfile.empty())
+    fail(ErrorKind::kConfig, "give --device-profile or --cost-model, not both");
+  s.cost = loadDeviceProfile(!o.deviceProfile.empty() ? o.deviceProfile
+                             : !o.costModel.empty()   ? o.costModel
+                                                      : std::string(kDefaultProfile));
+  s.modelOnly = o.modelOnly;
   for (const std::string& a : o.costOverrides) applyCostOverride(s.cost, a);
   if (o.kernelCacheCapacity == 0 || o.planCacheCapacity == 0)
     fail(ErrorKind::kConfig, "cache capacities must be >= 1");
@@ -76,6 +89,18 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
 
 void configureLogFromOptions(const RunOptions& o) {
   configureLogging(LogOptions{o.logFile, o.logStdout, false});
+}
+
+nlohmann::ordered_json modeledJson(const ModeledTime& m) {
+  nlohmann::ordered_json j;
+  j["compile_us"] = m.compileUs;
+  j["launch_sync_us"] = m.launchSyncUs;
+  j["compute_us"] = m.computeUs;
+  j["padding_waste_us"] = m.paddingWasteUs;
+  j["padding_waste_pct"] = m.computeUs > 0 ? 100.0 * m.paddingWasteUs / m.computeUs : 0.0;
+  j["host_dynamic_us"] = m.hostDynamicUs;
+  j["total_us"] = m.total();
+  return j;
 }
 
 double medianRunSeconds(const Session& s) {
@@ -111,8 +136,12 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["peak_bytes"] = st.peakBytes;
   j["measured_host_compile_seconds"] = st.compileSeconds;
   j["measured_median_run_seconds"] = medianRunSeconds(s);
+  j["device_profile"] = s.options().cost.name;
   j["modeled_device_us"] = st.modeledDeviceUs;
   j["modeled_compile_us"] = st.modeledCompileUs;
+  j["modeled"] = modeledJson(st.modeled);
+  j["modeled_last_call_us"] = s.history().empty() ? 0.0 : s.history().back().modeledDeviceUs;
+  if (s.options().modelOnly) j["model_only"] = true;
   if (st.mode == Mode::kGeared) {
     j["gears"] = st.gears;
     j["padded_calls"] = st.paddedCalls;
@@ -147,6 +176,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
     it["measured_compile_seconds"] = r.compileSeconds;
     it["measured_run_seconds"] = r.runSeconds;
     it["modeled_device_us"] = r.modeledDeviceUs;
+    if (r.modeled.paddingWasteUs > 0) it["modeled_padding_waste_us"] = r.modeled.paddingWasteUs;
     its.push_back(std::move(it));
   }
   return j;
@@ -184,8 +214,15 @@ void printSummary(const Session& s, std::ostream& os) {
   }
   os << fmt::format("  measured: host compile {}, median run per call {}\n",
                     formatSeconds(st.compileSeconds), formatSeconds(medianRunSeconds(s)));
-  os << fmt::format("  modeled device time: {:.1f} us (cost model, not measured)\n",
-                    st.modeledDeviceUs);
+  const ModeledTime& m = st.modeled;
+  os << fmt::format(
+      "  modeled device time ({}, not measured): {:.1f} us = compile {:.1f} + "
+      "launch/sync/alloc {:.1f} + compute {:.1f} + host dynamic-shape work {:.1f}; "
+      "padding waste {:.1f} us ({:.1f}% of compute)\n",
+      s.options().cost.name, m.total(), m.compileUs, m.launchSyncUs, m.computeUs, m.hostDynamicUs,
+      m.paddingWasteUs, m.computeUs > 0 ? 100.0 * m.paddingWasteUs / m.computeUs : 0.0);
+  if (s.options().modelOnly)
+    os << "  model only: kernels were not executed; measured times are not kernel times\n";
 }
 
 std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,

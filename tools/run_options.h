@@ -13,6 +13,8 @@ namespace gearbox::cli {
 struct RunOptions {
   std::string model, trace, json, mode = "static", device = "inline";
   std::string onRecompileLimit = "fallback", dynamicDims, staticDims, costModel;
+  std::string deviceProfile;  // --device-profile NAME|FILE (empty: kDefaultProfile)
+  bool modelOnly = false;     // --model-only: count and model, do not execute kernels
   std::vector<std::string> costOverrides, asserts;
   std::string logFile;
   bool logStdout = false, iterMarkers = false, explain = false, quiet = false;
@@ -44,6 +46,9 @@ void configureLogFromOptions(const RunOptions& o);
 nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
                                   const std::string& trace);
 double medianRunSeconds(const Session& s);
+// The MODELED breakdown as JSON: compile_us, launch_sync_us, compute_us, padding_waste_us,
+// padding_waste_pct (of compute), host_dynamic_us, total_us.
+nlohmann::ordered_json modeledJson(const ModeledTime& m);
 void printSummary(const Session& s, std::ostream& os);
 
 // --assert 'graph_compiles<=3': evaluates against the report's top-level numbers. Returns the

@@ -40,7 +40,8 @@ InputSignature signatureFromJson(const nlohmann::json& obj, const Graph& g,
   }
   if (requireAll)
     for (size_t i = 0; i < given.size(); ++i)
-      if (!given[i])
+      // An input declared with a fully static shape (a weight) has only one possible shape.
+      if (!given[i] && !sig[i].isStatic())
         fail(ErrorKind::kParse, "{}: input '{}' is missing", where, g.values[g.inputs[i]].name);
   return sig;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Traces: one JSON object per line, one iteration each, mapping input name -> shape, e.g.
 //   {"x1": [2, 2], "x2": [2, 2]}
-// Blank lines and lines starting with '#' are skipped. Errors name file:line and the input.
+// Blank lines and lines starting with '#' are skipped. Inputs declared with a fully static
+// shape (weights) may be left out. Errors name file:line and the input.
 
 #include <string>
 #include <vector>
