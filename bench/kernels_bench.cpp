@@ -2,7 +2,8 @@
 // drift on shared machines; the ratio is the result):
 //  - MatMul GFLOP/s through compileKernelSpec + kernels::run vs a direct single-threaded Eigen
 //    product on row-major Maps;
-//  - Add, Cat and IndexSelect bandwidth vs std::memcpy of the same output bytes, counted
+//  - Add, Cat, IndexSelect, Relu and Transpose bandwidth vs std::memcpy of the same output bytes,
+//  counted
 //    STREAM style (bytes read + bytes written): Add reads two operands (12 B per f32 element),
 //    the copies read one (8 B per f32 element), memcpy reads and writes its bytes (2 x size).
 // A 1-element Add measures the dispatch floor of kernels::run.
@@ -147,6 +148,32 @@ void BM_IndexSelect_Gearbox(benchmark::State& state, int64_t bytes, bool oneTask
   state.counters["tasks"] = p.spec->tasks;
 }
 
+// Relu over `bytes` of f32: one read, one write, like a copy.
+void BM_Relu_Gearbox(benchmark::State& state, int64_t bytes, bool oneTask) {
+  Prepared p(OpKind::kRelu, {randomTensor(DType::kF32, {bytes / 4}, 1)}, {}, oneTask);
+  for (auto _ : state) {
+    p.run();
+    benchmark::DoNotOptimize(p.output.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
+  state.counters["tasks"] = p.spec->tasks;
+}
+
+// Transpose [B, C, HW] -> [B, HW, C] (NCHW -> NHWC with C = 64, HW = 1024): strided reads of 4 B.
+void BM_Transpose_Gearbox(benchmark::State& state, int64_t bytes, bool oneTask) {
+  const int64_t b = bytes / (64 * 1024 * 4);
+  Prepared p(OpKind::kTranspose, {randomTensor(DType::kF32, {b, 64, 1024}, 1)},
+             Attrs{{}, {}, Shape{0, 2, 1}}, oneTask);
+  for (auto _ : state) {
+    p.run();
+    benchmark::DoNotOptimize(p.output.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
+  state.counters["tasks"] = p.spec->tasks;
+}
+
 // The dispatch floor: a 1-element Add through kernels::run (switch + variant lookup + loop).
 void BM_Add_Gearbox_1Element(benchmark::State& state) {
   Prepared p(OpKind::kAdd, {randomTensor(DType::kF32, {1}, 1), randomTensor(DType::kF32, {1}, 2)},
@@ -188,6 +215,8 @@ bool registerAll() {
     kernel("Add", size, BM_Add_Gearbox, bytes);
     kernel("Cat", size, BM_Cat_Gearbox, bytes);
     kernel("IndexSelect", size, BM_IndexSelect_Gearbox, bytes);
+    kernel("Relu", size, BM_Relu_Gearbox, bytes);
+    kernel("Transpose", size, BM_Transpose_Gearbox, bytes);
   }
   benchmark::RegisterBenchmark("BM_Add_Gearbox_1Element", BM_Add_Gearbox_1Element);
   return true;

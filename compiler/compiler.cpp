@@ -13,130 +13,6 @@
 
 namespace gearbox {
 
-KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
-  size_t n = 1;
-  if (capacity_ >= kShardedCapacity)
-    while (n < kMaxShards && capacity_ / (2 * n) >= kMinShardCapacity) n *= 2;
-  for (size_t i = 0; i < n; ++i)
-    shards_.push_back(std::make_unique<Shard>((capacity_ + n - 1 - i) / n));
-}
-
-std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, size_t hash,
-                                                   int* compiled) {
-  Shard& shard = *shards_[shards_.size() == 1 ? 0 : hash % shards_.size()];
-  std::unique_lock<tbb::spin_mutex> lock(shard.mu);
-  // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
-  // else counts a hit, so the counters are the same whatever the thread interleaving.
-  for (;;) {
-    auto it = shard.map.find(Ref{&key, hash});
-    if (it == shard.map.end()) break;
-    if (SpecPtr spec = it->second->spec) {
-      ++shard.stats.hits;
-      shard.order.splice(shard.order.begin(), shard.order, it->second);
-      return spec;
-    }
-    // In flight on another thread. If that compile fails the entry is gone when we wake, and
-    // this caller compiles the key itself (and fails the same way).
-    ++shard.waiters;
-    shard.done.wait(lock);
-    --shard.waiters;
-  }
-  ++shard.stats.misses;
-  shard.order.push_front(Entry{key, hash, nullptr});
-  const List::iterator node = shard.order.begin();
-  shard.map.emplace(Ref{&node->key, hash}, node);
-  lock.unlock();
-
-  SpecPtr spec;
-  bool fromStore = false;
-  double secs = 0;
-  try {
-    spec = loadOrCompile(key, compiled, &fromStore, &secs);
-  } catch (...) {
-    lock.lock();
-    shard.map.erase(Ref{&node->key, hash});
-    shard.order.erase(node);
-    const bool wake = shard.waiters > 0;
-    lock.unlock();
-    if (wake) shard.done.notify_all();
-    throw;
-  }
-  lock.lock();
-  node->spec = spec;
-  // Recency and the insert count at completion, as if the finished kernel had been put then.
-  shard.order.splice(shard.order.begin(), shard.order, node);
-  ++shard.stats.inserts;
-  ++shard.ready;
-  if (fromStore) {
-    ++shard.storeHits;
-  } else {
-    ++shard.compiles;
-    shard.compileSeconds += secs;
-  }
-  // Evict least recently used finished kernels past capacity; in-flight ones stay.
-  for (auto victim = shard.order.end();
-       shard.ready > shard.capacity && victim != shard.order.begin();) {
-    --victim;
-    if (!victim->spec) continue;
-    shard.map.erase(Ref{&victim->key, victim->hash});
-    victim = shard.order.erase(victim);
-    --shard.ready;
-    ++shard.stats.evictions;
-  }
-  const bool wake = shard.waiters > 0;
-  lock.unlock();
-  if (wake) shard.done.notify_all();
-  return spec;
-}
-
-void KernelCache::countMemoHits(int64_t n) {
-  if (n <= 0) return;
-  Shard& shard = *shards_.front();
-  std::lock_guard<tbb::spin_mutex> lock(shard.mu);
-  shard.memoHits += n;
-}
-
-KernelCache::SpecPtr KernelCache::loadOrCompile(const KernelKey& key, int* compiled,
-                                                bool* fromStore, double* secs) {
-  for (auto& store : stores_) {
-    if (auto loaded = store->load(key)) {
-      *fromStore = true;
-      return loaded;
-    }
-  }
-  const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<const KernelSpec> spec = compileKernelSpec(key);
-  *secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // The exact line seed 000's workflow greps for; one per kernel compile.
-  compileLogger()->info("To compile op: {}", spec->name);
-  if (!hooks_.empty()) {
-    // Hooks (the session's compile log, op-info recorders) are not thread-safe themselves.
-    std::lock_guard lock(hookMu_);
-    for (auto& hook : hooks_) hook(*spec);
-  }
-  for (auto& store : stores_) store->save(*spec);
-  if (compiled) ++*compiled;
-  return spec;
-}
-
-KernelCacheStats KernelCache::stats() const {
-  KernelCacheStats s;
-  for (const auto& shard : shards_) {
-    std::lock_guard<tbb::spin_mutex> lock(shard->mu);
-    const CacheStats& c = shard->stats;
-    s.cache.hits += c.hits + shard->memoHits;
-    s.cache.misses += c.misses;
-    s.cache.evictions += c.evictions;
-    s.cache.inserts += c.inserts;
-    s.cache.size += static_cast<int64_t>(shard->ready);
-    s.cache.capacity += static_cast<int64_t>(shard->capacity);
-    s.compiles += shard->compiles;
-    s.storeHits += shard->storeHits;
-    s.compileSeconds += shard->compileSeconds;
-  }
-  return s;
-}
-
 std::string Plan::summary() const {
   return fmt::format(
       "plan #{} [{}]: {} steps, {} kernels compiled, {} reused, arena {} B "
@@ -255,6 +131,22 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
     }
   }
   kernels.countMemoHits(memoHits);
+  // A reshape moves no element (tensors are contiguous), so in a static plan its output is a
+  // view: it shares its input's arena bytes, whose lifetime grows to cover the view's uses, and
+  // the reshape kernel finds out == in and returns. Inputs, constants and graph outputs keep
+  // their own buffers (the kernel copies), as do dynamic plans, which allocate per call.
+  std::vector<ValueId> viewOf(nv, -1);
+  if (plan->isStatic) {
+    for (const PlanStep& step : plan->steps) {
+      const Node& node = g.nodes[step.node];
+      if (node.kind != OpKind::kReshape || plan->storage[node.output] != Storage::kNone) continue;
+      const ValueId in = node.inputs[0];
+      const ValueId root = viewOf[in] >= 0 ? viewOf[in] : in;
+      if (producerStep[root] < 0 || plan->storage[root] != Storage::kNone) continue;
+      viewOf[node.output] = root;
+      lastUse[root] = std::max({lastUse[root], lastUse[node.output], producerStep[node.output]});
+    }
+  }
   std::vector<BufferRequest> requests;
   std::vector<ValueId> requestValue;
   requests.reserve(nv);
@@ -262,7 +154,7 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
   for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v) {
     if (producerStep[v] < 0 || plan->storage[v] != Storage::kNone) continue;
     plan->storage[v] = Storage::kArena;
-    if (!plan->isStatic) continue;  // dynamic plans allocate per call from a pool
+    if (!plan->isStatic || viewOf[v] >= 0) continue;  // dynamic: per-call pool; views: below
     const TensorType& t = types[v];
     requests.push_back(BufferRequest{
         static_cast<int64_t>(t.shape.numel()) * static_cast<int64_t>(dtypeSize(t.dtype)),
@@ -272,6 +164,8 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
   if (plan->isStatic) {
     MemoryPlan mp = planMemory(requests);
     for (size_t i = 0; i < requests.size(); ++i) plan->location[requestValue[i]] = mp.offsets[i];
+    for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v)
+      if (viewOf[v] >= 0) plan->location[v] = plan->location[viewOf[v]];
     plan->arenaBytes = mp.arenaBytes;
     plan->naiveBytes = mp.naiveBytes;
   }

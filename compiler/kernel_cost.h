@@ -2,12 +2,17 @@
 // The work one kernel does at the static shapes of its key: floating-point operations and
 // bytes moved (read + written), the two axes of a roofline. The device model
 // (executor/cost_model.h) turns them into a MODELED execution time; nothing here is timed.
+// Each op states its own terms in compiler/ops/<op>.cpp (dispatch generated from ops.def).
 //
-// Counting rules (docs/cost-model.md): an add is 1 flop per output element; a matmul is 2
-// flops per multiply-accumulate (2*M*N*K per batch); data-movement ops (IndexSelect, Cat,
-// CatGather) do no flops. Bytes are every input element read once plus every output element
-// written once, as STREAM counts them; a gathered index is read once. A dynamic dim (< 0) in
-// the key counts as 1, so a shape-generic key gives the work of its smallest instance.
+// Counting rules (docs/cost-model.md): an add or mul is 1 flop per output element, relu 1 per
+// element; a matmul is 2 flops per multiply-accumulate (2*M*N*K per batch, 1-D operands
+// promoted as torch.matmul does); data-movement ops (IndexSelect, Cat, CatGather, Reshape,
+// Transpose) do no flops. Bytes are every input element read once plus every output element
+// written once, as STREAM counts them; a gather reads only the selected rows, plus its index.
+// A dynamic dim (< 0) in the key counts as 1, so a shape-generic key gives the work of its
+// smallest instance.
+
+#include <string_view>
 
 #include "compiler/kernel_spec.h"
 
@@ -19,5 +24,9 @@ struct KernelCost {
 };
 
 KernelCost kernelCost(const KernelKey& key);  // for the static shapes in key.inputs
+
+// The modeled device compile latency of one kernel of an op (by kernel name, e.g. "Mul"), in
+// microseconds, as the op's file states it with its source; 100 for a name that is no op.
+double modeledCompileUsDefault(std::string_view kernelOp);
 
 }  // namespace gearbox

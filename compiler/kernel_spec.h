@@ -32,12 +32,9 @@ struct KernelKey {
   bool operator==(const KernelKey& o) const;
   size_t hash() const;
   bool isStatic() const;
-  // Readable kernel name, unique per key:
-  //   {Op}_{dtype}_{format}_{in0 dims}[__{in1 dims}...][__dim{d}]
-  // e.g. "MatMul_float_ND_64_128__128_32", "Cat_float_ND_2_3__2_5__dim1". Dynamic dims print
-  // as -1. Rank-0 inputs print as "s". An input whose dtype differs from `dtype` (an index)
-  // appends it, so i32 and i64 index kernels get different names:
-  // "IndexSelect_float_ND_4_5__3_int32__dim0".
+  // Readable kernel name, unique per key, in the format of compiler/kernel_name.h, e.g.
+  // "MatMul_float_ND_64_128__128_32", "Cat_float_ND_2_3__2_5__dim1",
+  // "IndexSelect_float_ND_4_5__3_int32__dim0", "Transpose_float_ND_2_3_4__perm0_2_1".
   std::string name() const;
 };
 
@@ -71,6 +68,9 @@ struct AddParams {
   bool streamingStores = false;  // flat and row paths: see kStreamingStoreBytes
 };
 
+// Mul: out[i] = a[ia(i)] * b[ib(i)], with Add's broadcast machinery (compiler/ops/broadcast.h).
+using BinaryParams = AddParams;
+
 // MatMul: batch of [M, K] x [K, N], row-major.
 struct MatMulParams {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -103,6 +103,22 @@ struct CatGatherParams {
   bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
+// Relu, and Reshape's copy: one flat loop over numel contiguous elements.
+struct ElementwiseParams {
+  int64_t numel = 0;
+  bool streamingStores = false;  // see kStreamingStoreBytes
+};
+
+// Transpose: out[i0..ir) = in[sum i_k * inStrides[k]], over the output's dims after merging
+// runs of dims that stay adjacent and in order (a [B, C, H, W] -> [B, H, W, C] transpose is
+// [B, C, HW] -> [B, HW, C]). rank == 0 means a plain copy of numel elements.
+struct TransposeParams {
+  int rank = 0;
+  int64_t numel = 0;
+  int64_t outDims[kMaxRank] = {};
+  int64_t inStrides[kMaxRank] = {};  // per output dim, in elements
+};
+
 struct KernelSpec {
   KernelKey key;
   std::string name;
@@ -110,7 +126,8 @@ struct KernelSpec {
   bool generic = false;  // built for dynamic dims: params are derived at run time
   int tasks = 1;         // 1 = runs in the calling thread; > 1 = oneTBB tasks
   double work = 0;       // flops (MatMul) or bytes moved (others): drives `tasks`
-  std::variant<std::monostate, AddParams, MatMulParams, GatherParams, CatParams, CatGatherParams>
+  std::variant<std::monostate, AddParams, MatMulParams, GatherParams, CatParams, CatGatherParams,
+               ElementwiseParams, TransposeParams>
       params;
 };
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -57,38 +56,6 @@ std::string_view secondField(std::string_view line, std::string_view sep) {
 // The op type used to group kernels: the name up to its first '_' (the whole name if none).
 std::string_view opType(std::string_view name) {
   return name.substr(0, name.find('_'));
-}
-
-std::vector<std::string_view> splitOn(std::string_view s, std::string_view sep) {
-  std::vector<std::string_view> parts;
-  while (true) {
-    const size_t pos = s.find(sep);
-    parts.push_back(s.substr(0, pos));
-    if (pos == std::string_view::npos) return parts;
-    s.remove_prefix(pos + sep.size());
-  }
-}
-
-// Dims print as canonical decimals, with -1 for dynamic ones; anything else (leading zeros,
-// '+', other negatives) means the name is not gearbox's, so it is rejected rather than guessed.
-std::optional<int64_t> parseDim(std::string_view s) {
-  if (s == "-1") return -1;
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size() || value < 0) return std::nullopt;
-  return value;
-}
-
-std::optional<std::vector<int64_t>> parseDims(const std::vector<std::string_view>& tokens) {
-  if (tokens.size() == 1 && tokens[0] == "s") return std::vector<int64_t>{};
-  std::vector<int64_t> dims;
-  for (std::string_view t : tokens) {
-    std::optional<int64_t> d = parseDim(t);
-    if (!d) return std::nullopt;
-    dims.push_back(*d);
-  }
-  return dims;
 }
 
 std::string displayName(std::string_view name) {
@@ -208,33 +175,6 @@ std::string formatRecompileOpList(const RecompileReport& report) {
     out += fmt::format("iter: {}\n{}\n", k, fmt::join(report.sections[k], ","));
   }
   return out;
-}
-
-std::optional<ParsedKernelName> parseKernelName(std::string_view name) {
-  std::vector<std::string_view> inputParts = splitOn(name, "__");
-  ParsedKernelName parsed;
-  if (inputParts.size() > 1 && inputParts.back().starts_with("dim")) {
-    std::optional<int64_t> d = parseDim(inputParts.back().substr(3));
-    if (!d || *d < 0) return std::nullopt;
-    parsed.dim = *d;
-    inputParts.pop_back();
-  }
-  // The first part carries op, dtype and format in front of input 0's dims.
-  std::vector<std::string_view> head = splitOn(inputParts[0], "_");
-  if (head.size() < 4 || head[0].empty() || head[1].empty() || head[2].empty()) {
-    return std::nullopt;
-  }
-  parsed.op = head[0];
-  parsed.dtype = head[1];
-  parsed.format = head[2];
-  for (size_t i = 0; i < inputParts.size(); ++i) {
-    std::vector<std::string_view> tokens = splitOn(inputParts[i], "_");
-    if (i == 0) tokens.erase(tokens.begin(), tokens.begin() + 3);
-    std::optional<std::vector<int64_t>> dims = parseDims(tokens);
-    if (!dims) return std::nullopt;
-    parsed.inputs.push_back(std::move(*dims));
-  }
-  return parsed;
 }
 
 std::string summarize(const RecompileReport& report, int stableSteps) {

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/kernel_name.h"  // parseKernelName, used by summarize
+
 namespace gearbox {
 
 // The script's defaults: a line containing kDefaultSplitFlag opens a new section; a line
@@ -40,20 +42,6 @@ RecompileReport parseCompileLog(std::string_view text,
 // Writes recompile_op_list.txt: per section "iter: <k>\n" then the names joined by "," and
 // "\n" (an empty line for a section without compiles).
 std::string formatRecompileOpList(const RecompileReport& report);
-
-// A kernel name in gearbox's format (compiler/kernel_spec.h):
-//   {Op}_{dtype}_{format}_{in0 dims}[__{in1 dims}...][__dim{d}]
-// Rank-0 inputs print as "s" and dynamic dims as -1.
-struct ParsedKernelName {
-  std::string op;
-  std::string dtype;
-  std::string format;
-  std::vector<std::vector<int64_t>> inputs;  // dims per input
-  std::optional<int64_t> dim;                // the `dim` attribute, when present
-};
-
-// Parses a kernel name; nullopt for names in any other format (e.g. other tools' logs).
-std::optional<ParsedKernelName> parseKernelName(std::string_view name);
 
 // Human-readable analysis of a report, for stdout:
 //  - a totals line (sections, distinct kernels, entries) and the entries per section;

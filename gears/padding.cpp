@@ -110,9 +110,20 @@ class Analyzer {
 
   void visitMatMul(NodeId n, const Node& node, Tags& out) {
     const ValueId a = node.inputs[0], b = node.inputs[1];
-    const int ra = rank(a), rb = rank(b);
-    const Tags& ta = tags_[a];
-    const Tags& tb = tags_[b];
+    // torch.matmul's 1-D operands: [K] is the matrix [1, K] (left) or [K, 1] (right), whose
+    // added dim is unpadded and dropped from the output again below.
+    const bool aVec = rank(a) == 1, bVec = rank(b) == 1;
+    const int ra = aVec ? 2 : rank(a), rb = bVec ? 2 : rank(b);
+    Tags ta = tags_[a], tb = tags_[b];
+    Shape sa = shape(a), sb = shape(b);
+    if (aVec) {
+      ta = Tags{Tag{}, tags_[a][0]};
+      sa = Shape{1, shape(a)[0]};
+    }
+    if (bVec) {
+      tb = Tags{tags_[b][0], Tag{}};
+      sb = Shape{shape(b)[0], 1};
+    }
     const Tag& ka = ta[ra - 1];
     const Tag& kb = tb[rb - 2];
     if (ka.padded != kb.padded) {
@@ -132,8 +143,8 @@ class Analyzer {
                            !ka.zero ? label(node, 0) : label(node, 1)));
       tie(ka, kb);  // K is contracted away: the output is not padded there
     }
-    Shape batchA(shape(a).begin(), shape(a).end() - 2);
-    Shape batchB(shape(b).begin(), shape(b).end() - 2);
+    Shape batchA(sa.begin(), sa.end() - 2);
+    Shape batchB(sb.begin(), sb.end() - 2);
     Tags tba{}, tbb{};
     std::copy(ta.begin(), ta.begin() + (ra - 2), tba.begin());
     std::copy(tb.begin(), tb.begin() + (rb - 2), tbb.begin());
@@ -141,6 +152,11 @@ class Analyzer {
     const int r = std::max(ra, rb);
     out[r - 2] = ta[ra - 2];  // M: zero rows of a give zero rows of the product
     out[r - 1] = tb[rb - 1];  // N: zero columns of b give zero columns
+    if (bVec) out[r - 1] = Tag{};
+    if (aVec) {
+      out[r - 2] = out[r - 1];
+      out[r - 1] = Tag{};
+    }
   }
 
   // The gather part of index_select / cat_gather: the dim `d` of the data is read by index.
@@ -202,12 +218,54 @@ class Analyzer {
     return d;
   }
 
+  // Relu keeps every tag (relu(0) = 0); transpose moves them with the dims.
+  void visitTranspose(const Node& node, Tags& out) {
+    const Tags& in = tags_[node.inputs[0]];
+    const Shape& perm = *node.attrs.perm;
+    // Inference checked perm is a permutation of the input's dims (rank <= kMaxRank).
+    for (int i = 0; i < perm.rank() && i < kMaxRank; ++i)
+      out[i] = in[static_cast<size_t>(perm[i])];
+  }
+
+  // A reshape keeps a padded dim d only when it survives whole at the same position: the target
+  // keeps every dim before d (a named dim, or the same static size) and names dim d, so each
+  // (prefix, d, rest) position maps to the same position of the output; anything else would mix
+  // padded and real elements within one output dim.
+  void visitReshape(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const Shape& target = *node.attrs.shape;
+    const Shape& s = shape(in);
+    for (int d = 0; d < rank(in); ++d) {
+      const Tag& t = tags_[in][d];
+      if (!t.padded) continue;
+      bool kept = d < target.rank() && isSymbolDim(target[d]);
+      for (int i = 0; kept && i < d; ++i)
+        kept = isSymbolDim(target[i]) || (isStaticDim(s[i]) && target[i] == s[i]);
+      if (!kept)
+        refuse(n, t,
+               fmt::format("{} dim {} is padded, and shape {} does not keep it as dim {} (name it "
+                           "there and keep the dims before it), so padded elements would mix with "
+                           "real ones",
+                           label(node, 0), d, target.toString(), d));
+      out[d] = t;
+    }
+  }
+
   void visit(NodeId n) {
     const Node& node = g_.node(n);
     Tags out{};
     switch (node.kind) {
       case OpKind::kConst: break;
       case OpKind::kAdd: visitAdd(n, node, out); break;
+      case OpKind::kMul: {
+        // A zero on either side keeps a padded position zero, as for a matmul batch slice.
+        const ValueId a = node.inputs[0], b = node.inputs[1];
+        broadcast(n, 0, tags_[a], rank(a), shape(a), 1, tags_[b], rank(b), shape(b), true, out);
+        break;
+      }
+      case OpKind::kRelu: out = tags_[node.inputs[0]]; break;
+      case OpKind::kTranspose: visitTranspose(node, out); break;
+      case OpKind::kReshape: visitReshape(n, node, out); break;
       case OpKind::kMatMul: visitMatMul(n, node, out); break;
       case OpKind::kIndexSelect: visitIndexSelect(n, node, out); break;
       case OpKind::kCat: visitCatInputs(n, node, node.inputs.size(), out); break;

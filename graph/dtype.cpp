@@ -46,9 +46,13 @@ const char* errorKindName(ErrorKind kind) {
 namespace {
 struct OpInfo {
   std::string_view text, kernel;
+  int arity;
+  OpAttr attr;
+  IndexInput index;
 };
 constexpr OpInfo kOps[] = {
-#define GEARBOX_OP(e, text, kernel) {text, kernel},
+#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
+  {text, kernel, arity, OpAttr::k##attr, IndexInput::k##index},
 #include "graph/ops.def"
 #undef GEARBOX_OP
 };
@@ -65,6 +69,20 @@ std::optional<OpKind> parseOpKind(std::string_view text) {
   for (int i = 0; i < kOpCount; ++i)
     if (kOps[i].text == text) return static_cast<OpKind>(i);
   return std::nullopt;
+}
+std::optional<OpKind> parseOpKernelName(std::string_view kernelName) {
+  for (int i = 0; i < kOpCount; ++i)
+    if (kOps[i].kernel == kernelName) return static_cast<OpKind>(i);
+  return std::nullopt;
+}
+int opArity(OpKind k) {
+  return kOps[static_cast<int>(k)].arity;
+}
+OpAttr opAttr(OpKind k) {
+  return kOps[static_cast<int>(k)].attr;
+}
+IndexInput opIndexInput(OpKind k) {
+  return kOps[static_cast<int>(k)].index;
 }
 
 }  // namespace gearbox

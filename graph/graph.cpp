@@ -47,14 +47,15 @@ std::string InferContext::inputName(size_t i) const {
 }
 
 // One declaration per op, implemented in graph/ops/<op>.cpp.
-#define GEARBOX_OP(e, text, kernel) TensorType infer##e(const InferContext& ctx);
+#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
+  TensorType infer##e(const InferContext& ctx);
 #include "graph/ops.def"
 #undef GEARBOX_OP
 
 TensorType inferNode(const InferContext& ctx) {
   switch (ctx.kind) {
-#define GEARBOX_OP(e, text, kernel) \
-  case OpKind::k##e:                \
+#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
+  case OpKind::k##e:                                    \
     return infer##e(ctx);
 #include "graph/ops.def"
 #undef GEARBOX_OP

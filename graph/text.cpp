@@ -15,10 +15,34 @@
 namespace gearbox {
 namespace {
 
-// Which ops carry the `dim` attribute. Attrs has a single optional field today, so one
-// predicate is the whole attribute schema; inference still rejects a missing dim on its own.
-bool opTakesDim(OpKind k) {
-  return k == OpKind::kIndexSelect || k == OpKind::kCat || k == OpKind::kCatGather;
+// The attribute an op takes (ops.def's attribute column), as written in the IR.
+std::string_view attrName(OpAttr a) {
+  switch (a) {
+    case OpAttr::kNone: break;
+    case OpAttr::kDim: return "dim";
+    case OpAttr::kShape: return "shape";
+    case OpAttr::kPerm: return "perm";
+  }
+  return "";
+}
+
+std::string_view attrSyntax(OpAttr a) {
+  switch (a) {
+    case OpAttr::kNone: break;
+    case OpAttr::kDim: return "dim=<int>";
+    case OpAttr::kShape: return "shape=[<dims>]";
+    case OpAttr::kPerm: return "perm=[<ints>]";
+  }
+  return "";
+}
+
+bool hasAttr(const Attrs& a) {
+  return a.dim || a.shape || a.perm;
+}
+
+// One dim list as the IR prints it: "[B, 8, -1]".
+std::string dimList(const Shape& s) {
+  return s.toString();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -294,6 +318,33 @@ class Parser {
     expected(t, "a dim (a size >= 0, -1 or a symbol name like B)");
   }
 
+  // "[d0, d1, ...]" (up to kMaxRank dims); `integersOnly` refuses symbols and -1 (perm).
+  Shape parseDimList(bool integersOnly) {
+    expectPunct('[');
+    Shape shape;
+    if (!isPunct(peek(), ']')) {
+      for (;;) {
+        if (shape.rank() == kMaxRank)
+          expected(peek(), fmt::format("']' (at most {} entries)", kMaxRank));
+        if (integersOnly) {
+          const Token& t = next();
+          int64_t v = 0;
+          const auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+          if (t.kind != Tok::kNumber || r.ec != std::errc() ||
+              r.ptr != t.text.data() + t.text.size() || v < 0)
+            expected(t, "an input dim index >= 0");
+          shape.push(v);
+        } else {
+          shape.push(parseDim());
+        }
+        if (isPunct(peek(), ']')) break;
+        expectPunct(',', "',' or ']'");
+      }
+    }
+    expectPunct(']');
+    return shape;
+  }
+
   TensorType parseType() {
     const Token& dt = next();
     const auto dtype = dt.kind == Tok::kIdent ? parseDType(dt.text) : std::nullopt;
@@ -351,35 +402,49 @@ class Parser {
     expectPunct('(');
     std::vector<ValueId> inputs{useValue(next())};
     Attrs attrs;
+    const OpAttr attr = opAttr(kind);
     for (;;) {
       const Token& t = peek();
       if (isPunct(t, ')')) {
-        if (opTakesDim(kind) && !attrs.dim)
-          expected(t, fmt::format("', dim=<int>' ({} needs attribute dim)", opName));
+        if (attr != OpAttr::kNone && !hasAttr(attrs))
+          expected(t, fmt::format("', {}' ({} needs attribute {})", attrSyntax(attr), opName,
+                                  attrName(attr)));
         next();
         break;
       }
       expectPunct(',', "',' or ')'");
       const Token& arg = peek();
       if (arg.kind == Tok::kValue) {
-        if (attrs.dim) expected(arg, "an attribute (values come before attributes)");
+        if (hasAttr(attrs)) expected(arg, "an attribute (values come before attributes)");
         inputs.push_back(useValue(next()));
         continue;
       }
       if (arg.kind != Tok::kIdent) expected(arg, "a value like %x or an attribute like dim=1");
-      if (!opTakesDim(kind))
+      if (attr == OpAttr::kNone)
         expected(arg, fmt::format("a value like %x ({} takes no attributes)", opName));
-      if (arg.text != "dim")
-        expected(arg, fmt::format("attribute 'dim' ({} has no attribute '{}')", opName, arg.text));
-      if (attrs.dim) expected(arg, "')' (attribute dim is already given)");
+      if (arg.text != attrName(attr))
+        expected(arg, fmt::format("attribute '{}' ({} has no attribute '{}')", attrName(attr),
+                                  opName, arg.text));
+      if (hasAttr(attrs))
+        expected(arg, fmt::format("')' (attribute {} is already given)", arg.text));
       next();
       expectPunct('=');
-      const Token& v = next();
-      int64_t dim = 0;
-      const auto r = std::from_chars(v.text.data(), v.text.data() + v.text.size(), dim);
-      if (v.kind != Tok::kNumber || r.ec != std::errc() || r.ptr != v.text.data() + v.text.size())
-        expected(v, "an integer dim like 1 or -1");
-      attrs.dim = dim;
+      if (attr == OpAttr::kDim) {
+        const Token& v = next();
+        int64_t dim = 0;
+        const auto r = std::from_chars(v.text.data(), v.text.data() + v.text.size(), dim);
+        if (v.kind != Tok::kNumber || r.ec != std::errc() || r.ptr != v.text.data() + v.text.size())
+          expected(v, "an integer dim like 1 or -1");
+        attrs.dim = dim;
+      } else {
+        // shape=[B, 8, -1] reads like a type's dims; perm=[0, 2, 1] takes plain integers.
+        const Shape dims = parseDimList(attr == OpAttr::kPerm);
+        if (attr == OpAttr::kShape) {
+          attrs.shape = dims;
+        } else {
+          attrs.perm = dims;
+        }
+      }
     }
     return b_->op(kind, std::move(inputs), attrs, name.text, SourceLoc{file_, name.line});
   }
@@ -540,6 +605,8 @@ std::string printGraph(const Graph& g) {
       for (size_t i = 0; i < n.inputs.size(); ++i)
         out += fmt::format("{}%{}", i ? ", " : "", g.values[n.inputs[i]].name);
       if (n.attrs.dim) out += fmt::format(", dim={}", *n.attrs.dim);
+      if (n.attrs.shape) out += fmt::format(", shape={}", dimList(*n.attrs.shape));
+      if (n.attrs.perm) out += fmt::format(", perm={}", dimList(*n.attrs.perm));
       out += ')';
     }
     out += '\n';

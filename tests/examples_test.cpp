@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/session.h"
 #include "graph/text.h"
 #include "tests/graph_equal.h"
 
@@ -85,7 +86,9 @@ INSTANTIATE_TEST_SUITE_P(Bundled, Examples,
                                            ExampleCase{"four_ops", "f32[B, 7]", 8},
                                            ExampleCase{"shufflenet_unit", "f32[N, 16, 49]", 6},
                                            ExampleCase{"shufflenet_stage", "f32[N, 16, 49]", 7},
-                                           ExampleCase{"shufflenet_body", "f32[N, 16, 49]", 7}),
+                                           ExampleCase{"shufflenet_body", "f32[N, 16, 49]", 7},
+                                           ExampleCase{"shufflenet_view", "f32[N, 16, 49]", 6},
+                                           ExampleCase{"seed002_masked_loss", "f32[B]", 8}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Examples, ShuffleNetUsesAGroupsOfTwoChannelShuffle) {
@@ -98,6 +101,46 @@ TEST(Examples, ShuffleNetUsesAGroupsOfTwoChannelShuffle) {
     EXPECT_EQ(perm.as<int64_t>()[2 * i], i);
     EXPECT_EQ(perm.as<int64_t>()[2 * i + 1], i + 8);
   }
+}
+
+// Seed 004's two spellings of one channel shuffle -- cat + index_select and PyTorch's
+// view/transpose/contiguous -- give the same tensor, element for element, in the reference
+// executor and in static mode, for batch sizes 1, odd and even.
+TEST(Examples, ShuffleViewEqualsCatIndexSelect) {
+  const Graph gather = loadGraph(examplePath("shufflenet_unit.gbx"));
+  const Graph view = loadGraph(examplePath("shufflenet_view.gbx"));
+  SessionOptions o;
+  o.mode = Mode::kStatic;
+  Session s(view, o);
+  for (int64_t n : {1, 3, 4}) {
+    const InputSignature sig{Shape{n, 16, 49}};
+    const std::vector<Tensor> in = makeInputs(gather, sig, 7 + n);
+    const std::vector<Tensor> a = referenceRun(gather, in);
+    const std::vector<Tensor> b = referenceRun(view, in);
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_TRUE(a[0].equals(b[0])) << "batch " << n << ": max abs diff " << maxAbsDiff(a[0], b[0]);
+    const std::vector<Tensor> c = s.run(in);
+    EXPECT_TRUE(a[0].equals(c[0])) << "static, batch " << n;
+  }
+}
+
+// Seed 002's mask really switches padded boxes off: with the mask 0 on boxes 10..19, changing
+// their predictions does not change the loss.
+TEST(Examples, MaskedLossIgnoresPaddedBoxes) {
+  const Graph g = loadGraph(examplePath("seed002_masked_loss.gbx"));
+  const InputSignature sig{Shape{2, 20, 4}, Shape{2, 20, 4}, Shape{2, 20, 1}};
+  std::vector<Tensor> in = makeInputs(g, sig, 3);
+  float* mask = in[2].as<float>();
+  for (int64_t i = 0; i < 40; ++i) mask[i] = (i % 20) < 10 ? 1.0f : 0.0f;
+  const std::vector<Tensor> before = referenceRun(g, in);
+  float* pred = in[0].as<float>();
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t box = 10; box < 20; ++box)
+      for (int64_t k = 0; k < 4; ++k) pred[(b * 20 + box) * 4 + k] += 100.0f;
+  const std::vector<Tensor> after = referenceRun(g, in);
+  EXPECT_EQ(before[0].shape(), Shape({2}));
+  EXPECT_TRUE(before[0].equals(after[0]));
 }
 
 }  // namespace

@@ -129,6 +129,32 @@ TEST(CompilePlan, RepeatedOpShapesInOnePlanCountAsHits) {
   EXPECT_EQ(cache.stats().cache.hits, 1);
 }
 
+// A reshape in a static plan is a view: its output shares the input's arena bytes (no copy, no
+// extra memory), while a reshape of a graph input or into a graph output keeps its own buffer.
+TEST(CompilePlan, ReshapeOfAnIntermediateIsAView) {
+  GraphBuilder b("views");
+  auto x = b.input("x", DType::kF32, {symbolDim("B"), 6});
+  auto r0 = b.op(OpKind::kReshape, {x}, Attrs{{}, Shape{-1}, {}}, "r0");  // of an input: copy
+  auto s = b.op(OpKind::kRelu, {r0}, {}, "s");
+  auto r1 = b.op(OpKind::kReshape, {s}, Attrs{{}, Shape{-1, 3}, {}}, "r1");   // a view of s
+  auto r2 = b.op(OpKind::kReshape, {r1}, Attrs{{}, Shape{2, -1}, {}}, "r2");  // a view of s too
+  auto m = b.op(OpKind::kMul, {r2, r2}, {}, "m");
+  auto r3 = b.op(OpKind::kReshape, {m}, Attrs{{}, Shape{-1}, {}}, "r3");  // the output: copy
+  b.output(r3);
+  const Graph g = b.build();
+  KernelCache cache;
+  auto plan = compilePlan(g, {Shape{4, 6}}, cache);
+  EXPECT_EQ(plan->storage[r1], Storage::kArena);
+  EXPECT_EQ(plan->location[r1], plan->location[s]);
+  EXPECT_EQ(plan->location[r2], plan->location[s]);
+  EXPECT_EQ(plan->storage[r3], Storage::kOutput);
+  EXPECT_EQ(plan->storage[r0], Storage::kArena);
+  // s (and its views, read by m) and m are live together: they must not overlap.
+  EXPECT_NE(plan->location[m], plan->location[s]);
+  // Three buffers of 96 bytes (r0, s, m), each 64-byte aligned: 128 bytes each.
+  EXPECT_EQ(plan->naiveBytes, 3 * 128);
+}
+
 TEST(CompilePlan, PlansShareTheGraphAndKeepTheirOwnTypes) {
   auto g = std::make_shared<const Graph>(
       loadGraph(std::string(GEARBOX_SOURCE_DIR) + "/examples/shufflenet_stage.gbx"));

@@ -1,6 +1,7 @@
 // End-to-end tests of --kernel-meta, --record-op-info, --kernel-bundle, `gearbox kernels` and
 // `gearbox precompile`, each run as a separate gearbox process (GEARBOX_BINARY), so
 // persistence is tested across real process boundaries.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -189,6 +190,57 @@ TEST(PrecompileCli, BadBundleAndRefusedPathsExitTwo) {
   r = gearbox("precompile " + shellQuote(dir.file("nothing_here")));
   EXPECT_EQ(r.code, 2) << r.out;
 }
+
+}  // namespace
+}  // namespace gearbox
+
+namespace gearbox {
+namespace {
+
+// The new ops (mul, relu, reshape, transpose, 1-D matmul) through the whole static-kernel
+// workflow of seeds 000 and 003, on the two models that use them: a second run from kernel_meta
+// compiles nothing, op-info records precompile into a bundle that serves every kernel, and
+// `gearbox kernels` lists their attributes.
+class NewOpsStoreCli : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NewOpsStoreCli, KernelMetaAndPrecompiledBundleServeEveryKernel) {
+  TempDir dir;
+  const std::string model = testing_util::example(GetParam() + ".gbx");
+  const std::string trace = testing_util::example(GetParam() + ".trace.jsonl");
+  auto run = [&](const std::string& extra, const std::string& json) {
+    return gearbox("run " + shellQuote(model) + " --trace " + shellQuote(trace) + " -q " + extra +
+                   " --json " + shellQuote(dir.file(json)));
+  };
+  const std::string meta = dir.file("kernel_meta");
+  Result r = run("--kernel-meta " + shellQuote(meta), "a.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const int64_t compiles = readJson(dir.file("a.json"))["kernel_compiles"];
+  EXPECT_GT(compiles, 0);
+  EXPECT_EQ(countEntries(meta), static_cast<size_t>(compiles));
+  r = run("--kernel-meta " + shellQuote(meta), "b.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(readJson(dir.file("b.json"))["kernel_compiles"], 0);
+  EXPECT_EQ(readJson(dir.file("b.json"))["kernel_store_hits"], compiles);
+
+  r = gearbox("kernels " + shellQuote(meta));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("shape=["), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("{} kernels, 0 damaged files", compiles)), std::string::npos)
+      << r.out;
+
+  const std::string build = dir.file("build");
+  ASSERT_EQ(run("--record-op-info " + shellQuote(build), "c.json").code, 0);
+  const std::string bundle = dir.file("static_kernel.run");
+  r = gearbox("precompile " + shellQuote(build) + " -o " + shellQuote(bundle));
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run("--kernel-bundle " + shellQuote(bundle), "d.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(readJson(dir.file("d.json"))["kernel_compiles"], 0);
+  EXPECT_EQ(readJson(dir.file("d.json"))["kernel_store_hits"], compiles);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, NewOpsStoreCli,
+                         ::testing::Values("shufflenet_view", "seed002_masked_loss"));
 
 }  // namespace
 }  // namespace gearbox

@@ -182,6 +182,20 @@ std::vector<KeyCase> keyCases() {
        key(OpKind::kCatGather, {f32({2, 3, 2}), f32({2, 4, 2}), {DType::kI64, {5}}}, 1)},
       {"GenericSymbolic", key(OpKind::kAdd, {f32({symbolDim("B"), 4}), f32({symbolDim("B"), 4})})},
       {"GenericAnyDim", key(OpKind::kMatMul, {f32({kAnyDim, 4}), f32({4, 3})})},
+      {"MulGeneral", key(OpKind::kMul, {f32({3, 1, 5}), f32({4, 1})})},
+      {"MulRowB", key(OpKind::kMul, {f32({3, 5}), f32({5})})},
+      {"Relu", key(OpKind::kRelu, {f32({3, 5})})},
+      {"MatMulVecMat", key(OpKind::kMatMul, {f32({5}), f32({2, 5, 3})})},
+      {"MatMulDot", key(OpKind::kMatMul, {f32({7}), f32({7})})},
+      {"Transpose",
+       makeKernelKey(OpKind::kTranspose, {f32({2, 3, 4, 5})}, Attrs{{}, {}, Shape{0, 2, 3, 1}})},
+      {"TransposeCopy",
+       makeKernelKey(OpKind::kTranspose, {f32({1, 4})}, Attrs{{}, {}, Shape{1, 0}})},
+      {"Reshape",
+       makeKernelKey(OpKind::kReshape, {f32({4, 16, 7})}, Attrs{{}, Shape{symbolDim("B"), 8, -1}, {}})},
+      {"ReshapeGeneric",
+       makeKernelKey(OpKind::kReshape, {f32({symbolDim("B"), 16})},
+                     Attrs{{}, Shape{symbolDim("B"), -1, 4}, {}})},
   };
 }
 
@@ -241,6 +255,24 @@ TEST(KernelStore, DescriptorDamageIsDetected) {
   Json v = Json::parse(good);
   v["version"] = 99;
   expectIoError(v.dump(), "version 99 is not supported");
+}
+
+// The new ops' params are checked like the old ones': a transpose stride that reads past its
+// input, and params of another op's kind, are refused even under a correct hash.
+TEST(KernelStore, InconsistentTransposeParamsAreRefused) {
+  const auto spec = compileKernelSpec(
+      makeKernelKey(OpKind::kTranspose, {f32({3, 5})}, Attrs{{}, {}, Shape{1, 0}}));
+  auto rehash = [](Json j) {
+    j.erase("hash");
+    j["hash"] = fnv1a64Hex(j.dump());
+    return j.dump();
+  };
+  Json j = Json::parse(serializeKernelDescriptor(*spec, "t"));
+  j["kernel"]["params"]["in_strides"][1] = 6;
+  expectIoError(rehash(j), "Transpose params do not fit the key: strides read past the input");
+  Json k = Json::parse(serializeKernelDescriptor(*spec, "t"));
+  k["kernel"]["params"]["kind"] = "Relu";
+  expectIoError(rehash(k), "params kind does not match op Transpose");
 }
 
 TEST(KernelStore, InconsistentMatMulOffsetsAreRefused) {

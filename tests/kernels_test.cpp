@@ -32,6 +32,10 @@ struct OpCase {
   int64_t indexCount = 0;
   bool large = false;  // big enough that the compile step must split it into tasks
   uint64_t seed = 1;
+  std::optional<Shape> shape = std::nullopt;  // reshape's target
+  std::optional<Shape> perm = std::nullopt;   // transpose's permutation
+
+  Attrs attrs() const { return Attrs{dim, shape, perm}; }
 };
 
 std::string caseName(const OpCase& c) {
@@ -46,6 +50,8 @@ void PrintTo(const OpCase& c, std::ostream* os) {
   *os << caseName(c) << " inputs";
   for (const Shape& s : c.shapes) *os << ' ' << s.toString();
   if (c.dim) *os << " dim " << *c.dim;
+  if (c.shape) *os << " shape " << c.shape->toString();
+  if (c.perm) *os << " perm " << c.perm->toString();
   if (c.indexCount) *os << " index count " << c.indexCount;
 }
 
@@ -307,9 +313,122 @@ std::vector<OpCase> catGatherCases() {
   return cases;
 }
 
+// Mul runs Add's broadcast paths with another operator: the same shape table, every dtype.
+std::vector<OpCase> mulCases() {
+  std::vector<OpCase> cases = addCases();
+  for (OpCase& c : cases) c.kind = OpKind::kMul;
+  return cases;
+}
+
+std::vector<OpCase> reluCases() {
+  const Shape fixed[] = {{}, {1}, {7}, {3, 5}, {2, 1, 3}, {0, 4}, {2, 3, 1, 2, 3, 1}};
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    int i = 0;
+    for (const Shape& s : fixed)
+      cases.push_back({fmt::format("fixed{}", i++), OpKind::kRelu, t, {s}, {}});
+    Rng rng(400 + static_cast<int>(t));
+    for (int j = 0; j < 6; ++j)
+      cases.push_back({fmt::format("random{}", j), OpKind::kRelu, t, {randomShape(rng, 0, 4)}, {}});
+  }
+  // 8.4 MB: split into tasks, streaming stores.
+  cases.push_back(
+      {"large_streaming", OpKind::kRelu, DType::kF32, {{2100001}}, {}, DType::kI64, 0, true});
+  return cases;
+}
+
+std::vector<OpCase> transposeCases() {
+  struct Fixed {
+    const char* name;
+    Shape in, perm;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"rank1", {5}, {0}},
+      {"identity", {2, 3}, {0, 1}},
+      {"swap_2d", {3, 5}, {1, 0}},
+      {"last_two", {2, 3, 4}, {0, 2, 1}},
+      {"rotate", {2, 3, 4}, {1, 2, 0}},
+      {"ones_only_move", {1, 4, 1}, {2, 1, 0}},    // only size-1 dims move: a plain copy
+      {"merge_runs", {2, 3, 4, 5}, {0, 2, 3, 1}},  // NCHW -> NHWC: [2, 3, 20] -> [2, 20, 3]
+      {"zero", {0, 3}, {1, 0}},
+      {"rank6", {2, 1, 3, 2, 1, 3}, {5, 3, 1, 0, 2, 4}},
+      {"large_swap", {1024, 1031}, {1, 0}, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    for (const Fixed& f : fixed) {
+      if (f.large && t != DType::kF32) continue;
+      OpCase c{f.name, OpKind::kTranspose, t, {f.in}, {}, DType::kI64, 0, f.large};
+      c.perm = f.perm;
+      cases.push_back(c);
+    }
+    Rng rng(500 + static_cast<int>(t));
+    for (int j = 0; j < 6; ++j) {
+      const Shape in = randomShape(rng, 1, 5);
+      // A random permutation (Fisher-Yates).
+      int64_t p[kMaxRank];
+      for (int i = 0; i < in.rank(); ++i) p[i] = i;
+      for (int i = in.rank() - 1; i > 0; --i) std::swap(p[i], p[rng.uniform(0, i)]);
+      OpCase c{fmt::format("random{}", j), OpKind::kTranspose, t, {in}, {}};
+      c.perm = Shape(p, p + in.rank());
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> reshapeCases() {
+  const int64_t b = symbolDim("B");
+  struct Fixed {
+    const char* name;
+    Shape in, target;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"flatten", {2, 3, 4}, {-1}},
+      {"split_dim", {6, 5}, {2, 3, 5}},
+      {"infer_middle", {4, 16, 7}, {4, -1, 7}},
+      {"named_keeps_dim", {3, 16, 5}, {b, 8, -1}},
+      {"to_scalar", {1, 1}, {}},
+      {"from_scalar", {}, {1, 1, 1}},
+      {"size1_dims", {1}, {1, -1, 1}},
+      {"zero_numel", {0, 6}, {3, 0, 2}},
+      {"large_copy", {2048, 1025}, {1025, -1}, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    for (const Fixed& f : fixed) {
+      if (f.large && t != DType::kF32) continue;
+      OpCase c{f.name, OpKind::kReshape, t, {f.in}, {}, DType::kI64, 0, f.large};
+      c.shape = f.target;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+// torch.matmul's 1-D operands: [K] x [..., K, N], [..., M, K] x [K], [K] x [K].
+std::vector<OpCase> matmulVectorCases() {
+  struct Fixed {
+    const char* name;
+    Shape a, b;
+  };
+  const Fixed fixed[] = {
+      {"vec_mat", {5}, {5, 3}},        {"mat_vec", {4, 5}, {5}},        {"vdot", {7}, {7}},
+      {"vec_batched", {3}, {2, 3, 4}}, {"batched_vec", {2, 4, 3}, {3}}, {"dot_k1", {1}, {1}},
+      {"vec_k0", {0}, {0, 3}},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes)
+    for (const Fixed& f : fixed) cases.push_back({f.name, OpKind::kMatMul, t, {f.a, f.b}, {}});
+  return cases;
+}
+
 std::vector<OpCase> allCases() {
   std::vector<OpCase> all;
-  for (auto make : {addCases, matmulCases, indexSelectCases, catCases, catGatherCases})
+  for (auto make : {addCases, matmulCases, indexSelectCases, catCases, catGatherCases, mulCases,
+                    reluCases, transposeCases, reshapeCases, matmulVectorCases})
     for (OpCase& c : make()) all.push_back(std::move(c));
   for (size_t i = 0; i < all.size(); ++i) all[i].seed = 1000 + i;
   return all;
@@ -368,7 +487,7 @@ Tensor poisoned(const TensorType& t) {
 }
 
 Tensor runReference(const OpCase& c, const std::vector<Tensor>& ins) {
-  const Attrs attrs{c.dim};
+  const Attrs attrs = c.attrs();
   Tensor out = poisoned(outputType(c.kind, typesOf(ins), attrs));
   kernels::ref::runOp(c.kind, attrs, viewsOf(ins), out.view());
   return out;
@@ -395,7 +514,7 @@ TEST_P(KernelDiff, OptimizedMatchesReference) {
   const std::vector<Tensor> ins = makeInputs(c);
   const Tensor expected = runReference(c, ins);
 
-  auto spec = compileKernelSpec(makeKernelKey(c.kind, typesOf(ins), Attrs{c.dim}));
+  auto spec = compileKernelSpec(makeKernelKey(c.kind, typesOf(ins), c.attrs()));
   ASSERT_FALSE(spec->generic);
   ASSERT_EQ(spec->output.shape, expected.shape());
   Tensor got = poisoned(spec->output);
@@ -442,7 +561,7 @@ TEST_P(KernelGenericDiff, GenericSpecMatchesReference) {
   std::vector<TensorType> dynamic = typesOf(ins);
   for (TensorType& t : dynamic)
     for (int d = 0; d < t.shape.rank(); ++d) t.shape[d] = kAnyDim;
-  const KernelKey key = makeKernelKey(c.kind, dynamic, Attrs{c.dim});
+  const KernelKey key = makeKernelKey(c.kind, dynamic, c.attrs());
   auto spec = compileKernelSpec(key);
   EXPECT_EQ(spec->generic, !key.isStatic());
   if (spec->generic) {

@@ -30,8 +30,8 @@ std::string caseName(const ::testing::TestParamInfo<Case>& info) {
 
 std::vector<Case> allCases() {
   std::vector<Case> cases;
-  for (const char* m :
-       {"seed001_add", "four_ops", "shufflenet_unit", "shufflenet_stage", "shufflenet_body"})
+  for (const char* m : {"seed001_add", "four_ops", "shufflenet_unit", "shufflenet_stage",
+                        "shufflenet_body", "shufflenet_view", "seed002_masked_loss"})
     for (DeviceKind d : {DeviceKind::kInline, DeviceKind::kStream}) {
       for (Mode mode : modes(ModeSet::kAll)) {
         cases.push_back({m, mode, d, false});

@@ -127,6 +127,48 @@ TEST(Text, NegativeDimAttributesAndCatGather) {
   EXPECT_TRUE(contains(printGraph(g), "%g = cat_gather(%a, %b, %idx, dim=-1)\n"));
 }
 
+std::string body(const std::string& stmt);  // below: a one-statement model
+
+TEST(Text, NewOpsAndTheirAttributesRoundTrip) {
+  const Graph g = roundTrip(R"(graph v(%x: f32[N, 16, 49], %m: f32[N, 1, 1]) {
+  %g = reshape(%x, shape=[N, 2, 8, 49])
+  %t = transpose(%g, perm=[0, 2, 1, 3])
+  %r = reshape(%t, shape=[N, -1, 49])
+  %p = relu(%r)
+  %y = mul(%p, %m)
+  %v = const f32[49] [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+  %s = matmul(%y, %v)
+  return %s
+}
+)");
+  const std::string text = printGraph(g);
+  EXPECT_TRUE(contains(text, "%g = reshape(%x, shape=[N, 2, 8, 49])\n")) << text;
+  EXPECT_TRUE(contains(text, "%t = transpose(%g, perm=[0, 2, 1, 3])\n")) << text;
+  EXPECT_TRUE(contains(text, "%r = reshape(%t, shape=[N, -1, 49])\n")) << text;
+  EXPECT_TRUE(contains(text, "%p = relu(%r)\n")) << text;
+  EXPECT_TRUE(contains(text, "%y = mul(%p, %m)\n")) << text;
+  const int64_t n = symbolDim("N");
+  EXPECT_EQ(g.value(g.findValue("t")).type.shape, Shape({n, 8, 2, 49}));
+  // The -1 cancels N against the input's N: 8 * 2 = 16 is known before any shape is.
+  EXPECT_EQ(g.value(g.findValue("r")).type.shape, Shape({n, 16, 49}));
+  EXPECT_EQ(g.value(g.findValue("s")).type.shape, Shape({n, 16}));  // [.., K] x [K]
+}
+
+TEST(Text, NewOpAttributeErrorsPointAtTheToken) {
+  auto err = [](const std::string& stmt) {
+    return errorOf([&] { parseGraph(body(stmt), "m.gbx"); }, ErrorKind::kParse);
+  };
+  EXPECT_TRUE(
+      contains(err("%y = reshape(%x)"), "', shape=[<dims>]' (reshape needs attribute shape)"));
+  EXPECT_TRUE(contains(err("%y = transpose(%x, dim=1)"),
+                       "attribute 'perm' (transpose has no attribute 'dim')"));
+  EXPECT_TRUE(contains(err("%y = transpose(%x, perm=[0, -1])"), "an input dim index >= 0"));
+  EXPECT_TRUE(contains(err("%y = relu(%x, dim=0)"), "relu takes no attributes"));
+  EXPECT_TRUE(
+      contains(err("%y = reshape(%x, shape=[6], shape=[6])"), "attribute shape is already given"));
+  EXPECT_EQ(err("%y = reshape(%x)").rfind("m.gbx:2:", 0), 0u);
+}
+
 TEST(Text, CommentsBlankLinesAndFreeFormLayout) {
   const Graph g = roundTrip(R"(
 # leading comment
@@ -378,8 +420,9 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"MissingReturn", "graph g(%x: f32[1]) {\n}\n", "}",
        "expected a statement (%name = ...) or 'return', got '}'"},
       {"MissingEquals", body("%y add(%x, %x)"), "add", "expected '=', got 'add'"},
-      {"UnknownOp", body("%y = mul(%x, %x)"), "mul",
-       "expected an op name (const, add, matmul, index_select, cat, cat_gather), got 'mul'"},
+      {"UnknownOp", body("%y = sub(%x, %x)"), "sub",
+       "expected an op name (const, add, matmul, index_select, cat, cat_gather, reshape, "
+       "transpose, mul, relu), got 'sub'"},
       {"OpNotAName", body("%y = 3(%x)"), "3(", "expected an op name"},
       {"MissingParen", body("%y = add %x, %x"), "%x,", "expected '(', got '%x'"},
       {"NoOperands", body("%y = add()"), "()", "expected a value like %x, got ')'", 1},
@@ -519,6 +562,29 @@ std::vector<ShapeErrorCase> shapeErrorCases() {
        {"index_select", "input 1 (%x) must be i32 or i64"}},
       {"CatRank", "%y = cat(%x, %i, dim=0)", {"cat", "input 1 (%i)"}},
       {"CatMismatch", "%y = cat(%x, %w, dim=0)", {"cat", "input 1 (%w) dim 1 is 4"}},
+      {"ReshapeCount",
+       "%y = reshape(%x, shape=[4, 2])",
+       {"reshape", "input 0 (%x) has 6 elements but shape [4, 2] holds 8"}},
+      {"ReshapeInferredCount",
+       "%y = reshape(%x, shape=[4, -1])",
+       {"reshape", "input 0 (%x) has 6 elements", "shape [4, -1]", "hold 4 elements"}},
+      {"ReshapeTwoMinusOnes",
+       "%y = reshape(%x, shape=[-1, -1])",
+       {"reshape", "more than one -1 (dims 0 and 1)"}},
+      {"ReshapeNamedPastRank",
+       "%y = reshape(%x, shape=[1, 1, B])",
+       {"reshape", "dim 2 is named", "input 0 (%x)", "rank 2"}},
+      {"TransposeRepeats",
+       "%y = transpose(%x, perm=[1, 1])",
+       {"transpose", "perm [1, 1] is not a permutation: 1 appears twice"}},
+      {"TransposeOutOfRange",
+       "%y = transpose(%x, perm=[0, 2])",
+       {"transpose", "entry 1 is 2, out of range for input 0 (%x) of rank 2"}},
+      {"TransposeLength",
+       "%y = transpose(%x, perm=[0, 1, 2])",
+       {"transpose", "has 3 entries but input 0 (%x) has rank 2"}},
+      {"MulDType", "%y = mul(%x, %i)", {"mul", "input 1 (%i) is i64"}},
+      {"ReluArity", "%y = relu(%x, %x)", {"relu", "expects 1 inputs, got 2"}},
   };
 }
 

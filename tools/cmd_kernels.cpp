@@ -47,6 +47,18 @@ void listKernels(const KernelsOptions& o) {
   };
   std::vector<Row> rows;
   int64_t total = 0, damaged = 0;
+  // "dim=1", "shape=[4,8,-1]" (-2: the input's dim there), "perm=[0,2,1]", or "-".
+  auto describeAttrs = [](const Attrs& a) -> std::string {
+    auto list = [](const Shape& s) {
+      std::string out = "[";
+      for (int i = 0; i < s.rank(); ++i) out += fmt::format("{}{}", i ? "," : "", s[i]);
+      return out + "]";
+    };
+    if (a.dim) return fmt::format("dim={}", *a.dim);
+    if (a.shape) return "shape=" + list(*a.shape);
+    if (a.perm) return "perm=" + list(*a.perm);
+    return "-";
+  };
   for (const KernelFileInfo& f : files) {
     total += f.bytes;
     if (!f.spec) {
@@ -56,8 +68,7 @@ void listKernels(const KernelsOptions& o) {
     const KernelSpec& s = *f.spec;
     rows.push_back(Row{std::string(opKernelName(s.key.kind)),
                        std::string(dtypeKernelName(s.key.dtype)), describeShapes(s),
-                       s.key.attrs.dim ? fmt::format("dim={}", *s.key.attrs.dim) : "-",
-                       std::to_string(f.bytes), f.created, f.file});
+                       describeAttrs(s.key.attrs), std::to_string(f.bytes), f.created, f.file});
   }
   Row header{"OP", "DTYPE", "SHAPES", "ATTRS", "BYTES", "CREATED", "FILE"};
   size_t w[6] = {};

@@ -1,0 +1,172 @@
+// MatMul: the compiler's hooks (compiler/ops/op_hooks.h). 1-D operands follow torch.matmul: a
+// [K] left operand is a [1, K] matrix and a [K] right operand a [K, 1] one, whose added dim is
+// dropped from the output; the memory layout is the same, so the kernel is unchanged.
+#include <fmt/format.h>
+
+#include "compiler/ops/op_hooks.h"
+
+namespace gearbox::ops {
+namespace {
+
+// The operands and output as matrices (rank >= 2), promoting 1-D operands as torch.matmul does.
+struct MatrixShapes {
+  Shape a, b, out;
+};
+
+MatrixShapes asMatrices(const Shape& a, const Shape& b) {
+  MatrixShapes m{a, b, {}};
+  if (a.rank() == 1) m.a = Shape{1, a[0]};
+  if (b.rank() == 1) m.b = Shape{b[0], 1};
+  // Output: broadcast batch dims, then [M, N].
+  const int ra = m.a.rank(), rb = m.b.rank();
+  const int r = std::max(ra, rb) - 2;
+  for (int i = 0; i < r; ++i) {
+    const int ka = i - (r - (ra - 2)), kb = i - (r - (rb - 2));
+    const int64_t da = ka >= 0 ? m.a[ka] : 1, db = kb >= 0 ? m.b[kb] : 1;
+    m.out.push(da == 1 ? db : da);
+  }
+  m.out.push(m.a[ra - 2]);
+  m.out.push(m.b[rb - 1]);
+  return m;
+}
+
+MatMulParams compileMatrices(const Shape& a, const Shape& b, const Shape& out) {
+  MatMulParams p;
+  const int ra = a.rank(), rb = b.rank(), ro = out.rank();
+  p.m = a[ra - 2];
+  p.k = a[ra - 1];
+  p.n = b[rb - 1];
+  p.batch = product(out, 0, ro - 2);
+  p.aOffsets.resize(p.batch);
+  p.bOffsets.resize(p.batch);
+  // Each operand's batch offset: walk the output's batch index and map it right-aligned onto
+  // the operand's batch dims, where a size-1 dim always reads batch 0.
+  int64_t idx[kMaxRank] = {};
+  for (int64_t bi = 0; bi < p.batch; ++bi) {
+    int64_t rem = bi;
+    for (int d = ro - 3; d >= 0; --d) {
+      idx[d] = rem % out[d];
+      rem /= out[d];
+    }
+    auto offset = [&](const Shape& s, int rs, int64_t matrixElems) {
+      int64_t lin = 0;
+      for (int d = 0; d < rs - 2; ++d) {
+        const int od = d + (ro - rs);
+        lin = lin * s[d] + (s[d] == 1 ? 0 : idx[od]);
+      }
+      return lin * matrixElems;
+    };
+    p.aOffsets[bi] = offset(a, ra, p.m * p.k);
+    p.bOffsets[bi] = offset(b, rb, p.k * p.n);
+  }
+  // When every batch uses the same B and A's batches are contiguous ([B, M, K] x [K, N]), the
+  // batch folds into M: one tall GEMM instead of many short ones.
+  if (p.batch > 1) {
+    bool fold = true;
+    for (int64_t bi = 0; bi < p.batch && fold; ++bi)
+      fold = p.bOffsets[bi] == p.bOffsets[0] && p.aOffsets[bi] == bi * p.m * p.k;
+    if (fold) {
+      p.m *= p.batch;
+      p.batch = 1;
+      p.aOffsets.resize(1);
+      p.bOffsets.resize(1);
+    }
+  }
+  return p;
+}
+
+// Chooses MatMul's split: whole batches per task when there are enough of them, else blocks of
+// M rows (each task runs one GEMM on its rows). Returns the task count actually usable.
+int splitMatMul(MatMulParams& p, int tasks) {
+  p.rowsPerTask = 0;
+  if (tasks <= 1 || p.batch >= tasks) return tasks;
+  const int64_t blocksPerBatch = (tasks + p.batch - 1) / p.batch;
+  int64_t rows = (p.m + blocksPerBatch - 1) / blocksPerBatch;
+  // Multiples of 8 rows keep Eigen's register blocks whole in every task but the last.
+  if (p.m >= 16) rows = (rows + 7) / 8 * 8;
+  if (rows >= p.m) return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(tasks, p.batch)));
+  p.rowsPerTask = rows;
+  const int64_t items = p.batch * ((p.m + rows - 1) / rows);
+  return static_cast<int>(std::min<int64_t>(tasks, items));
+}
+
+}  // namespace
+
+void compileMatMul(KernelSpec& spec) {
+  const MatrixShapes s = asMatrices(spec.key.inputs[0].shape, spec.key.inputs[1].shape);
+  MatMulParams p = compileMatrices(s.a, s.b, s.out);
+  spec.work = 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.m) *
+              static_cast<double>(p.n) * static_cast<double>(p.k);
+  spec.tasks = splitMatMul(p, decideTasks(spec.work, kParallelFlopThreshold));
+  spec.params = std::move(p);
+}
+
+KernelCost kernelCostMatMul(const KernelKey& key) {
+  // 2 M N K per batch (a multiply and an add per term); each operand read once, C written once.
+  auto dim = [](int64_t d) { return d >= 0 ? static_cast<double>(d) : 1.0; };
+  Shape a = key.inputs[0].shape, b = key.inputs[1].shape;
+  for (Shape* s : {&a, &b})
+    for (int i = 0; i < s->rank(); ++i) (*s)[i] = std::max<int64_t>((*s)[i], 1);
+  const MatrixShapes m = asMatrices(a, b);
+  const int ro = m.out.rank();
+  double batch = 1;
+  for (int i = 0; i < ro - 2; ++i) batch *= dim(m.out[i]);
+  const double mm = dim(m.out[ro - 2]), nn = dim(m.out[ro - 1]), kk = dim(m.a[m.a.rank() - 1]);
+  const double esize = static_cast<double>(dtypeSize(key.dtype));
+  return KernelCost{
+      2.0 * batch * mm * nn * kk,
+      elementBytes(key.inputs[0]) + elementBytes(key.inputs[1]) + batch * mm * nn * esize};
+}
+
+// Source: the cost model's documented default (docs/cost-model.md).
+double modeledCompileUsMatMul() {
+  return 900;
+}
+
+void paramsToJsonMatMul(const KernelSpec& spec, Json& p) {
+  const MatMulParams& v = paramsAs<MatMulParams>(spec);
+  p["batch"] = v.batch;
+  p["m"] = v.m;
+  p["n"] = v.n;
+  p["k"] = v.k;
+  p["a_offsets"] = v.aOffsets;
+  p["b_offsets"] = v.bOffsets;
+  p["rows_per_task"] = v.rowsPerTask;
+}
+
+void paramsFromJsonMatMul(const Json& p, KernelSpec& spec) {
+  const std::string where = "kernel.params";
+  const ErrorKind io = ErrorKind::kIo;
+  MatMulParams m;
+  m.batch = getInt(p, "batch", where, io);
+  m.m = getInt(p, "m", where, io);
+  m.n = getInt(p, "n", where, io);
+  m.k = getInt(p, "k", where, io);
+  m.aOffsets = getIntArray(p, "a_offsets", where, io);
+  m.bOffsets = getIntArray(p, "b_offsets", where, io);
+  m.rowsPerTask = getInt(p, "rows_per_task", where, io);
+  spec.params = std::move(m);
+}
+
+void checkParamsMatMul(const KernelSpec& s) {
+  const MatMulParams& m = paramsAs<MatMulParams>(s);
+  const int64_t na = s.key.inputs[0].shape.numel(), nb = s.key.inputs[1].shape.numel();
+  auto bad = [&](const char* what) { paramsMismatch(s, what); };
+  if (m.batch < 1 || m.m < 0 || m.n < 0 || m.k < 0 || m.rowsPerTask < 0) bad("negative extent");
+  if (checkedProduct({m.batch, m.m, m.n}) != s.output.shape.numel()) bad("output size");
+  if (m.aOffsets.size() != static_cast<size_t>(m.batch) ||
+      m.bOffsets.size() != static_cast<size_t>(m.batch))
+    bad("one offset per batch expected");
+  const int64_t aElems = checkedProduct({m.m, m.k}), bElems = checkedProduct({m.k, m.n});
+  if (aElems < 0 || bElems < 0) bad("matrix size overflows");
+  for (int64_t b = 0; b < m.batch; ++b) {
+    const int64_t ao = m.aOffsets[b], bo = m.bOffsets[b];
+    if (ao < 0 || bo < 0 || ao > na - aElems || bo > nb - bElems) bad("batch offset out of range");
+  }
+}
+
+std::string opInfoInputNameMatMul(size_t i, size_t) {
+  return i == 0 ? "self" : "mat2";
+}
+
+}  // namespace gearbox::ops

@@ -1,0 +1,75 @@
+#pragma once
+// The compiler's per-op hooks. Every op in graph/ops.def defines all of these in its own
+// compiler/ops/<op>.cpp; the declarations are generated from ops.def, so an op without its file
+// (or with a hook missing) fails to link instead of failing at run time. Dispatch over ops is
+// generated from ops.def too (compiler/ops/dispatch.cpp).
+//
+// Helpers the op files share are declared below; they are not part of the public API.
+
+#include <string>
+
+#include "compiler/json_fields.h"
+#include "compiler/kernel_cost.h"
+#include "compiler/kernel_spec.h"
+
+namespace gearbox::ops {
+
+#define GEARBOX_OP(e, text, kernel, arity, attr, index)                                        \
+  /* Every static-shape decision for spec.key (output already inferred, shapes static): the */ \
+  /* params, spec.work and spec.tasks. */                                                      \
+  void compile##e(KernelSpec& spec);                                                           \
+  /* Modeled flops and bytes for the key's static shapes (compiler/kernel_cost.h). */          \
+  KernelCost kernelCost##e(const KernelKey& key);                                              \
+  /* Modeled device compile latency of one kernel of this op, in microseconds: the default  */ \
+  /* the cost model uses when its table has no entry for the op. */                            \
+  double modeledCompileUs##e();                                                                \
+  /* Params <-> the "params" object of a kernel descriptor (docs/kernel-meta.md). */           \
+  void paramsToJson##e(const KernelSpec& spec, Json& p);                                       \
+  void paramsFromJson##e(const Json& p, KernelSpec& spec);                                     \
+  /* Re-derives what the kernel relies on for memory safety from a loaded spec's key and */    \
+  /* throws Error(kIo) when the params do not fit it. */                                       \
+  void checkParams##e(const KernelSpec& spec);                                                 \
+  /* The name of input i of n in op-info records, as aclnn spells it. */                       \
+  std::string opInfoInputName##e(size_t i, size_t n);
+#include "graph/ops.def"
+#undef GEARBOX_OP
+
+// ---- helpers shared by the op files (compiler/ops/common.cpp) ------------------------------
+
+// Product of dims [begin, end) of a static shape.
+int64_t product(const Shape& s, int begin, int end);
+// The thread split: one task below the threshold, then one per threshold's worth of work, never
+// more than the arena can run at once.
+int decideTasks(double work, double threshold);
+// Non-temporal stores for outputs of at least kStreamingStoreBytes with rows of at least
+// kStreamingRowBytes (compiler/kernel_spec.h).
+bool useStreamingStores(double outBytes, double rowBytes);
+double elementBytes(const TensorType& t);  // numel * dtype size of a static type; 0 if dynamic
+// Throws Error(kIo) "<Op> params do not fit the key[: what]".
+[[noreturn]] void paramsMismatch(const KernelSpec& spec, std::string_view what = {});
+// The params of `spec` as type P, or Error(kIo) naming the op when they are another kind.
+template <typename P>
+const P& paramsAs(const KernelSpec& spec) {
+  const P* p = std::get_if<P>(&spec.params);
+  if (!p) paramsMismatch(spec, "params kind does not match the op");
+  return *p;
+}
+
+}  // namespace gearbox::ops
+
+namespace gearbox::ops {
+
+// ---- dispatch over ops.def (compiler/ops/dispatch.cpp) --------------------------------------
+
+void compileStatic(KernelSpec& spec);
+double modeledCompileUs(OpKind kind);
+// The descriptor's "params" object: {"kind": "none"} for a generic spec, else the op's kernel
+// name as "kind" and its fields.
+Json paramsToJson(const KernelSpec& spec);
+// Reads spec.params for spec.key.kind (already parsed); Error(kIo) on a kind that is neither
+// "none" nor the key's op.
+void paramsFromJson(const Json& p, KernelSpec& spec);
+void checkParams(const KernelSpec& spec);
+std::string opInfoInputName(OpKind kind, size_t i, size_t n);
+
+}  // namespace gearbox::ops

@@ -1,0 +1,170 @@
+// MatMul: reference and optimized kernels. The optimized kernel runs Eigen's GEMM on the
+// batches or row blocks the compile step chose (compiler/ops/matmul.cpp). 1-D operands need no
+// code of their own: a [K] operand has the memory layout of the [1, K] or [K, 1] matrix it is
+// promoted to.
+#include <cstdlib>
+#include <new>
+
+// GCC 12 reports false -Wmaybe-uninitialized warnings inside its own AVX-512 intrinsics when
+// they are inlined from Eigen's GEMM kernels (a known GCC issue); they would bury real warnings.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Core>
+
+#include "executor/kernels/common.h"
+#include "executor/kernels/op_kernels.h"
+#include "executor/kernels/ref_common.h"
+
+namespace gearbox::kernels {
+namespace {
+
+// Eigen's packing buffers for one thread. Eigen's own product allocates them on every call
+// above its 128 KiB stack limit; keeping them per thread (grown, never shrunk) makes the static
+// run path allocation-free after the first call on each thread. Eigen itself stays
+// single-threaded (no OpenMP): parallelism comes from oneTBB over batches or row blocks.
+template <typename T>
+class GemmWorkspace : public Eigen::internal::level3_blocking<T, T> {
+ public:
+  ~GemmWorkspace() {
+    std::free(a_);
+    std::free(b_);
+  }
+
+  // Sets Eigen's cache blocking for C[m, n] = A[m, k] B[k, n] (row-major) and points it at
+  // buffers large enough for the packed panels.
+  void prepare(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
+    // Eigen runs a row-major product as the transposed column-major one, so its "rows" are n;
+    // this mirrors gemm_blocking_space for a row-major destination.
+    Eigen::Index kc = k, mc = n, nc = m;
+    Eigen::internal::computeProductBlockingSizes<T, T, 1>(kc, mc, nc, Eigen::Index{1});
+    this->m_kc = kc;
+    this->m_mc = mc;
+    this->m_nc = nc;
+    this->m_blockA = reserve(a_, capA_, static_cast<size_t>(kc * mc));
+    this->m_blockB = reserve(b_, capB_, static_cast<size_t>(kc * nc));
+  }
+
+ private:
+  static T* reserve(T*& buf, size_t& cap, size_t elems) {
+    if (elems > cap) {
+      std::free(buf);
+      // aligned_alloc needs a multiple of the alignment; 64 bytes suits every vector width.
+      const size_t bytes = (elems * sizeof(T) + 63) / 64 * 64;
+      buf = static_cast<T*>(std::aligned_alloc(64, bytes));
+      if (!buf) throw std::bad_alloc();
+      cap = elems;
+    }
+    return buf;
+  }
+  T* a_ = nullptr;
+  T* b_ = nullptr;
+  size_t capA_ = 0, capB_ = 0;
+};
+
+template <typename T>
+GemmWorkspace<T>& gemmWorkspace() {
+  thread_local GemmWorkspace<T> ws;
+  return ws;
+}
+
+// C[m, n] = A[m, k] B[k, n], all row-major with leading dims k, n and n.
+template <typename T>
+void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
+  if (m == 0 || n == 0) return;
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Mat> cm(c, m, n);
+  if (k == 0) {
+    cm.setZero();
+    return;
+  }
+  // Eigen's own cut-over: tiny products are faster coefficient by coefficient than packed.
+  if (m + n + k < 20) {
+    cm.noalias() = Eigen::Map<const Mat>(a, m, k).lazyProduct(Eigen::Map<const Mat>(b, k, n));
+    return;
+  }
+  GemmWorkspace<T>& ws = gemmWorkspace<T>();
+  ws.prepare(m, n, k);
+  cm.setZero();  // Eigen's GEMM accumulates: C += alpha * A * B
+  Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, Eigen::RowMajor, false, T,
+                                                 Eigen::RowMajor, false, Eigen::RowMajor,
+                                                 1>::run(m, n, k, a, k, b, n, c, 1, n, T{1}, ws);
+}
+
+template <typename T>
+[[gnu::noinline]] void runMatMulT(const MatMulParams& p, int tasks, const void* const* in,
+                                  void* out) {
+  const T* a = static_cast<const T*>(in[0]);
+  const T* b = static_cast<const T*>(in[1]);
+  T* c = static_cast<T*>(out);
+  const int64_t mn = p.m * p.n;
+  auto batches = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      gemm<T>(a + p.aOffsets[i], b + p.bOffsets[i], c + i * mn, p.m, p.n, p.k);
+  };
+  if (p.rowsPerTask == 0) {
+    detail::runRanges(tasks, p.batch, 1, batches);
+    return;
+  }
+  // Row blocks: each item is one GEMM on rowsPerTask rows of one batch's A and C.
+  const int64_t blocks = (p.m + p.rowsPerTask - 1) / p.rowsPerTask;
+  detail::runRanges(tasks, p.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t bi = item / blocks;
+      const int64_t r0 = item % blocks * p.rowsPerTask;
+      const int64_t rows = std::min(p.rowsPerTask, p.m - r0);
+      gemm<T>(a + p.aOffsets[bi] + r0 * p.k, b + p.bOffsets[bi], c + bi * mn + r0 * p.n, rows, p.n,
+              p.k);
+    }
+  });
+}
+
+}  // namespace
+
+void ref::refMatMul(const Attrs&, std::span<const TensorView> ins, const TensorView& out) {
+  using namespace ref::detail;
+  // torch.matmul's 1-D rule: promote to matrices (same data), multiply, drop the added dims.
+  TensorView a = ins[0], b = ins[1], o = out;
+  if (a.shape.rank() == 1) a.shape = Shape{1, a.shape[0]};
+  if (b.shape.rank() == 1) b.shape = Shape{b.shape[0], 1};
+  o.shape = Shape(a.shape.begin(), a.shape.end() - 2);
+  {
+    // The promoted output: broadcast batch dims, then [M, N].
+    const int ra = a.shape.rank(), rb = b.shape.rank();
+    const int r = std::max(ra, rb) - 2;
+    Shape batch;
+    for (int i = 0; i < r; ++i) {
+      const int ka = i - (r - (ra - 2)), kb = i - (r - (rb - 2));
+      const int64_t da = ka >= 0 ? a.shape[ka] : 1, db = kb >= 0 ? b.shape[kb] : 1;
+      batch.push(da == 1 ? db : da);
+    }
+    batch.push(a.shape[ra - 2]);
+    batch.push(b.shape[rb - 1]);
+    o.shape = batch;
+  }
+  dispatchDType(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.as<const T>();
+    const T* pb = b.as<const T>();
+    T* po = o.as<T>();
+    const int ra = a.shape.rank(), rb = b.shape.rank(), ro = o.shape.rank();
+    const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+    forEachIndex(o.shape, [&](const int64_t* idx) {
+      // Batch dims broadcast like Add's dims; the last two index the matrices.
+      const int64_t aBase = broadcastOffset(a.shape, ra - 2, ro - 2, idx) * m * k;
+      const int64_t bBase = broadcastOffset(b.shape, rb - 2, ro - 2, idx) * k * n;
+      const int64_t row = idx[ro - 2], col = idx[ro - 1];
+      T acc{0};
+      for (int64_t kk = 0; kk < k; ++kk) acc += pa[aBase + row * k + kk] * pb[bBase + kk * n + col];
+      po[offsetOf(o.shape, idx)] = acc;
+    });
+  });
+}
+
+bool runMatMul(const KernelSpec& spec, const void* const* in, void* out) {
+  const auto* p = std::get_if<MatMulParams>(&spec.params);
+  if (!p) return false;
+  dispatchDType(spec.key.dtype,
+                [&](auto tag) { runMatMulT<decltype(tag)>(*p, spec.tasks, in, out); });
+  return true;
+}
+
+}  // namespace gearbox::kernels

@@ -1,0 +1,119 @@
+// Kernel names (compiler/kernel_name.h): every op in graph/ops.def gets sample keys -- static
+// and shape-generic, every dtype it takes, i32 and i64 indices, rank-0 inputs, each attribute --
+// and every name the compiler gives them must parse back to the key's fields. A new op without
+// samples here fails KernelName.EveryOpHasSamples.
+#include "compiler/kernel_name.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "compiler/kernel_spec.h"
+
+namespace gearbox {
+namespace {
+
+TensorType t(DType d, Shape s) {
+  return TensorType{d, s};
+}
+
+std::vector<KernelKey> sampleKeys() {
+  const int64_t b = symbolDim("B");
+  std::vector<KernelKey> keys;
+  auto add = [&](OpKind k, std::vector<TensorType> in, Attrs a = {}) {
+    keys.push_back(makeKernelKey(k, in, a));
+  };
+  for (DType d : {DType::kF32, DType::kI32, DType::kI64}) {
+    for (OpKind k : {OpKind::kAdd, OpKind::kMul}) {
+      add(k, {t(d, {2, 4}), t(d, {4})});
+      add(k, {t(d, {}), t(d, {})});
+      add(k, {t(d, {b, 4}), t(d, {kAnyDim, 1})});
+    }
+    add(OpKind::kMatMul, {t(d, {3, 5}), t(d, {5, 2})});
+    add(OpKind::kMatMul, {t(d, {5}), t(d, {5})});
+    add(OpKind::kMatMul, {t(d, {b, 3, 5}), t(d, {5})});
+    add(OpKind::kRelu, {t(d, {7})});
+    add(OpKind::kRelu, {t(d, {})});
+    add(OpKind::kTranspose, {t(d, {2, 3, 4})}, Attrs{{}, {}, Shape{0, 2, 1}});
+    add(OpKind::kTranspose, {t(d, {b, 3})}, Attrs{{}, {}, Shape{1, 0}});
+    add(OpKind::kReshape, {t(d, {4, 16, 7})}, Attrs{{}, Shape{b, 8, -1}, {}});
+    add(OpKind::kReshape, {t(d, {b, 16})}, Attrs{{}, Shape{b, -1, 4}, {}});
+    add(OpKind::kReshape, {t(d, {1})}, Attrs{{}, Shape{}, {}});
+    for (DType ix : {DType::kI32, DType::kI64}) {
+      add(OpKind::kIndexSelect, {t(d, {8, 4}), t(ix, {3})}, Attrs{-1});
+      add(OpKind::kIndexSelect, {t(d, {b, 16, 49}), t(ix, {16})}, Attrs{1});
+      add(OpKind::kCatGather, {t(d, {2, 8}), t(d, {2, 8}), t(ix, {16})}, Attrs{1});
+      add(OpKind::kCatGather, {t(d, {b, 8}), t(d, {b, 8}), t(ix, {kAnyDim})}, Attrs{-1});
+    }
+    add(OpKind::kCat, {t(d, {2, 3}), t(d, {2, 5})}, Attrs{1});
+    add(OpKind::kCat, {t(d, {b}), t(d, {1})}, Attrs{0});
+  }
+  return keys;
+}
+
+TEST(KernelName, EveryOpHasSamples) {
+  std::set<OpKind> seen;
+  for (const KernelKey& k : sampleKeys()) seen.insert(k.kind);
+  for (int i = 0; i < kOpCount; ++i) {
+    const auto k = static_cast<OpKind>(i);
+    if (k == OpKind::kConst) continue;  // data, not a kernel: never named
+    EXPECT_TRUE(seen.count(k)) << opKernelName(k) << " has no sample kernel names";
+  }
+}
+
+TEST(KernelName, EveryNameParsesBackToItsKey) {
+  std::set<std::string> names;
+  for (const KernelKey& key : sampleKeys()) {
+    const std::string name = key.name();
+    EXPECT_TRUE(names.insert(name).second) << "two keys share the name " << name;
+    const std::optional<ParsedKernelName> p = parseKernelName(name);
+    ASSERT_TRUE(p) << name;
+    EXPECT_EQ(p->op, opKernelName(key.kind)) << name;
+    EXPECT_EQ(p->dtype, dtypeKernelName(key.dtype)) << name;
+    EXPECT_EQ(p->format, key.format) << name;
+    ASSERT_EQ(p->inputs.size(), key.inputs.size()) << name;
+    for (size_t i = 0; i < key.inputs.size(); ++i) {
+      const Shape& s = key.inputs[i].shape;
+      ASSERT_EQ(p->inputs[i].size(), static_cast<size_t>(s.rank())) << name;
+      for (int d = 0; d < s.rank(); ++d)
+        EXPECT_EQ(p->inputs[i][d], s[d] >= 0 ? s[d] : -1) << name << " input " << i << " dim " << d;
+      const std::string dtype =
+          key.inputs[i].dtype == key.dtype ? "" : std::string(dtypeKernelName(key.inputs[i].dtype));
+      EXPECT_EQ(p->inputDtypes[i], dtype) << name << " input " << i;
+    }
+    EXPECT_EQ(p->dim, key.attrs.dim) << name;
+    auto dims = [](const std::optional<Shape>& s) -> std::optional<std::vector<int64_t>> {
+      if (!s) return std::nullopt;
+      return std::vector<int64_t>(s->begin(), s->end());
+    };
+    // Reshape keys hold sizes, -1 and kCopyInputDim only (finishKey resolved the names).
+    EXPECT_EQ(p->shape, dims(key.attrs.shape)) << name;
+    EXPECT_EQ(p->perm, dims(key.attrs.perm)) << name;
+  }
+}
+
+TEST(KernelName, IndexDTypeTokenAndAttributes) {
+  const KernelKey k = makeKernelKey(OpKind::kIndexSelect,
+                                    {t(DType::kF32, {4, 16, 49}), t(DType::kI64, {8})}, Attrs{1});
+  EXPECT_EQ(k.name(), "IndexSelect_float_ND_4_16_49__8_int64__dim1");
+  const KernelKey r = makeKernelKey(OpKind::kReshape, {t(DType::kF32, {4, 16, 49})},
+                                    Attrs{{}, Shape{symbolDim("N"), 2, 8, 49}, {}});
+  // The named dim became the input's size in the key.
+  EXPECT_EQ(r.name(), "Reshape_float_ND_4_16_49__shape4_2_8_49");
+  const KernelKey g = makeKernelKey(OpKind::kReshape, {t(DType::kF32, {symbolDim("N"), 16})},
+                                    Attrs{{}, Shape{symbolDim("N"), -1}, {}});
+  EXPECT_EQ(g.name(), "Reshape_float_ND_-1_16__shape-2_-1");
+  EXPECT_EQ(makeKernelKey(OpKind::kTranspose, {t(DType::kI64, {2, 3})}, Attrs{{}, {}, Shape{1, 0}})
+                .name(),
+            "Transpose_int64_ND_2_3__perm1_0");
+}
+
+TEST(KernelName, ForeignNamesDoNotParse) {
+  for (const char* bad : {"", "Add", "Add_float", "Add_float_ND", "Add_float_ND_01",
+                          "Add_float_ND_2__dim-1", "Transpose_float_ND_2__perm", "Add_float_ND_x",
+                          "Reshape_float_ND_4__shape-3", "Add_float_ND_2_int64_int64"})
+    EXPECT_FALSE(parseKernelName(bad)) << bad;
+}
+
+}  // namespace
+}  // namespace gearbox
