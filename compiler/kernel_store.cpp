@@ -19,7 +19,9 @@
 #include <unordered_set>
 
 #include "compiler/compile_log.h"
+#include "compiler/kernel_validate.h"
 #include "graph/error.h"
+#include "graph/json_limits.h"
 #include "graph/npy.h"
 
 namespace gearbox {
@@ -518,6 +520,7 @@ std::vector<fs::directory_entry> listDirectory(const fs::path& dir) {
 }
 
 Json parseJsonText(const std::string& text, ErrorKind kind) {
+  checkJsonDepth(text, "kernel file");
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -620,6 +623,7 @@ KernelDescriptor parseKernelDescriptor(const Json& j) {
   spec->work = work.get<double>();
   paramsFromJson(field(k, "params", "kernel", io), *spec);
   checkSpecAgainstKey(*spec);
+  validateAgainstRecompiled(*spec);  // a cache, not a source of truth (compiler/kernel_validate.h)
   return KernelDescriptor{std::move(spec), getString(j, "created", "", io)};
 }
 
@@ -704,11 +708,20 @@ void KernelMetaStore::save(const KernelSpec& spec) {
   try {
     writeFileAtomic(path, serializeKernelDescriptor(spec, isoTimestampNow()));
   } catch (const Error& e) {
+    // Skip this entry and keep the store on: one unwritable name (a directory in its place, a
+    // full disk) must not turn off persistence for every other kernel of the run. The atomic
+    // write left no partial file, so nothing is lost; one warning per store is enough.
+    bool first = false;
     {
       std::lock_guard lock(mu_);
       ++stats_.saveFailures;
+      first = stats_.saveFailures == 1;
     }
-    disable(e.what());
+    if (first)
+      compileLogger()->warn(
+          "kernel_meta '{}': {}; skipping this kernel file (further write "
+          "failures are counted, not logged)",
+          dir_, e.what());
     return;
   }
   std::lock_guard lock(mu_);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
+#include "graph/json_limits.h"
 #include "graph/npy.h"
 
 namespace gearbox {
@@ -20,6 +21,7 @@ static SyncPolicy parseSyncPolicy(const std::string& s, const std::string& where
 
 void applyCostJson(CostModel& m, const std::string& text, const std::string& where) {
   nlohmann::json j;
+  checkJsonDepth(text, where);
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

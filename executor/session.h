@@ -49,6 +49,11 @@ struct GearOptions {
   std::string json;  // --gears '{"x1": {"0": [2, 4]}}', applied after dimGears
   MergePolicy merge = MergePolicy::kZip;
   bool padFallback = false;  // --gear-fallback pad: pad up to the smallest covering gear
+  // A pad may allocate at most this many bytes of padded inputs and outputs per call (1 GiB):
+  // a call of [3, 2] padded to a gear of 1e9 rows is refused with Error(kGear) naming the
+  // bytes instead of allocating and zeroing gigabytes. The padded bytes of a call count in
+  // SessionStats::peakBytes.
+  int64_t maxPadBytes = int64_t{1} << 30;
 };
 
 // (input name, dim) pairs, as given by --dynamic-dims x:0,y:1 / --static-dims x:1.

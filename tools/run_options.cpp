@@ -18,8 +18,11 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--device", o.device, "Simulated device: inline (deterministic) or stream")
       ->check(CLI::IsMember({"inline", "stream"}));
   cmd->add_option("--seed", o.seed, "Seed of the deterministic input data");
-  cmd->add_option("--kernel-cache-capacity", o.kernelCacheCapacity, "Kernel cache entries (LRU)");
-  cmd->add_option("--plan-cache-capacity", o.planCacheCapacity, "Plan cache entries (LRU)");
+  // Range-checked on the text: a size_t option would otherwise take "-1" as 2^64-1.
+  cmd->add_option("--kernel-cache-capacity", o.kernelCacheCapacity, "Kernel cache entries (LRU)")
+      ->check(CLI::Range(1.0, static_cast<double>(kMaxCacheCapacity)));
+  cmd->add_option("--plan-cache-capacity", o.planCacheCapacity, "Plan cache entries (LRU)")
+      ->check(CLI::Range(1.0, static_cast<double>(kMaxCacheCapacity)));
   cmd->add_option("--recompile-limit", o.recompileLimit, "Plan compiles per graph (Dynamo: 8)");
   cmd->add_option("--on-recompile-limit", o.onRecompileLimit,
                   "fallback (run-only: misses take the dynamic path), error, unlimited")
@@ -41,6 +44,9 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--gear-fallback", o.gearFallback,
                   "A shape outside the gears: error, or pad up to the smallest covering gear")
       ->check(CLI::IsMember({"error", "pad"}));
+  cmd->add_option("--max-pad-bytes", o.maxPadBytes,
+                  "Largest padded inputs + outputs one padded call may allocate (default 1 GiB)")
+      ->check(CLI::Range(0.0, 1099511627776.0));
   cmd->add_flag("--no-passes", o.noPasses,
                 "Skip the graph passes (dce, cat+index_select fusion; docs/passes.md)");
   addKernelStoreOptions(cmd, o);
@@ -53,8 +59,10 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   s.device = o.device == "stream" ? DeviceKind::kStream : DeviceKind::kInline;
   if (!o.costModel.empty()) s.cost = loadCostModel(o.costModel);
   for (const std::string& a : o.costOverrides) applyCostOverride(s.cost, a);
-  if (o.kernelCacheCapacity == 0 || o.planCacheCapacity == 0)
-    fail(ErrorKind::kConfig, "cache capacities must be >= 1");
+  if (o.kernelCacheCapacity == 0 || o.planCacheCapacity == 0 ||
+      o.kernelCacheCapacity > kMaxCacheCapacity || o.planCacheCapacity > kMaxCacheCapacity)
+    fail(ErrorKind::kConfig, "cache capacities must be in [1, {}], got kernel {} and plan {}",
+         kMaxCacheCapacity, o.kernelCacheCapacity, o.planCacheCapacity);
   s.kernelCacheCapacity = o.kernelCacheCapacity;
   s.planCacheCapacity = o.planCacheCapacity;
   if (o.recompileLimit < 1) fail(ErrorKind::kConfig, "--recompile-limit must be >= 1");
@@ -70,6 +78,7 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
     s.gears.json = gearsText(o.gears);
     s.gears.merge = parseMergePolicy(o.merge);
     s.gears.padFallback = o.gearFallback == "pad";
+    s.gears.maxPadBytes = o.maxPadBytes;
   }
   return s;
 }
