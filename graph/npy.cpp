@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -355,16 +356,24 @@ void writeInPlace(const std::string& path, const std::string& contents) {
   ::close(fd);
 }
 
-// Test hook: GEARBOX_FAIL_WRITE_AFTER=N makes every atomic write fail (ENOSPC) once N bytes
-// of it are written, so tests can check that a full disk loses nothing. Read once.
+int64_t envBytes(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return (end && *end == '\0' && n >= 0) ? static_cast<int64_t>(n) : -1;
+}
+
+// Test hooks, read once. GEARBOX_FAIL_WRITE_AFTER=N makes every atomic write fail (ENOSPC) once
+// N bytes of it are written: a full disk. GEARBOX_KILL_WRITE_AFTER=N kills the process with
+// SIGKILL at that point: a crash mid-write. Tests use them to check that neither loses or
+// corrupts a file.
 int64_t injectedWriteLimit() {
-  static const int64_t limit = [] {
-    const char* v = std::getenv("GEARBOX_FAIL_WRITE_AFTER");
-    if (!v || !*v) return int64_t{-1};
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    return (end && *end == '\0' && n >= 0) ? static_cast<int64_t>(n) : int64_t{-1};
-  }();
+  static const int64_t limit = envBytes("GEARBOX_FAIL_WRITE_AFTER");
+  return limit;
+}
+int64_t injectedKillPoint() {
+  static const int64_t limit = envBytes("GEARBOX_KILL_WRITE_AFTER");
   return limit;
 }
 
@@ -401,8 +410,13 @@ void writeFileAtomic(const std::string& requested, const std::string& contents) 
   };
   size_t done = 0;
   const int64_t injected = injectedWriteLimit();
+  const int64_t killAt = injectedKillPoint();
   while (done < contents.size()) {
     size_t chunk = contents.size() - done;
+    if (killAt >= 0) {
+      if (done >= static_cast<size_t>(killAt)) ::kill(::getpid(), SIGKILL);
+      chunk = std::min(chunk, static_cast<size_t>(killAt) - done);
+    }
     if (injected >= 0) {
       if (done >= static_cast<size_t>(injected)) {
         errno = ENOSPC;

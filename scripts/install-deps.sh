@@ -4,7 +4,9 @@
 set -euo pipefail
 
 pkgs=(cmake g++ make libeigen3-dev libtbb-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-      libbenchmark-dev nlohmann-json3-dev libcli11-dev)
+      libbenchmark-dev nlohmann-json3-dev libcli11-dev
+      # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes
+      clang libfuzzer-14-dev libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

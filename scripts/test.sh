@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quick start, command 2: install what is missing, build, and run every test twice:
-# Release, then Debug with AddressSanitizer + UndefinedBehaviorSanitizer.
+# Quick start, command 2: install what is missing, build, and run every test: Release, then
+# Debug with AddressSanitizer + UndefinedBehaviorSanitizer, then the tests that touch threads
+# under ThreadSanitizer, then the fuzz harnesses (corpus + crash replay and a short smoke).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -13,4 +14,12 @@ for flavour in release asan; do
   dir=build; [ "$flavour" = asan ] && dir=build-asan
   ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600
 done
+# ThreadSanitizer: the tests that run threads (sharded kernel cache, parallel gear compile,
+# the stream device, precompile, concurrent kernel_meta writers).
+echo "== gearbox tests: tsan =="
+bash scripts/build.sh tsan
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
+build-tsan/bin/gearbox_tests --gtest_filter="${TSAN_TEST_FILTER:-KernelCache*:*Parallel*:*Stream*:Precompile*:Geared*:KernelMeta*:Faults*}"
+echo "== gearbox fuzz: replay + ${FUZZ_SECONDS:-20}s smoke per target =="
+bash scripts/fuzz.sh
 echo "== gearbox tests: all flavours passed =="
