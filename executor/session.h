@@ -18,6 +18,7 @@
 //   geared  - set_dim_gears: every gear a static plan compiled up front (gears/).
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +61,8 @@ struct GearOptions {
 using DimMarks = std::set<std::pair<std::string, int>>;
 DimMarks parseDimMarks(const std::string& spec);  // Error(kConfig) on bad syntax
 
+struct CallRecord;
+
 struct SessionOptions {
   Mode mode = Mode::kStatic;
   DeviceKind device = DeviceKind::kInline;
@@ -78,6 +81,12 @@ struct SessionOptions {
   // compiles it, so every mode sees the optimized graph; false keeps the graph as given.
   bool runPasses = true;
   GearOptions gears;
+  // Flat memory over long runs: keep only the last `historyLimit` CallRecords in history()
+  // (0 = keep every call, the default). Trimming drops the oldest half at once, so a run
+  // holds between historyLimit and 2 x historyLimit records and each call stays O(1)
+  // amortised. `onCall`, when set, sees every record as it is made (streaming reports).
+  size_t historyLimit = 0;
+  std::function<void(const CallRecord&)> onCall;
 };
 
 // What one call did.
@@ -135,7 +144,10 @@ class Session {
   std::vector<Tensor> run(std::span<const Tensor> inputs);
 
   const SessionStats& stats() const;
+  // The calls so far, oldest first; with SessionOptions::historyLimit only the most recent
+  // ones (historyDropped() says how many older ones were let go).
   const std::vector<CallRecord>& history() const { return history_; }
+  int64_t historyDropped() const { return historyDropped_; }
   // The graph every mode runs: the optimized one when options.runPasses is set.
   const Graph& graph() const { return *graph_; }
   const PassReport& passReport() const { return passReport_; }
@@ -189,6 +201,7 @@ class Session {
   std::set<std::pair<int, int>> autoDynamic_;  // (input, dim) made dynamic so far
   std::vector<std::string> kernelLog_;         // names of the kernels this call compiled
   std::vector<CallRecord> history_;
+  int64_t historyDropped_ = 0;
   mutable SessionStats stats_;
   std::unique_ptr<GearState> gears_;
 };

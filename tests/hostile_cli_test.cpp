@@ -206,3 +206,28 @@ TEST(HostileCli, InjectedWriteFailureLosesNothing) {
 
 }  // namespace
 }  // namespace gearbox
+
+namespace gearbox {
+namespace {
+
+TEST(HostileCli, HistoryLimitBoundsThePerIterationRecords) {
+  TempDir dir;
+  const std::string json = dir.file("r.json");
+  RunResult r = runBounded("run " + shellQuote(example("four_ops.gbx")) + " --trace " +
+                           shellQuote(example("four_ops.trace.jsonl")) +
+                           " -q --history-limit 3 --json " + shellQuote(json));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const auto j = nlohmann::json::parse(readFile(json));
+  // 8 iterations, trimmed to 3 after the 6th: 5 kept, 3 dropped, the last one last.
+  EXPECT_EQ(j["iterations"].get<int>(), 8);
+  EXPECT_EQ(j["per_iteration_dropped"].get<int>(), 3);
+  ASSERT_EQ(j["per_iteration"].size(), 5u);
+  EXPECT_EQ(j["per_iteration"].back()["iteration"].get<int>(), 7);
+  EXPECT_EQ(runBounded("run " + shellQuote(kSeedModel) + " --trace " +
+                       shellQuote(example("seed001_add.trace.jsonl")) + " --history-limit -1")
+                .exitCode,
+            2);
+}
+
+}  // namespace
+}  // namespace gearbox

@@ -414,6 +414,25 @@ TEST(ForgedKernels, EveryCompiledSpecValidatesAgainstItself) {
   }
 }
 
+// ---- flat memory ------------------------------------------------------------------------------
+
+TEST(FlatMemory, HistoryLimitKeepsTheLastRecordsAndStreamsEveryOne) {
+  SessionOptions o;
+  o.historyLimit = 3;
+  int seen = 0;
+  o.onCall = [&seen](const CallRecord& r) { EXPECT_EQ(r.iteration, seen++); };
+  Session s(loadGraph(kFourOps), o);
+  for (int i = 0; i < 10; ++i)
+    s.run(makeInputs(s.graph(), {Shape{1 + i % 3, 4}, Shape{1 + i % 3, 4}}, i));
+  // Trimmed in halves: 6 records become 3 (after calls 6 and 9), then one more call.
+  EXPECT_EQ(seen, 10);
+  ASSERT_EQ(s.history().size(), 4u);
+  EXPECT_EQ(s.historyDropped(), 6);
+  EXPECT_EQ(s.history().front().iteration, 6);
+  EXPECT_EQ(s.history().back().iteration, 9);
+  EXPECT_EQ(s.stats().iterations, 10);
+}
+
 // ---- memory planner -----------------------------------------------------------------------------
 
 // The original quadratic planner, kept here as the oracle: the indexed one must place every

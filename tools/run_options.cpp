@@ -44,6 +44,10 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--gear-fallback", o.gearFallback,
                   "A shape outside the gears: error, or pad up to the smallest covering gear")
       ->check(CLI::IsMember({"error", "pad"}));
+  cmd->add_option("--history-limit", o.historyLimit,
+                  "Keep only the last N per-iteration records (flat memory over long traces; the "
+                  "JSON report then holds the last N and per_iteration_dropped; 0 = all)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--max-pad-bytes", o.maxPadBytes,
                   "Largest padded inputs + outputs one padded call may allocate (default 1 GiB)")
       ->check(CLI::Range(0.0, 1099511627776.0));
@@ -64,6 +68,7 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
     fail(ErrorKind::kConfig, "cache capacities must be in [1, {}], got kernel {} and plan {}",
          kMaxCacheCapacity, o.kernelCacheCapacity, o.planCacheCapacity);
   s.kernelCacheCapacity = o.kernelCacheCapacity;
+  s.historyLimit = o.historyLimit;
   s.planCacheCapacity = o.planCacheCapacity;
   if (o.recompileLimit < 1) fail(ErrorKind::kConfig, "--recompile-limit must be >= 1");
   s.recompileLimit = o.recompileLimit;
@@ -133,6 +138,8 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
     j["gear_options"] = s.gearOptionLines();
   }
   j["passes_fired"] = st.passesFired;
+  // Only with --history-limit: how many early iterations the report no longer lists.
+  if (s.options().historyLimit > 0) j["per_iteration_dropped"] = s.historyDropped();
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
   for (const CallRecord& r : s.history()) {
     nlohmann::ordered_json it;

@@ -30,6 +30,7 @@ struct RunOptions {
   // Geared mode.
   std::string gears, merge = "zip", gearFallback = "error";
   int64_t maxPadBytes = int64_t{1} << 30;  // GearOptions::maxPadBytes
+  size_t historyLimit = 0;                 // SessionOptions::historyLimit
 };
 
 // --gears takes the JSON itself or @path to a file holding it (tools/cmd_gears.cpp).
