@@ -25,6 +25,17 @@ Tensor::Tensor(DType dtype, const Shape& shape) : dtype_(dtype), shape_(shape) {
   data_ = std::shared_ptr<std::byte>(p, Free{});
 }
 
+Tensor Tensor::wrap(DType dtype, const Shape& shape, std::shared_ptr<std::byte> data) {
+  if (!shape.isStatic())
+    fail(ErrorKind::kShape, "cannot wrap a tensor of non-static shape {}", shape.toString());
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.bytes_ = static_cast<size_t>(shape.numel()) * dtypeSize(dtype);
+  t.data_ = std::move(data);
+  return t;
+}
+
 bool Tensor::equals(const Tensor& o) const {
   if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
   return bytes_ == 0 || std::memcmp(data(), o.data(), bytes_) == 0;

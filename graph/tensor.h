@@ -32,6 +32,11 @@ class Tensor {
   Tensor() = default;
   // Zero-initialised tensor of a static shape.
   Tensor(DType dtype, const Shape& shape);
+  // A tensor over storage someone else owns (the Python binding wraps NumPy arrays this way);
+  // `data`'s deleter releases it. It must hold shape.numel() elements of `dtype`, suitably
+  // aligned for the element type (kernels use unaligned vector loads, so 64-byte alignment is
+  // not required).
+  static Tensor wrap(DType dtype, const Shape& shape, std::shared_ptr<std::byte> data);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

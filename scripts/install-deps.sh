@@ -4,9 +4,14 @@
 set -euo pipefail
 
 pkgs=(cmake g++ make libeigen3-dev libtbb-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-      libbenchmark-dev nlohmann-json3-dev libcli11-dev
-      # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes
-      clang libfuzzer-14-dev libclang-rt-14-dev)
+      libbenchmark-dev nlohmann-json3-dev libcli11-dev)
+# scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes.
+pkgs+=(clang libfuzzer-14-dev libclang-rt-14-dev)
+# The Python module, its tests and `gearbox import` (docs/python.md, docs/import.md); pkg-config
+# for the installed-package check. python3-torch is deliberately not here (several hundred MB):
+# the test that exports a model with it runs only where it is installed.
+pkgs+=(python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
+       pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

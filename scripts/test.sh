@@ -13,6 +13,9 @@ for flavour in release asan; do
   bash scripts/build.sh "$flavour"
   dir=build; [ "$flavour" = asan ] && dir=build-asan
   ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600
+  # ---- package step (issue 13): pytest, install + out-of-tree consumer, shared build ----
+  if [ "$flavour" = release ]; then bash scripts/test-package.sh build; fi
+  # ---- end of package step ----
 done
 # ThreadSanitizer: the tests whose threads are std::threads (the sharded kernel cache under
 # concurrent lookups, the stream device, kernel_meta, sessions in every mode). The oneTBB

@@ -17,5 +17,6 @@ void registerRecompileReport(CLI::App& app);
 void registerGears(CLI::App& app);
 void registerKernels(CLI::App& app);
 void registerPrecompile(CLI::App& app);
+void registerImport(CLI::App& app);  // tools/cmd_import.cpp
 
 }  // namespace gearbox::cli

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "gearbox/version.h"
 #include "graph/error.h"
 #include "tools/commands.h"
 
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
       "geared mode, and measure what shape changes cost"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Expand all help");
+  app.set_version_flag("--version", std::string("gearbox ") + GEARBOX_VERSION);
   gearbox::cli::registerPrint(app);
   gearbox::cli::registerRun(app);
   gearbox::cli::registerEval(app);
@@ -20,11 +22,14 @@ int main(int argc, char** argv) {
   gearbox::cli::registerGears(app);
   gearbox::cli::registerKernels(app);
   gearbox::cli::registerPrecompile(app);
+  gearbox::cli::registerImport(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Bad command lines are user input: one message, exit 2 (CLI11 would use 105-ish codes).

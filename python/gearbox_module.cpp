@@ -1,0 +1,625 @@
+// gearbox._gearbox: the pybind11 extension behind the `gearbox` Python package
+// (python/gearbox/__init__.py, docs/python.md).
+//
+// The binding reuses the CLI's option handling (tools/run_options.h: toSessionOptions,
+// reportJson, runTrace, loadTrace), so a Session built from Python validates its options,
+// counts and reports exactly as `gearbox run` does and raises the same messages.
+//
+// Arrays: an input whose dtype matches the graph's and whose layout is C-contiguous is wrapped,
+// not copied (the Tensor holds a reference to the array for as long as it lives); anything else
+// is copied once, and the copy is counted (Session.input_copies). Outputs are fresh tensors that
+// the returned arrays take over without a copy.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "executor/session.h"
+#include "gearbox/version.h"
+#include "graph/error.h"
+#include "graph/graph.h"
+#include "graph/npy.h"
+#include "graph/text.h"
+#include "tools/run_options.h"
+#include "tools/trace.h"
+
+namespace py = pybind11;
+
+namespace gearbox::python {
+namespace {
+
+// The short, stable name of an error kind for code (e.kind == "gear"); the CLI's wording
+// ("gear error") is e.label.
+const char* errorKindId(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::kParse: return "parse";
+    case ErrorKind::kShape: return "shape";
+    case ErrorKind::kIndex: return "index";
+    case ErrorKind::kIo: return "io";
+    case ErrorKind::kGear: return "gear";
+    case ErrorKind::kConfig: return "config";
+    case ErrorKind::kLimit: return "limit";
+  }
+  return "error";
+}
+
+// A failed guard as a dict: {"plan": 1, "input": "x1", "dim": 0, "expected": 2, "actual": 4,
+// "text": ...} for the size guards ("plan #1: input 'x1' size mismatch at dim 0: expected 2,
+// actual 4"); any other guard keeps its text only, so a new guard kind is never lost.
+py::dict parseGuard(const std::string& text) {
+  static const std::regex kSize(
+      R"(plan #(\d+): input '([^']+)' size mismatch at dim (\d+): expected (-?\d+), actual (-?\d+))");
+  py::dict d;
+  std::smatch m;
+  if (std::regex_search(text, m, kSize)) {
+    d["plan"] = std::stoll(m[1].str());
+    d["input"] = m[2].str();
+    d["dim"] = std::stoll(m[3].str());
+    d["expected"] = std::stoll(m[4].str());
+    d["actual"] = std::stoll(m[5].str());
+  }
+  d["text"] = text;
+  return d;
+}
+
+// ---- conversions ------------------------------------------------------------------------------
+
+// Converts JSON to Python objects through the json module: the reports are small and this keeps
+// their key order and types exactly as the CLI's --json writes them.
+py::object toPython(const nlohmann::ordered_json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+py::object dimToPython(int64_t d) {
+  if (isSymbolDim(d)) return py::str(symbolName(d));
+  return py::int_(d);
+}
+
+py::list shapeToPython(const Shape& s) {
+  py::list out;
+  for (int64_t d : s) out.append(dimToPython(d));
+  return out;
+}
+
+// [2, "B", -1] -> Shape; ints >= -1 and symbol names (IR identifiers) only.
+Shape shapeFromPython(const py::handle& obj, const std::string& what) {
+  Shape s;
+  for (const py::handle& item : obj) {
+    if (py::isinstance<py::str>(item)) {
+      s.push(symbolDim(item.cast<std::string>()));
+    } else {
+      const int64_t d = item.cast<int64_t>();
+      if (d < -1) fail(ErrorKind::kShape, "{}: dim {} must be >= -1 or a symbol name", what, d);
+      s.push(d);
+    }
+  }
+  return s;
+}
+
+DType dtypeFromPython(const std::string& name) {
+  const auto t = parseDType(name);
+  if (!t) fail(ErrorKind::kConfig, "unknown dtype '{}' (one of f32, i32, i64)", name);
+  return *t;
+}
+
+py::dtype numpyDType(DType t) {
+  switch (t) {
+    case DType::kF32: return py::dtype::of<float>();
+    case DType::kI32: return py::dtype::of<int32_t>();
+    case DType::kI64: return py::dtype::of<int64_t>();
+  }
+  return py::dtype::of<float>();
+}
+
+// An array over the tensor's own storage: the capsule keeps the storage alive.
+py::array toArray(Tensor t) {
+  auto* keep = new Tensor(std::move(t));
+  py::capsule owner(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  std::vector<py::ssize_t> shape, strides;
+  const auto st = contiguousStrides(keep->shape());
+  const auto itemsize = static_cast<py::ssize_t>(dtypeSize(keep->dtype()));
+  for (int i = 0; i < keep->shape().rank(); ++i) {
+    shape.push_back(keep->shape()[i]);
+    strides.push_back(st[i] * itemsize);
+  }
+  return py::array(numpyDType(keep->dtype()), shape, strides, keep->data(), owner);
+}
+
+// One graph input from a NumPy array (or anything np.asarray takes when it is not an array).
+// Wraps the array's memory when the dtype matches and the layout is C-contiguous; otherwise
+// copies and counts the copy.
+Tensor tensorFromPython(const py::handle& obj, const Value& decl, int64_t& copies) {
+  py::array arr = py::isinstance<py::array>(obj)
+                      ? py::reinterpret_borrow<py::array>(obj)
+                      : py::array(py::module_::import("numpy").attr("asarray")(
+                            obj, numpyDType(decl.type.dtype)));
+  if (!arr.dtype().equal(numpyDType(decl.type.dtype)))
+    fail(ErrorKind::kShape, "input %{}: expected dtype {} (numpy {}), got numpy {}", decl.name,
+         dtypeName(decl.type.dtype), py::str(numpyDType(decl.type.dtype)).cast<std::string>(),
+         py::str(arr.dtype()).cast<std::string>());
+  Shape shape;
+  for (py::ssize_t i = 0; i < arr.ndim(); ++i) {
+    if (i >= kMaxRank)
+      fail(ErrorKind::kShape, "input %{}: rank {} exceeds the maximum rank {}", decl.name,
+           arr.ndim(), kMaxRank);
+    shape.push(arr.shape(i));
+  }
+  const bool contiguous =
+      (arr.flags() & py::array::c_style) && (arr.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_);
+  if (contiguous && arr.size() > 0) {
+    // The deleter drops the array reference, taking the GIL: the last Tensor copy may die on
+    // any thread.
+    PyObject* ref = arr.ptr();
+    Py_INCREF(ref);
+    std::shared_ptr<std::byte> data(static_cast<std::byte*>(const_cast<void*>(arr.data())),
+                                    [ref](std::byte*) {
+                                      py::gil_scoped_acquire gil;
+                                      Py_DECREF(ref);
+                                    });
+    return Tensor::wrap(decl.type.dtype, shape, std::move(data));
+  }
+  Tensor t(decl.type.dtype, shape);
+  if (arr.size() > 0) {
+    ++copies;
+    py::array c = py::array::ensure(arr, py::array::c_style);
+    std::memcpy(t.data(), c.data(), t.bytes());
+  }
+  return t;
+}
+
+// ---- graph ------------------------------------------------------------------------------------
+
+struct PyGraph {
+  std::shared_ptr<const Graph> g;
+};
+
+py::list graphInputs(const Graph& g) {
+  py::list out;
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
+    py::dict d;
+    d["name"] = v.name;
+    d["dtype"] = std::string(dtypeName(v.type.dtype));
+    d["shape"] = shapeToPython(v.type.shape);
+    out.append(d);
+  }
+  return out;
+}
+
+class PyBuilder {
+ public:
+  explicit PyBuilder(std::string name) : b_(std::move(name)) {}
+  ValueId input(std::string name, const std::string& dtype, const py::handle& shape) {
+    return b_.input(name, dtypeFromPython(dtype), shapeFromPython(shape, "input %" + name));
+  }
+  ValueId constant(const py::array& data, const std::string& name) {
+    const std::string dt = py::str(data.dtype()).cast<std::string>();
+    DType t = dt == "float32" ? DType::kF32
+              : dt == "int32" ? DType::kI32
+              : dt == "int64" ? DType::kI64
+                              : (fail(ErrorKind::kConfig,
+                                      "constant: dtype {} is not one of float32, int32, int64", dt),
+                                 DType::kF32);
+    Value decl;
+    decl.name = name.empty() ? "const" : name;
+    decl.type.dtype = t;
+    int64_t copies = 0;
+    Tensor wrapped = tensorFromPython(data, decl, copies);
+    // The graph owns its constants: copy them out of the caller's array.
+    Tensor owned(wrapped.dtype(), wrapped.shape());
+    if (owned.bytes()) std::memcpy(owned.data(), wrapped.data(), owned.bytes());
+    return b_.constant(std::move(owned), name);
+  }
+  ValueId op(const std::string& kind, const std::vector<ValueId>& inputs,
+             std::optional<int64_t> dim, const std::string& name) {
+    const auto k = parseOpKind(kind);
+    if (!k) fail(ErrorKind::kParse, "unknown op '{}'", kind);
+    for (ValueId v : inputs) check(v);
+    Attrs attrs;
+    attrs.dim = dim;
+    return b_.op(*k, inputs, attrs, name);
+  }
+  void output(ValueId v) {
+    check(v);
+    b_.output(v);
+  }
+  py::list shape(ValueId v) const {
+    check(v);
+    return shapeToPython(b_.type(v).shape);
+  }
+  PyGraph build() { return PyGraph{std::make_shared<const Graph>(b_.build())}; }
+
+ private:
+  void check(ValueId v) const {
+    if (v < 0 || static_cast<size_t>(v) >= b_.graph().values.size())
+      fail(ErrorKind::kConfig, "GraphBuilder: no value with id {}", v);
+  }
+  // mutable: GraphBuilder only offers a non-const graph(), and check() only reads it.
+  mutable GraphBuilder b_;
+};
+
+// ---- session ----------------------------------------------------------------------------------
+
+Mode modeFromPython(const std::string& name) {
+  const auto m = parseMode(name);
+  if (!m)
+    fail(ErrorKind::kConfig, "unknown mode '{}' (one of static, eager, dynamic, auto, geared)",
+         name);
+  return *m;
+}
+
+// Session options from Python keywords, spelled as the CLI's options with underscores and
+// checked as the CLI checks them (tools/run_options.h).
+cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
+  cli::RunOptions o;
+  o.quiet = true;
+  auto str = [&](const char* key, std::string& dst) {
+    if (kw.contains(key) && !kw[key].is_none()) dst = py::str(kw[key]).cast<std::string>();
+  };
+  std::set<std::string> known = {"device",
+                                 "recompile_limit",
+                                 "on_recompile_limit",
+                                 "dynamic_dims",
+                                 "static_dims",
+                                 "cost_model",
+                                 "cost",
+                                 "kernel_cache_capacity",
+                                 "plan_cache_capacity",
+                                 "passes",
+                                 "gears",
+                                 "merge",
+                                 "gear_fallback",
+                                 "seed",
+                                 "kernel_meta",
+                                 "record_op_info",
+                                 "kernel_bundles"};
+  for (const auto& item : kw) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    if (!known.count(key)) {
+      std::string names;
+      for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+      fail(ErrorKind::kConfig, "unknown option '{}' (one of: {})", key, names);
+    }
+  }
+  str("device", o.device);
+  if (o.device != "inline" && o.device != "stream")
+    fail(ErrorKind::kConfig, "device '{}': expected inline or stream", o.device);
+  if (kw.contains("recompile_limit")) o.recompileLimit = kw["recompile_limit"].cast<int>();
+  str("on_recompile_limit", o.onRecompileLimit);
+  if (o.onRecompileLimit != "fallback" && o.onRecompileLimit != "error" &&
+      o.onRecompileLimit != "unlimited")
+    fail(ErrorKind::kConfig, "on_recompile_limit '{}': expected fallback, error or unlimited",
+         o.onRecompileLimit);
+  str("dynamic_dims", o.dynamicDims);
+  str("static_dims", o.staticDims);
+  str("cost_model", o.costModel);
+  if (kw.contains("cost")) o.costOverrides = kw["cost"].cast<std::vector<std::string>>();
+  if (kw.contains("kernel_cache_capacity"))
+    o.kernelCacheCapacity = kw["kernel_cache_capacity"].cast<size_t>();
+  if (kw.contains("plan_cache_capacity"))
+    o.planCacheCapacity = kw["plan_cache_capacity"].cast<size_t>();
+  if (kw.contains("passes")) o.noPasses = !kw["passes"].cast<bool>();
+  if (kw.contains("gears") && !kw["gears"].is_none()) {
+    // A dict is serialised as the CLI's --gears JSON; a string is taken as that JSON.
+    const py::handle g = kw["gears"];
+    o.gears = py::isinstance<py::str>(g)
+                  ? g.cast<std::string>()
+                  : py::module_::import("json").attr("dumps")(g).cast<std::string>();
+  }
+  str("merge", o.merge);
+  if (o.merge != "zip" && o.merge != "product")
+    fail(ErrorKind::kConfig, "merge '{}': expected zip or product", o.merge);
+  str("gear_fallback", o.gearFallback);
+  if (o.gearFallback != "error" && o.gearFallback != "pad")
+    fail(ErrorKind::kConfig, "gear_fallback '{}': expected error or pad", o.gearFallback);
+  if (kw.contains("seed")) o.seed = kw["seed"].cast<uint64_t>();
+  str("kernel_meta", o.kernelMeta);
+  str("record_op_info", o.recordOpInfo);
+  if (kw.contains("kernel_bundles"))
+    o.kernelBundles = kw["kernel_bundles"].cast<std::vector<std::string>>();
+  return o;
+}
+
+// Geared sessions may get their gears from set_dim_gears after construction, so the options
+// are built as for a static session and switched to geared here (the CLI requires --gears
+// because it has no other way to set them).
+SessionOptions sessionOptions(const cli::RunOptions& o, Mode mode) {
+  if (mode != Mode::kGeared || !o.gears.empty()) return cli::toSessionOptions(o, mode);
+  SessionOptions s = cli::toSessionOptions(o, Mode::kStatic);
+  s.mode = Mode::kGeared;
+  s.gears.merge = parseMergePolicy(o.merge);
+  s.gears.padFallback = o.gearFallback == "pad";
+  return s;
+}
+
+class PySession {
+ public:
+  PySession(const PyGraph& g, const std::string& mode, const py::kwargs& kw)
+      : graph_(g.g), options_(runOptionsFromKwargs(kw)) {
+    session_ = std::make_unique<Session>(*graph_, sessionOptions(options_, modeFromPython(mode)));
+  }
+
+  // run(x1, x2) in graph input order, or run(x1=..., x2=...), or run({"x1": ...}).
+  py::list run(const py::args& args, const py::kwargs& kwargs) {
+    const Graph& g = *graph_;
+    std::vector<py::handle> slots(g.inputs.size());
+    py::dict named = kwargs;
+    if (args.size() == 1 && py::isinstance<py::dict>(args[0]) && g.inputs.size() >= 1) {
+      named = py::reinterpret_borrow<py::dict>(args[0]);
+    } else {
+      if (args.size() > g.inputs.size())
+        fail(ErrorKind::kConfig, "run: {} inputs given, the graph has {}", args.size(),
+             g.inputs.size());
+      for (size_t i = 0; i < args.size(); ++i) slots[i] = args[i];
+    }
+    for (const auto& item : named) {
+      const std::string name = py::str(item.first).cast<std::string>();
+      const int idx = g.findInput(name);
+      if (idx < 0) fail(ErrorKind::kConfig, "run: the graph has no input %{}", name);
+      if (slots[idx]) fail(ErrorKind::kConfig, "run: input %{} given twice", name);
+      slots[idx] = item.second;
+    }
+    std::vector<Tensor> inputs;
+    py::dict shapes;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const Value& decl = g.value(g.inputs[i]);
+      if (!slots[i]) fail(ErrorKind::kConfig, "run: input %{} is missing", decl.name);
+      inputs.push_back(tensorFromPython(slots[i], decl, inputCopies_));
+      shapes[py::str(decl.name)] = shapeToPython(inputs.back().shape());
+    }
+    const size_t before = session_->history().size();
+    std::vector<Tensor> out;
+    try {
+      out = session_->run(inputs);
+    } catch (...) {
+      noteShapes(before, shapes);
+      throw;
+    }
+    noteShapes(before, shapes);
+    py::list result;
+    for (Tensor& t : out) result.append(toArray(std::move(t)));
+    return result;
+  }
+
+  // The CLI's --json report without its per-iteration records (those are `history`).
+  py::dict stats() const {
+    auto j = cli::reportJson(*session_, graph_->sourceFile, "");
+    j.erase("model");
+    j.erase("trace");
+    j.erase("per_iteration");
+    return toPython(j);
+  }
+
+  // The CLI's per-iteration records, with the input shapes as {name: [dims]} and every failed
+  // guard also as a dict (parseGuard).
+  py::list history() const {
+    const auto j = cli::reportJson(*session_, graph_->sourceFile, "");
+    py::list out = toPython(j["per_iteration"]);
+    for (size_t i = 0; i < out.size(); ++i) {
+      py::dict rec = out[i];
+      rec["signature"] = rec["shapes"];
+      py::list guards;
+      for (const py::handle& g : py::list(rec["guard_failures"]))
+        guards.append(parseGuard(g.cast<std::string>()));
+      rec["guards"] = guards;
+      auto it = shapes_.find(i);
+      rec["shapes"] = it == shapes_.end() ? py::object(py::none()) : py::object(it->second);
+    }
+    return out;
+  }
+
+  void setDimGears(const std::string& input, const py::dict& gears) {
+    DimGearList list;
+    for (const auto& item : gears) {
+      DimGearEntry e;
+      e.dim = item.first.cast<int64_t>();
+      e.values = item.second.cast<std::vector<int64_t>>();
+      list.push_back(std::move(e));
+    }
+    set_dim_gears(*session_, input, list);
+  }
+
+  void compileGears() { session_->compileGears(); }
+  std::vector<std::string> gearOptions() const { return session_->gearOptionLines(); }
+  int64_t inputCopies() const { return inputCopies_; }
+  std::string mode() const { return modeName(session_->stats().mode); }
+  PyGraph graph() const { return PyGraph{std::make_shared<const Graph>(session_->graph())}; }
+
+ private:
+  // Records the shapes of the call (or calls) the session added to its history.
+  void noteShapes(size_t before, const py::dict& shapes) {
+    for (size_t i = before; i < session_->history().size(); ++i) shapes_[i] = shapes;
+  }
+
+  std::shared_ptr<const Graph> graph_;
+  cli::RunOptions options_;
+  std::unique_ptr<Session> session_;
+  std::map<size_t, py::dict> shapes_;
+  int64_t inputCopies_ = 0;
+};
+
+// gearbox.compare(graph, trace, modes, **options): one Session per mode over the same trace and
+// the same deterministic data as `gearbox compare`; one record per mode, the CLI's --json report
+// without per-iteration records, plus the largest difference from the reference executor.
+py::list compare(const PyGraph& g, const py::object& trace, const std::vector<std::string>& modes,
+                 const py::kwargs& kw) {
+  cli::RunOptions o = runOptionsFromKwargs(kw);
+  std::vector<InputSignature> sigs;
+  std::string traceName;
+  if (py::isinstance<py::str>(trace)) {
+    traceName = trace.cast<std::string>();
+    sigs = cli::loadTrace(traceName, *g.g);
+  } else {
+    traceName = "<trace>";
+    std::string text;
+    for (const py::handle& it : trace)
+      text += py::module_::import("json").attr("dumps")(it).cast<std::string>() + "\n";
+    sigs = cli::parseTrace(text, traceName, *g.g);
+  }
+  if (sigs.empty()) fail(ErrorKind::kParse, "{}: the trace has no iterations", traceName);
+  py::list records;
+  std::ostringstream quiet;
+  for (const std::string& name : modes) {
+    const Mode mode = modeFromPython(name);
+    Session s(*g.g, sessionOptions(o, mode));
+    const auto outs = cli::runTrace(s, sigs, o, quiet, /*keepOutputs=*/true);
+    double diff = 0;
+    for (size_t i = 0; i < sigs.size(); ++i) {
+      const auto inputs = makeInputs(s.graph(), sigs[i], o.seed + i);
+      const auto ref = referenceRun(*g.g, inputs);
+      for (size_t k = 0; k < ref.size() && k < outs[i].size(); ++k)
+        diff = std::max(diff, maxAbsDiff(ref[k], outs[i][k]));
+    }
+    auto j = cli::reportJson(s, g.g->sourceFile, traceName);
+    j.erase("per_iteration");
+    j["max_abs_diff_vs_reference"] = diff;
+    records.append(toPython(j));
+  }
+  return records;
+}
+
+}  // namespace
+}  // namespace gearbox::python
+
+PYBIND11_MODULE(_gearbox, m) {
+  using namespace gearbox;
+  using namespace gearbox::python;
+  m.doc() = "gearbox: compile a graph per shape and measure what shape changes cost";
+  m.attr("__version__") = GEARBOX_VERSION;
+
+  // gearbox.Error carries the CLI's message (str(e)), its kind for code (e.kind: "parse",
+  // "shape", ...) and the CLI's wording of the kind (e.label: "parse error"): the CLI prints
+  // the same failure as "gearbox: <label>: <message>".
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      py::object inst = py::handle(error.ptr())(e.what());
+      inst.attr("kind") = errorKindId(e.kind());
+      inst.attr("label") = errorKindName(e.kind());
+      PyErr_SetObject(error.ptr(), inst.ptr());
+    }
+  });
+
+  py::class_<PyGraph>(m, "Graph")
+      .def_property_readonly("name", [](const PyGraph& g) { return g.g->name; })
+      .def_property_readonly("inputs", [](const PyGraph& g) { return graphInputs(*g.g); })
+      .def_property_readonly("outputs",
+                             [](const PyGraph& g) {
+                               std::vector<std::string> names;
+                               for (ValueId v : g.g->outputs) names.push_back(g.g->value(v).name);
+                               return names;
+                             })
+      .def_property_readonly("num_nodes", [](const PyGraph& g) { return g.g->nodes.size(); })
+      .def("text", [](const PyGraph& g) { return printGraph(*g.g); })
+      .def("__str__", [](const PyGraph& g) { return printGraph(*g.g); })
+      .def("__repr__", [](const PyGraph& g) {
+        return fmt::format("<gearbox.Graph {} with {} inputs, {} nodes>", g.g->name,
+                           g.g->inputs.size(), g.g->nodes.size());
+      });
+
+  m.def(
+      "op_names",
+      [] {
+        std::vector<std::string> names;
+        for (int i = 0; i < kOpCount; ++i) names.emplace_back(opTextName(static_cast<OpKind>(i)));
+        return names;
+      },
+      "The IR names of every op this build knows (graph/ops.def).");
+  m.def(
+      "load",
+      [](const std::string& path) {
+        return PyGraph{std::make_shared<const Graph>(loadGraph(path))};
+      },
+      py::arg("path"), "Loads a .gbx model (docs/IR.md).");
+  m.def(
+      "parse",
+      [](const std::string& text, const std::string& file) {
+        return PyGraph{std::make_shared<const Graph>(parseGraph(text, file))};
+      },
+      py::arg("text"), py::arg("file") = "<string>",
+      "Parses IR text; `file` names it in errors and anchors relative .npy paths.");
+  m.def(
+      "reference_run",
+      [](const PyGraph& g, const py::args& args) {
+        std::vector<Tensor> inputs;
+        int64_t copies = 0;
+        if (args.size() != g.g->inputs.size())
+          fail(ErrorKind::kConfig, "reference_run: {} inputs given, the graph has {}", args.size(),
+               g.g->inputs.size());
+        for (size_t i = 0; i < args.size(); ++i)
+          inputs.push_back(tensorFromPython(args[i], g.g->value(g.g->inputs[i]), copies));
+        py::list out;
+        for (Tensor& t : referenceRun(*g.g, inputs)) out.append(toArray(std::move(t)));
+        return out;
+      },
+      "Runs the graph with the reference executor (the oracle of the tests).");
+
+  py::class_<PyBuilder>(m, "GraphBuilder")
+      .def(py::init<std::string>(), py::arg("name") = "main")
+      .def("input", &PyBuilder::input, py::arg("name"), py::arg("dtype"), py::arg("shape"))
+      .def("constant", &PyBuilder::constant, py::arg("data"), py::arg("name") = "")
+      .def("op", &PyBuilder::op, py::arg("kind"), py::arg("inputs"), py::arg("dim") = py::none(),
+           py::arg("name") = "")
+      .def(
+          "add",
+          [](PyBuilder& b, ValueId x, ValueId y, const std::string& name) {
+            return b.op("add", {x, y}, std::nullopt, name);
+          },
+          py::arg("a"), py::arg("b"), py::arg("name") = "")
+      .def(
+          "matmul",
+          [](PyBuilder& b, ValueId x, ValueId y, const std::string& name) {
+            return b.op("matmul", {x, y}, std::nullopt, name);
+          },
+          py::arg("a"), py::arg("b"), py::arg("name") = "")
+      .def(
+          "index_select",
+          [](PyBuilder& b, ValueId x, ValueId idx, int64_t dim, const std::string& name) {
+            return b.op("index_select", {x, idx}, dim, name);
+          },
+          py::arg("x"), py::arg("index"), py::arg("dim"), py::arg("name") = "")
+      .def(
+          "cat",
+          [](PyBuilder& b, const std::vector<ValueId>& xs, int64_t dim, const std::string& name) {
+            return b.op("cat", xs, dim, name);
+          },
+          py::arg("inputs"), py::arg("dim"), py::arg("name") = "")
+      .def("output", &PyBuilder::output)
+      .def("shape", &PyBuilder::shape)
+      .def("build", &PyBuilder::build);
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init<const PyGraph&, const std::string&, const py::kwargs&>(), py::arg("graph"),
+           py::arg("mode") = "static")
+      .def("run", &PySession::run)
+      .def_property_readonly("stats", &PySession::stats)
+      .def_property_readonly("history", &PySession::history)
+      .def_property_readonly("input_copies", &PySession::inputCopies)
+      .def_property_readonly("mode", &PySession::mode)
+      .def_property_readonly("graph", &PySession::graph)
+      .def_property_readonly("gear_options", &PySession::gearOptions)
+      .def("compile_gears", &PySession::compileGears)
+      .def("set_dim_gears", &PySession::setDimGears, py::arg("input"), py::arg("dim_gears"));
+
+  m.def(
+      "set_dim_gears",
+      [](PySession& s, const std::string& input, const py::dict& gears) {
+        s.setDimGears(input, gears);
+      },
+      py::arg("session"), py::arg("input"), py::arg("dim_gears"),
+      "TorchAir's spelling: set_dim_gears(session, \"x1\", {0: [2, 4]}).");
+  m.def("compare", &compare, py::arg("graph"), py::arg("trace"),
+        py::arg("modes") = std::vector<std::string>{"eager", "static", "dynamic", "auto"});
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The package checks (issue 13), run by scripts/test.sh after the Release build:
+#   1. pytest: the Python bindings, the ONNX importer and the docs' examples (tests/python);
+#   2. cmake --install into a temporary prefix; nothing installed may point back into the
+#      source or build tree;
+#   3. examples/consumer, copied out of the tree, built against that prefix alone with
+#      find_package(gearbox CONFIG REQUIRED), and run; the same main.cpp built with pkg-config;
+#   4. the same with BUILD_SHARED_LIBS=ON (libraries and CLI only), unless GEARBOX_TEST_SHARED=0.
+# Usage: bash scripts/test-package.sh [build-dir]   (default build/, already built)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+build=${1:-build}
+jobs=${GEARBOX_JOBS:-$(nproc)}
+py=/usr/bin/python3  # Debian's interpreter: python3-numpy, -pytest and -onnx live there
+tmp=$(mktemp -d /tmp/gearbox-package.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== package: pytest (tests/python) =="
+set +e
+PYTHONPATH="$repo/$build/python" GEARBOX_BUILD_DIR="$repo/$build" \
+  "$py" -m pytest -q -p no:cacheprovider tests/python
+rc=$?
+set -e
+# pytest exits 5 when it collected no test: that is a failure here, never a pass.
+if [ $rc -eq 5 ]; then echo "package: pytest collected no tests" >&2; exit 1; fi
+if [ $rc -ne 0 ]; then exit $rc; fi
+
+# Builds the consumer from a copy outside the tree against prefix $1, runs it; then the same
+# main.cpp through pkg-config.
+check_consumer() {
+  local prefix=$1 name=$2
+  if grep -rIl -e "$repo" "$prefix/lib/cmake" "$prefix/lib/pkgconfig" "$prefix/include" >/dev/null 2>&1; then
+    echo "package: the installed files refer to the source tree:" >&2
+    grep -rIl -e "$repo" "$prefix/lib/cmake" "$prefix/lib/pkgconfig" "$prefix/include" >&2
+    exit 1
+  fi
+  cp -r examples/consumer "$tmp/consumer-$name"
+  (cd "$tmp" && cmake -S "consumer-$name" -B "consumer-$name/build" -DCMAKE_BUILD_TYPE=Release \
+     -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "consumer-$name/build" -j "$jobs" >/dev/null)
+  "$tmp/consumer-$name/build/consumer"
+  local cflags libs
+  cflags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags gearbox)
+  libs=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --libs gearbox)
+  # shellcheck disable=SC2086
+  g++ -O1 $cflags "$tmp/consumer-$name/main.cpp" -o "$tmp/consumer-$name/consumer-pc" $libs \
+    -Wl,-rpath,"$prefix/lib"
+  "$tmp/consumer-$name/consumer-pc"
+  "$prefix/bin/gearbox" --version
+}
+
+echo "== package: install (static libraries) and the out-of-tree consumer =="
+cmake --install "$build" --prefix "$tmp/static" >/dev/null
+check_consumer "$tmp/static" static
+PYTHONPATH="$tmp/static/lib/gearbox/python" "$py" -c \
+  'import gearbox; print("installed python module: gearbox", gearbox.__version__)'
+
+if [ "${GEARBOX_TEST_SHARED:-1}" != 0 ]; then
+  echo "== package: BUILD_SHARED_LIBS=ON, install and the out-of-tree consumer =="
+  launcher=()
+  if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+    -DGEARBOX_BUILD_TESTS=OFF -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF \
+    "${launcher[@]}" >/dev/null
+  # The compiler's output goes to a log, shown only when the build fails.
+  if ! cmake --build build-shared --target gearbox -j "$jobs" >"$tmp/shared-build.log" 2>&1; then
+    cat "$tmp/shared-build.log" >&2
+    exit 1
+  fi
+  cmake --install build-shared --prefix "$tmp/shared" >/dev/null
+  ls "$tmp/shared/lib/"libgearbox_executor.so* >/dev/null
+  check_consumer "$tmp/shared" shared
+  # The consumer really uses the shared libraries of the prefix.
+  ldd "$tmp/consumer-shared/build/consumer" | grep -q "$tmp/shared/lib/libgearbox_executor.so"
+fi
+echo "== package: all checks passed =="
