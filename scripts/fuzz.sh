@@ -18,7 +18,7 @@ jobs=${GEARBOX_JOBS:-$(nproc)}
 targets=${FUZZ_TARGETS:-"ir_text npy trace gears_json cost_model kernel_descriptor bundle op_info recompile_report"}
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
 args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGEARBOX_FUZZ=ON
-      -DGEARBOX_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g")
+      -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g")
 if command -v ccache >/dev/null 2>&1; then args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B build-fuzz "${args[@]}" >/dev/null
 build=()
