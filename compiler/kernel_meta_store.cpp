@@ -89,11 +89,20 @@ void KernelMetaStore::save(const KernelSpec& spec) {
   try {
     writeFileAtomic(path, serializeKernelDescriptor(spec, isoTimestampNow()));
   } catch (const Error& e) {
+    // Skip this entry and keep the store on: one unwritable name (a directory in its place, a
+    // full disk) must not turn off persistence for every other kernel of the run. The atomic
+    // write left no partial file, so nothing is lost; one warning per store is enough.
+    bool first = false;
     {
       std::lock_guard lock(mu_);
       ++stats_.saveFailures;
+      first = stats_.saveFailures == 1;
     }
-    disable(e.what());
+    if (first)
+      compileLogger()->warn(
+          "kernel_meta '{}': {}; skipping this kernel file (further write "
+          "failures are counted, not logged)",
+          dir_, e.what());
     return;
   }
   std::lock_guard lock(mu_);

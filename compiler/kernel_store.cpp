@@ -21,8 +21,10 @@
 #include "compiler/compile_log.h"
 #include "compiler/json_fields.h"
 #include "compiler/kernel_store_internal.h"
+#include "compiler/kernel_validate.h"
 #include "compiler/ops/op_hooks.h"
 #include "graph/error.h"
+#include "graph/json_limits.h"
 #include "graph/npy.h"
 
 namespace gearbox {
@@ -145,6 +147,7 @@ std::vector<fs::directory_entry> listDirectory(const fs::path& dir) {
 }
 
 Json parseJsonText(const std::string& text, ErrorKind kind) {
+  checkJsonDepth(text, "kernel file");
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -239,6 +242,7 @@ KernelDescriptor parseKernelDescriptor(const Json& j) {
   spec->work = work.get<double>();
   ops::paramsFromJson(field(k, "params", "kernel", io), *spec);
   checkSpecAgainstKey(*spec);
+  validateAgainstRecompiled(*spec);  // a cache, not a source of truth (compiler/kernel_validate.h)
   return KernelDescriptor{std::move(spec), getString(j, "created", "", io)};
 }
 

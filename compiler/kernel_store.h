@@ -92,7 +92,7 @@ class KernelMetaStore final : public KernelStore {
     int64_t misses = 0;        // no file for the key
     int64_t corrupt = 0;       // files that failed to parse or check (each counted once)
     int64_t saves = 0;         // descriptors written
-    int64_t saveFailures = 0;  // writes that failed (the first disables saving)
+    int64_t saveFailures = 0;  // writes that failed (skipped; the first one is logged)
   };
 
   // Creates `dir` (and parents) when missing. Failure to create it is a warning, not an error.

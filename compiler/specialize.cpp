@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -46,6 +47,7 @@ void checkSignature(const Graph& g, const InputSignature& sig) {
     if (decl.rank() != act.rank())
       fail(ErrorKind::kShape, "input '{}': expected rank {} ({}), got rank {} ({})", in.name,
            decl.rank(), decl.toString(), act.rank(), act.toString());
+    checkTensorSize(act, in.type.dtype, {}, fmt::format("input '{}'", in.name));
     for (int d = 0; d < decl.rank(); ++d) {
       const int64_t want = decl[d], got = act[d];
       if (got < 0) continue;  // still dynamic (dynamic mode's symbolic signature)

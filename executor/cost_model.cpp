@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
+#include "graph/json_limits.h"
 #include "graph/npy.h"
 
 namespace gearbox {
@@ -108,6 +109,7 @@ double CostModel::graphLaunch(size_t kernels) const {
 
 void applyCostJson(CostModel& m, const std::string& text, const std::string& where) {
   nlohmann::json j;
+  checkJsonDepth(text, where);
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

@@ -107,7 +107,13 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   stats_.modeledCompileUs += rec.modeledCompileUs;
   stats_.modeled += rec.modeled;
   if (rec.fallback) stats_.fallbackRuns++;
+  if (options_.onCall) options_.onCall(rec);
   history_.push_back(std::move(rec));
+  if (options_.historyLimit > 0 && history_.size() >= 2 * options_.historyLimit) {
+    const size_t drop = history_.size() - options_.historyLimit;
+    history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(drop));
+    historyDropped_ += static_cast<int64_t>(drop);
+  }
   return out;
 }
 

@@ -18,6 +18,7 @@
 //   geared  - set_dim_gears: every gear a static plan compiled up front (gears/).
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,7 +50,14 @@ struct GearOptions {
   std::string json;  // --gears '{"x1": {"0": [2, 4]}}', applied after dimGears
   MergePolicy merge = MergePolicy::kZip;
   bool padFallback = false;  // --gear-fallback pad: pad up to the smallest covering gear
+  // A pad may allocate at most this many bytes of padded inputs and outputs per call (1 GiB):
+  // a call of [3, 2] padded to a gear of 1e9 rows is refused with Error(kGear) naming the
+  // bytes instead of allocating and zeroing gigabytes. The padded bytes of a call count in
+  // SessionStats::peakBytes.
+  int64_t maxPadBytes = int64_t{1} << 30;
 };
+
+struct CallRecord;
 
 struct SessionOptions {
   Mode mode = Mode::kStatic;
@@ -73,6 +81,12 @@ struct SessionOptions {
   // costed quickly. Counters and MODELED figures are exact (they do not depend on data);
   // outputs are meaningless and measured times are not kernel times.
   bool modelOnly = false;
+  // Flat memory over long runs: keep only the last `historyLimit` CallRecords in history()
+  // (0 = keep every call, the default). Trimming drops the oldest half at once, so a run
+  // holds between historyLimit and 2 x historyLimit records and each call stays O(1)
+  // amortised. `onCall`, when set, sees every record as it is made (streaming reports).
+  size_t historyLimit = 0;
+  std::function<void(const CallRecord&)> onCall;
 };
 
 // What one call did.
@@ -132,7 +146,10 @@ class Session {
   std::vector<Tensor> run(std::span<const Tensor> inputs);
 
   const SessionStats& stats() const;
+  // The calls so far, oldest first; with SessionOptions::historyLimit only the most recent
+  // ones (historyDropped() says how many older ones were let go).
   const std::vector<CallRecord>& history() const { return history_; }
+  int64_t historyDropped() const { return historyDropped_; }
   // The graph every mode runs: the optimized one when options.runPasses is set.
   const Graph& graph() const { return *graph_; }
   const PassReport& passReport() const { return passReport_; }
@@ -180,6 +197,7 @@ class Session {
   std::optional<InputSignature> paddedFrom_;
   void modelCall(CallRecord& rec, const DeviceCounters& before, const DeviceCounters& after);
   std::vector<CallRecord> history_;
+  int64_t historyDropped_ = 0;
   mutable SessionStats stats_;
   std::unique_ptr<ModeHost> host_;
   std::unique_ptr<ModeStrategy> mode_;  // executor/modes/<mode>.cpp

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -192,7 +193,18 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
       Shape shape = s.templates_[i];
       for (int d = 0; d < shape.rank(); ++d)
         if (s.slotOf_[i][d] >= 0) shape[d] = s.values_[g * width + s.slotOf_[i][d]];
-      total += shape.numel();
+      // Gear values are user input: the element count and the per-gear total are checked so a
+      // huge gear is a clear error here instead of a wrapped size later. The byte limit proper
+      // (which needs the dtype) is checked when a gear's signature is compiled.
+      int64_t n = 0;
+      if (!checkedNumel(shape, &n) || n > kMaxTensorBytes)
+        fail(ErrorKind::kGear,
+             "gear {}: input '{}' shape {} has more than 2^40 elements (the limit on one tensor)",
+             g, s.inputs_[i].name, shape.toString());
+      if (!checkedAdd(total, n, &total) || total > kMaxTensorBytes)
+        fail(ErrorKind::kGear,
+             "gear {}: the inputs hold more than 2^40 elements together (input '{}' shape {})", g,
+             s.inputs_[i].name, shape.toString());
       s.shapes_.push_back(shape);
     }
     s.totals_.push_back(total);

@@ -8,8 +8,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <unordered_set>
 
 #include "graph/error.h"
+#include "graph/json_limits.h"
 
 namespace gearbox {
 namespace {
@@ -266,26 +268,52 @@ void setDimGears(GearConfig& cfg, const Graph& g, std::string_view input,
 }
 
 void applyGearsJson(GearConfig& cfg, std::string_view jsonText) {
+  try {
+    checkJsonDepth(jsonText, "gears JSON");
+  } catch (const Error& e) {
+    fail(ErrorKind::kGear, "{}", e.what());
+  }
   // A repeated key would silently keep its last value (as json.loads does); for gears that
-  // hides a typo or a second, different set_dim_gears, so it is an error here.
-  std::vector<std::vector<std::string>> keysPerObject;
-  auto rejectRepeatedKeys = [&](int, Json::parse_event_t event, Json& parsed) {
+  // hides a typo or a second, different set_dim_gears, so it is an error here. The check is a
+  // hash set per open object, and no object may grow past what a valid document can hold (one
+  // key per graph input at the top, one per dim below): ordered_json looks keys up linearly, so
+  // a 100,000-key object would otherwise cost O(n^2) before any other check could run.
+  struct OpenObject {
+    std::unordered_set<std::string> keys;
+    std::string firstUnknown;  // top level: the first key that names no graph input
+  };
+  std::vector<OpenObject> open;
+  std::string currentInput;
+  auto check = [&](int, Json::parse_event_t event, Json& parsed) {
     if (event == Json::parse_event_t::object_start) {
-      keysPerObject.emplace_back();
-    } else if (event == Json::parse_event_t::object_end && !keysPerObject.empty()) {
-      keysPerObject.pop_back();
-    } else if (event == Json::parse_event_t::key && !keysPerObject.empty()) {
-      auto& keys = keysPerObject.back();
-      const std::string key = parsed.get<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+      open.emplace_back();
+    } else if (event == Json::parse_event_t::object_end && !open.empty()) {
+      open.pop_back();
+    } else if (event == Json::parse_event_t::key && !open.empty()) {
+      OpenObject& obj = open.back();
+      std::string key = parsed.get<std::string>();
+      if (open.size() == 1) {
+        currentInput = key;
+        if (obj.firstUnknown.empty() &&
+            std::none_of(cfg.inputs().begin(), cfg.inputs().end(),
+                         [&](const InputDecl& d) { return d.name == key; }))
+          obj.firstUnknown = key;
+      }
+      if (!obj.keys.insert(key).second)
         fail(ErrorKind::kGear, "gears JSON repeats the key \"{}\" in one object", key);
-      keys.push_back(key);
+      if (open.size() == 1 && obj.keys.size() > cfg.inputs().size())
+        (void)cfg.inputIndex(obj.firstUnknown);  // throws: more keys than inputs
+      if (open.size() == 2 && obj.keys.size() > static_cast<size_t>(kMaxRank))
+        fail(ErrorKind::kGear,
+             "gears for input '{}': dim_gears has more than {} keys, but a tensor has at most {} "
+             "dims",
+             currentInput, kMaxRank, kMaxRank);
     }
     return true;
   };
   Json doc;
   try {
-    doc = Json::parse(jsonText.begin(), jsonText.end(), rejectRepeatedKeys);
+    doc = Json::parse(jsonText.begin(), jsonText.end(), check);
   } catch (const Json::exception& e) {
     fail(ErrorKind::kGear, "gears JSON is malformed: {}", e.what());
   }

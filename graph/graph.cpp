@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -52,7 +53,9 @@ std::string InferContext::inputName(size_t i) const {
 #include "graph/ops.def"
 #undef GEARBOX_OP
 
-TensorType inferNode(const InferContext& ctx) {
+namespace {
+
+TensorType inferOp(const InferContext& ctx) {
   switch (ctx.kind) {
 #define GEARBOX_OP(e, text, kernel, arity, attr, index) \
   case OpKind::k##e:                                    \
@@ -61,6 +64,16 @@ TensorType inferNode(const InferContext& ctx) {
 #undef GEARBOX_OP
   }
   fail(ErrorKind::kShape, "{}: unknown op", ctx.where());
+}
+
+}  // namespace
+
+TensorType inferNode(const InferContext& ctx) {
+  TensorType t = inferOp(ctx);
+  // Every op's output size passes the one size limit here, so no op file has to remember it and
+  // no kernel or planner ever sees a shape whose byte count could wrap.
+  checkTensorSize(t.shape, t.dtype, ctx.where(), "output");
+  return t;
 }
 
 namespace {

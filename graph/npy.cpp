@@ -2,18 +2,22 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -252,6 +256,13 @@ Tensor parseNpy(const std::string& bytes, const std::string& name) {
   if (overflow)
     fail(ErrorKind::kIo, "{}: shape {} is too large (more than 2^64 bytes of data)", name,
          shape.toString());
+  // The one tensor size limit (zero dims count as 1 there, so [0, 2^61] is refused too: its
+  // strides would still wrap). Reported as a file error, like the checks around it.
+  try {
+    checkTensorSize(shape, *dtype, name, "array");
+  } catch (const Error& e) {
+    fail(ErrorKind::kIo, "{}", e.what());
+  }
   if (actual < expected)
     fail(ErrorKind::kIo, "{}: truncated data: shape {} {} needs {} bytes, got {}", name,
          shape.toString(), h.descr, expected, actual);
@@ -300,7 +311,85 @@ void saveNpy(const std::string& path, const Tensor& t) {
   writeFileAtomic(path, serializeNpy(t));
 }
 
-void writeFileAtomic(const std::string& path, const std::string& contents) {
+namespace {
+
+// Follows `path` through symlinks (at most 40, like the kernel's ELOOP limit) to the name a
+// write should replace; a dangling link resolves to its missing target, which is created.
+std::string resolveSymlinks(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p.string();
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec)
+      fail(ErrorKind::kIo, "cannot write '{}': reading the symlink failed: {}", path, ec.message());
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  fail(ErrorKind::kIo, "cannot write '{}': too many levels of symbolic links", path);
+}
+
+// Writes into an existing character device or FIFO (/dev/null, a pipe to another process):
+// replacing it with a regular file would break it for everyone else.
+void writeInPlace(const std::string& path, const std::string& contents) {
+  // O_NONBLOCK: a FIFO without a reader fails with ENXIO instead of blocking forever.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENXIO)
+      fail(ErrorKind::kIo, "cannot write '{}': it is a FIFO and nothing is reading it", path);
+    fail(ErrorKind::kIo, "cannot write '{}': {}", path, errnoText());
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = errnoText();
+      ::close(fd);
+      fail(ErrorKind::kIo, "cannot write '{}': {}", path, why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
+int64_t envBytes(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return (end && *end == '\0' && n >= 0) ? static_cast<int64_t>(n) : -1;
+}
+
+// Test hooks, read once. GEARBOX_FAIL_WRITE_AFTER=N makes every atomic write fail (ENOSPC) once
+// N bytes of it are written: a full disk. GEARBOX_KILL_WRITE_AFTER=N kills the process with
+// SIGKILL at that point: a crash mid-write. Tests use them to check that neither loses or
+// corrupts a file.
+int64_t injectedWriteLimit() {
+  static const int64_t limit = envBytes("GEARBOX_FAIL_WRITE_AFTER");
+  return limit;
+}
+int64_t injectedKillPoint() {
+  static const int64_t limit = envBytes("GEARBOX_KILL_WRITE_AFTER");
+  return limit;
+}
+
+}  // namespace
+
+void writeFileAtomic(const std::string& requested, const std::string& contents) {
+  // Writers never replace what the path is: a symlink is followed and its target replaced, a
+  // character device or FIFO is written in place, anything else that is not a regular file is
+  // refused (docs/architecture.md, "Files gearbox writes").
+  const std::string path = resolveSymlinks(requested);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return writeInPlace(path, contents);
+    fail(ErrorKind::kIo, "cannot write '{}': it is {}, not a regular file", requested,
+         fileTypeName(st.st_mode));
+  }
   // A unique sibling name: the same directory keeps rename() atomic (same filesystem), and
   // O_EXCL with the pid and a counter keeps concurrent writers from sharing a temp file.
   static std::atomic<uint64_t> counter{0};
@@ -320,8 +409,22 @@ void writeFileAtomic(const std::string& path, const std::string& contents) {
     fail(ErrorKind::kIo, "cannot write '{}': {} failed: {}", path, step, why);
   };
   size_t done = 0;
+  const int64_t injected = injectedWriteLimit();
+  const int64_t killAt = injectedKillPoint();
   while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    size_t chunk = contents.size() - done;
+    if (killAt >= 0) {
+      if (done >= static_cast<size_t>(killAt)) ::kill(::getpid(), SIGKILL);
+      chunk = std::min(chunk, static_cast<size_t>(killAt) - done);
+    }
+    if (injected >= 0) {
+      if (done >= static_cast<size_t>(injected)) {
+        errno = ENOSPC;
+        abandon("write");
+      }
+      chunk = std::min(chunk, static_cast<size_t>(injected) - done);
+    }
+    const ssize_t n = ::write(fd, contents.data() + done, chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
       abandon("write");
@@ -345,9 +448,45 @@ void writeFileAtomic(const std::string& path, const std::string& contents) {
   }
 }
 
-std::string readFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::kIo, "cannot read '{}': {}", path, errnoText());
+int openRegularFile(const std::string& path, const char* what) {
+  // O_NONBLOCK: opening a FIFO with no writer (or some devices) would otherwise block forever
+  // before fstat could tell what it is. A regular file ignores the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  const std::string label = *what ? fmt::format("{} '{}'", what, path) : fmt::format("'{}'", path);
+  if (fd < 0) fail(ErrorKind::kIo, "cannot read {}: {}", label, errnoText());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string why = errnoText();
+    ::close(fd);
+    fail(ErrorKind::kIo, "cannot read {}: {}", label, why);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorKind::kIo, "cannot read {}: it is {}, not a regular file", label,
+         fileTypeName(st.st_mode));
+  }
+  return fd;
+}
+
+const char* fileTypeName(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
+std::string readFile(const std::string& path, size_t maxBytes) {
+  const int fd = openRegularFile(path, "");
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > maxBytes) {
+    ::close(fd);
+    fail(ErrorKind::kIo, "cannot read '{}': it is {} bytes, above the limit of {} bytes", path,
+         static_cast<uint64_t>(st.st_size), maxBytes);
+  }
   std::string out;
   char buf[1 << 16];
   for (;;) {
@@ -359,6 +498,11 @@ std::string readFile(const std::string& path) {
       fail(ErrorKind::kIo, "cannot read '{}': {}", path, why);
     }
     if (n == 0) break;
+    // The file may grow while it is read; the limit holds for what is actually read.
+    if (out.size() + static_cast<size_t>(n) > maxBytes) {
+      ::close(fd);
+      fail(ErrorKind::kIo, "cannot read '{}': more than the limit of {} bytes", path, maxBytes);
+    }
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);

@@ -3,6 +3,7 @@
 // Anything else (wrong magic, Fortran order, other dtypes, truncated data) is an Error(kIo)
 // naming the file. save() writes atomically (temp file + rename).
 
+#include <cstddef>
 #include <string>
 
 #include "graph/tensor.h"
@@ -17,6 +18,19 @@ void saveNpy(const std::string& path, const Tensor& t);
 
 // Writes `contents` to `path` atomically: a temp file in the same directory, then rename().
 void writeFileAtomic(const std::string& path, const std::string& contents);
-std::string readFile(const std::string& path);
+// The largest file readFile() reads unless told otherwise (4 GiB): well above any model, trace
+// or .npy this project handles, and a clear error instead of exhausting memory on a huge file.
+constexpr size_t kMaxInputFileBytes = size_t{4} << 30;
+
+// Reads a whole regular file. FIFOs, devices, sockets and directories are refused with an
+// Error(kIo) naming the path and what it is, without blocking (the open is non-blocking and the
+// type is checked with fstat on the opened descriptor, so there is no check-then-open race).
+// A symlink is followed to its target, which must be a regular file.
+std::string readFile(const std::string& path, size_t maxBytes = kMaxInputFileBytes);
+// Opens `path` read-only after the same checks; returns the descriptor (the caller closes it).
+// `what` names the file in errors ("model", "kernel file", ...; "" for just the path).
+int openRegularFile(const std::string& path, const char* what);
+// "a directory", "a FIFO", "a character device", ... for a st_mode.
+const char* fileTypeName(unsigned mode);
 
 }  // namespace gearbox

@@ -64,8 +64,13 @@ bool Shape::isStatic() const {
 }
 
 int64_t Shape::numel() const {
+  // Shapes from outside are checked against kMaxTensorBytes (graph/checked.h) when first known;
+  // this check is the backstop for any path that missed it, so a wrapped count can never size
+  // a buffer.
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  for (int i = 0; i < rank_; ++i)
+    if (__builtin_mul_overflow(n, dims_[i], &n))
+      fail(ErrorKind::kShape, "shape {}: the element count overflows int64", toString());
   return n;
 }
 
@@ -119,7 +124,9 @@ std::array<int64_t, kMaxRank> contiguousStrides(const Shape& s) {
   int64_t acc = 1;
   for (int i = s.rank() - 1; i >= 0; --i) {
     st[i] = acc;
-    acc *= s[i];
+    // Wrapping here would only matter for a shape that numel() already refuses; saturate
+    // rather than overflow so the arithmetic stays defined.
+    if (__builtin_mul_overflow(acc, s[i], &acc)) acc = INT64_MAX;
   }
   return st;
 }

@@ -52,7 +52,8 @@ class Shape {
   void push(int64_t d);
 
   bool isStatic() const;
-  // Product of the dims; requires isStatic(). A rank-0 shape has 1 element.
+  // Product of the dims; requires isStatic(). A rank-0 shape has 1 element. Throws Error(kShape)
+  // when the product overflows int64.
   int64_t numel() const;
   // Wraps a possibly negative dim index into [0, rank); throws Error(kShape) naming `what`
   // when out of range.

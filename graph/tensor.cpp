@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -15,7 +16,7 @@ void Tensor::Free::operator()(std::byte* p) const {
 Tensor::Tensor(DType dtype, const Shape& shape) : dtype_(dtype), shape_(shape) {
   if (!shape.isStatic())
     fail(ErrorKind::kShape, "cannot allocate a tensor of non-static shape {}", shape.toString());
-  bytes_ = static_cast<size_t>(shape.numel()) * dtypeSize(dtype);
+  bytes_ = static_cast<size_t>(checkedBytes(shape, dtype, "tensor"));
   // aligned_alloc needs a size that is a multiple of the alignment; 64 keeps cache lines whole.
   const size_t alloc = ((bytes_ + 63) / 64) * 64 + 64;
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, alloc));

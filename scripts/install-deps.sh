@@ -5,6 +5,8 @@ set -euo pipefail
 
 pkgs=(cmake g++ make libeigen3-dev libtbb-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
       libbenchmark-dev nlohmann-json3-dev libcli11-dev)
+# scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes.
+pkgs+=(clang libfuzzer-14-dev libclang-rt-14-dev)
 # The Python module, its tests and `gearbox import` (docs/python.md, docs/import.md); pkg-config
 # for the installed-package check. python3-torch is deliberately not here (several hundred MB):
 # the test that exports a model with it runs only where it is installed.

@@ -240,7 +240,7 @@ TEST(Npy, ReadFileNamesThePathAndReason) {
   EXPECT_NE(msg.find(missing), std::string::npos) << msg;
 
   msg = errorOf([&] { readFile(dir.path().string()); }, ErrorKind::kIo);
-  EXPECT_NE(msg.find("Is a directory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("it is a directory, not a regular file"), std::string::npos) << msg;
 }
 
 TEST(Npy, LoadNpyNamesTheFileInFormatErrors) {
@@ -266,14 +266,15 @@ TEST(AtomicWrite, MissingDirectoryThrowsAndLeavesNoTempFile) {
   EXPECT_EQ(entriesIn(dir.path()), 0u);
 }
 
-TEST(AtomicWrite, FailedRenameRemovesTheTempFile) {
-  // Renaming a file over a directory fails after the temp file has been written, which
-  // exercises the cleanup path.
+TEST(AtomicWrite, ADirectoryInThePathIsRefusedAndNothingIsLeft) {
+  // A directory is refused before any temp file is made (writers never replace what is not a
+  // regular file); the cleanup after a failed write is covered by
+  // HostileCli.InjectedWriteFailureLosesNothing.
   TempDir dir;
   const std::string path = dir.file("target");
   std::filesystem::create_directory(path);
   const std::string msg = errorOf([&] { writeFileAtomic(path, "data"); }, ErrorKind::kIo);
-  EXPECT_NE(msg.find("rename"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("it is a directory"), std::string::npos) << msg;
   EXPECT_EQ(entriesIn(dir.path()), 1u);
   EXPECT_TRUE(std::filesystem::is_directory(path));
 }

@@ -17,6 +17,7 @@
 #include "gears/gear_set.h"
 #include "gears/gear_spec.h"
 #include "graph/error.h"
+#include "graph/npy.h"
 #include "tools/commands.h"
 #include "tools/run_options.h"
 
@@ -104,13 +105,11 @@ void runGears(const GearsOptions& opt) {
 std::string gearsText(const std::string& arg) {
   if (arg.empty() || arg[0] != '@') return arg;
   const std::string path = arg.substr(1);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kIo, "cannot open gears file '{}': {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad() || (in.fail() && !in.eof()))
-    fail(ErrorKind::kIo, "cannot read gears file '{}'", path);
-  return text.str();
+  try {
+    return readFile(path);  // regular files only: a FIFO or directory is an error, not a hang
+  } catch (const Error& e) {
+    fail(ErrorKind::kIo, "cannot open gears file '{}': {}", path, e.what());
+  }
 }
 
 void registerGears(CLI::App& app) {

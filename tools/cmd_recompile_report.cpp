@@ -16,6 +16,7 @@
 
 #include "compiler/recompile_report.h"
 #include "graph/error.h"
+#include "graph/npy.h"
 #include "tools/commands.h"
 
 namespace gearbox::cli {
@@ -31,8 +32,19 @@ struct RecompileReportOptions {
 // Reads the whole log. POSIX read() rather than a stream so a directory or a read error is an
 // error with errno's reason, and a pipe (`<(grep ... nohup.out)`) works as well as a file.
 std::string readLog(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking open: a FIFO with no writer would otherwise block here forever. A pipe is
+  // still read to its end (blocking reads once open); directories and devices are refused.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) fail(ErrorKind::kIo, "cannot open log '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    const unsigned mode = st.st_mode;
+    ::close(fd);
+    fail(ErrorKind::kIo, "cannot read log '{}': it is {}, not a regular file or a pipe", path,
+         fileTypeName(mode));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   std::string text;
   std::vector<char> buffer(1 << 16);
   while (true) {

@@ -18,8 +18,11 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--device", o.device, "Simulated device: inline (deterministic) or stream")
       ->check(CLI::IsMember({"inline", "stream"}));
   cmd->add_option("--seed", o.seed, "Seed of the deterministic input data");
-  cmd->add_option("--kernel-cache-capacity", o.kernelCacheCapacity, "Kernel cache entries (LRU)");
-  cmd->add_option("--plan-cache-capacity", o.planCacheCapacity, "Plan cache entries (LRU)");
+  // Range-checked on the text: a size_t option would otherwise take "-1" as 2^64-1.
+  cmd->add_option("--kernel-cache-capacity", o.kernelCacheCapacity, "Kernel cache entries (LRU)")
+      ->check(CLI::Range(1.0, static_cast<double>(kMaxCacheCapacity)));
+  cmd->add_option("--plan-cache-capacity", o.planCacheCapacity, "Plan cache entries (LRU)")
+      ->check(CLI::Range(1.0, static_cast<double>(kMaxCacheCapacity)));
   cmd->add_option("--recompile-limit", o.recompileLimit, "Plan compiles per graph (Dynamo: 8)");
   cmd->add_option("--on-recompile-limit", o.onRecompileLimit,
                   "fallback (run-only: misses take the dynamic path), error, unlimited")
@@ -49,6 +52,13 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--gear-fallback", o.gearFallback,
                   "A shape outside the gears: error, or pad up to the smallest covering gear")
       ->check(CLI::IsMember({"error", "pad"}));
+  cmd->add_option("--history-limit", o.historyLimit,
+                  "Keep only the last N per-iteration records (flat memory over long traces; the "
+                  "JSON report then holds the last N and per_iteration_dropped; 0 = all)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--max-pad-bytes", o.maxPadBytes,
+                  "Largest padded inputs + outputs one padded call may allocate (default 1 GiB)")
+      ->check(CLI::Range(0.0, 1099511627776.0));
   cmd->add_flag("--no-passes", o.noPasses,
                 "Skip the graph passes (dce, cat+index_select fusion; docs/passes.md)");
   addReferenceOptions(cmd, o.checkReference, o.tolerance);
@@ -67,9 +77,12 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
                                                       : std::string(kDefaultProfile));
   s.modelOnly = o.modelOnly;
   for (const std::string& a : o.costOverrides) applyCostOverride(s.cost, a);
-  if (o.kernelCacheCapacity == 0 || o.planCacheCapacity == 0)
-    fail(ErrorKind::kConfig, "cache capacities must be >= 1");
+  if (o.kernelCacheCapacity == 0 || o.planCacheCapacity == 0 ||
+      o.kernelCacheCapacity > kMaxCacheCapacity || o.planCacheCapacity > kMaxCacheCapacity)
+    fail(ErrorKind::kConfig, "cache capacities must be in [1, {}], got kernel {} and plan {}",
+         kMaxCacheCapacity, o.kernelCacheCapacity, o.planCacheCapacity);
   s.kernelCacheCapacity = o.kernelCacheCapacity;
+  s.historyLimit = o.historyLimit;
   s.planCacheCapacity = o.planCacheCapacity;
   if (o.recompileLimit < 1) fail(ErrorKind::kConfig, "--recompile-limit must be >= 1");
   s.recompileLimit = o.recompileLimit;
@@ -83,6 +96,7 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
     s.gears.json = gearsText(o.gears);
     s.gears.merge = parseMergePolicy(o.merge);
     s.gears.padFallback = o.gearFallback == "pad";
+    s.gears.maxPadBytes = o.maxPadBytes;
   }
   return s;
 }
@@ -153,6 +167,8 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
     j["gear_options"] = s.gearOptionLines();
   }
   j["passes_fired"] = st.passesFired;
+  // Only with --history-limit: how many early iterations the report no longer lists.
+  if (s.options().historyLimit > 0) j["per_iteration_dropped"] = s.historyDropped();
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
   for (const CallRecord& r : s.history()) {
     nlohmann::ordered_json it;

@@ -11,6 +11,10 @@
 
 namespace gearbox::cli {
 
+// Cache capacities above this are a typo, not a plan: 16M entries of kernel specs or plans is
+// far more than any trace compiles, and it keeps the per-shard arithmetic far from overflow.
+constexpr size_t kMaxCacheCapacity = size_t{1} << 24;
+
 struct RunOptions {
   std::string model, trace, json, mode = "static", device = "inline";
   std::string onRecompileLimit = "fallback", dynamicDims, staticDims, costModel;
@@ -20,7 +24,7 @@ struct RunOptions {
   std::string logFile;
   bool logStdout = false, iterMarkers = false, explain = false, quiet = false;
   bool noPasses = false;  // --no-passes: run the graph as written (the unfused comparison)
-  size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;
+  size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;  // each in [1, kMaxCacheCapacity]
   int recompileLimit = 8;
   uint64_t seed = 0;
   // Persistence and static-kernel workflows (seeds 000 and 003).
@@ -31,6 +35,8 @@ struct RunOptions {
   // --check-reference (tools/reference_check.h).
   bool checkReference = false;
   ReferenceTolerance tolerance;
+  int64_t maxPadBytes = int64_t{1} << 30;  // GearOptions::maxPadBytes
+  size_t historyLimit = 0;                 // SessionOptions::historyLimit
 };
 
 // --gears takes the JSON itself or @path to a file holding it (tools/cmd_gears.cpp).

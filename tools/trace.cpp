@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/checked.h"
 #include "graph/error.h"
+#include "graph/json_limits.h"
 #include "graph/npy.h"
 
 namespace gearbox::cli {
@@ -36,6 +38,9 @@ InputSignature signatureFromJson(const nlohmann::json& obj, const Graph& g,
     const int i = g.findInput(name);
     if (i < 0) fail(ErrorKind::kParse, "{}: graph {} has no input '{}'", where, g.name, name);
     sig[i] = shapeFromJson(value, where, name);
+    // The size limit is checked as soon as a shape is known, before anything is sized by it.
+    checkTensorSize(sig[i], g.values[g.inputs[i]].type.dtype, where,
+                    fmt::format("input '{}'", name));
     given[i] = true;
   }
   if (requireAll)
@@ -67,6 +72,7 @@ std::vector<InputSignature> parseTrace(const std::string& text, const std::strin
     }
     const std::string where = file + ":" + std::to_string(line);
     nlohmann::json j;
+    checkJsonDepth(l, where);
     try {
       j = nlohmann::json::parse(l);
     } catch (const nlohmann::json::exception& e) {
@@ -91,6 +97,7 @@ std::vector<InputSignature> loadTrace(const std::string& path, const Graph& g) {
 
 InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where) {
   nlohmann::json j;
+  checkJsonDepth(json, where);
   try {
     j = nlohmann::json::parse(json);
   } catch (const nlohmann::json::exception& e) {

@@ -8,6 +8,7 @@
 
 #include "compiler/compile_log.h"
 #include "executor/plan_runner.h"
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -181,6 +182,27 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   rec.padded = true;
   rec.planId = plan.id;
   host_.recordStaticRun(plan, &sig);  // MODELED: kernels at the gear's shapes, waste vs real
+
+  // What this pad allocates (padded inputs and outputs), checked before any of it is: a huge
+  // gear must be a clear error, not gigabytes zeroed for a call of a few elements.
+  int64_t padBytes = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& t = plan.types[plan.graph->inputs[i]];
+    if (t.shape != inputs[i].shape())
+      padBytes = addOrFail(padBytes, checkedBytes(t.shape, t.dtype, "padded input"), "pad bytes");
+  }
+  for (ValueId v : plan.graph->outputs)
+    padBytes = addOrFail(padBytes, checkedBytes(plan.types[v].shape, plan.types[v].dtype, "output"),
+                         "pad bytes");
+  if (padBytes > host_.options().gears.maxPadBytes)
+    fail(ErrorKind::kGear,
+         "shapes [{}] pad up to gear {} ({}), which needs {} bytes of padded inputs and outputs, "
+         "above the pad limit of {} bytes",
+         signatureToString(graph, sig), gear,
+         signatureToString(graph,
+                           InputSignature(set_->shapes(gear).begin(), set_->shapes(gear).end())),
+         padBytes, host_.options().gears.maxPadBytes);
+  stats.peakBytes = std::max(stats.peakBytes, plan.arenaBytes + padBytes);
 
   // Zero-padded copies of the inputs in pooled device memory.
   std::vector<TensorView> in(inputs.size());

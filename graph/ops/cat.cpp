@@ -1,4 +1,5 @@
 // Cat(inputs..., dim): >= 1 input, same rank and dtype, sizes equal except along dim.
+#include "graph/checked.h"
 #include "graph/ops/common.h"
 
 namespace gearbox::ops {
@@ -20,7 +21,13 @@ Shape inferCatShape(const InferContext& ctx, size_t count, int* wrapped) {
            inputLabel(ctx, i), t.shape.rank(), first.shape.rank());
     for (int k = 0; k < out.rank(); ++k) {
       if (k == d) {
-        out[k] = (out[k] >= 0 && t.shape[k] >= 0) ? out[k] + t.shape[k] : kAnyDim;
+        if (out[k] < 0 || t.shape[k] < 0) {
+          out[k] = kAnyDim;
+        } else if (!checkedAdd(out[k], t.shape[k], &out[k])) {
+          fail(ErrorKind::kShape,
+               "{}: {} dim {} = {}: the cat dim summed over inputs 0..{} overflows int64",
+               ctx.where(), inputLabel(ctx, i), k, t.shape[k], i);
+        }
       } else {
         out[k] = unifyEqual(ctx, 0, k, out[k], i, k, t.shape[k],
                             "cat inputs must match except along the cat dim");

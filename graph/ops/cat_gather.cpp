@@ -21,6 +21,11 @@ TensorType inferCatGather(const InferContext& ctx) {
          ops::inputLabel(ctx, n), idx.shape.rank());
   int d = 0;
   Shape out = ops::inferCatShape(ctx, n, &d);
+  // As in IndexSelect: an index into an empty dim fails before its output is allocated.
+  if (out[d] == 0 && idx.shape[0] > 0)
+    fail(ErrorKind::kIndex,
+         "{}: {} (index) has {} entries but the cat dim {} is 0, so every index is out of range",
+         ctx.where(), ops::inputLabel(ctx, n), idx.shape[0], d);
   out[d] = idx.shape[0];
   return TensorType{ctx.inputs[0].dtype, out};
 }

@@ -16,6 +16,13 @@ TensorType inferIndexSelect(const InferContext& ctx) {
     fail(ErrorKind::kShape, "{}: {} must be 1-D, got rank {}", ctx.where(), ops::inputLabel(ctx, 1),
          idx.shape.rank());
   const int d = ops::wrapAttrDim(ctx, in.shape, /*ofInput0=*/true);
+  // Every index into an empty dim is out of range, so say so now, before an output sized by the
+  // index count is allocated (a [0, 1e9] input with 3 indices would otherwise allocate 12 GB
+  // only for the kernel's index check to fail).
+  if (in.shape[d] == 0 && idx.shape[0] > 0)
+    fail(ErrorKind::kIndex,
+         "{}: {} has {} entries but {} dim {} is 0, so every index is out of range", ctx.where(),
+         ops::inputLabel(ctx, 1), idx.shape[0], ops::inputLabel(ctx, 0), d);
   Shape out = in.shape;
   out[d] = idx.shape[0];
   return TensorType{in.dtype, out};

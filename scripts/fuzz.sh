@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (tests/fuzz/, clang, -fsanitize=fuzzer,address,undefined) in
+# build-fuzz/, replays every seed (tests/fuzz/corpus/<target>/) and every crash found so far
+# (tests/fuzz/crashes/<target>/) as regression inputs, then fuzzes each target for a short
+# smoke run.
+#   FUZZ_SECONDS=20  seconds of fuzzing per target (0: replay only)
+#   FUZZ_TARGETS="npy trace"  a subset (default: all)
+# For a long run of one target, keeping what it finds:
+#   scripts/fuzz.sh  (once, to build)
+#   build-fuzz/bin/fuzz_npy -max_total_time=3600 -max_len=65536 build-fuzz/corpus/npy \
+#     tests/fuzz/corpus/npy
+# A crash is written as crash-<sha1> in the current directory: copy it to
+# tests/fuzz/crashes/<target>/ with the fix, so every later run replays it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${FUZZ_SECONDS:-20}
+jobs=${GEARBOX_JOBS:-$(nproc)}
+targets=${FUZZ_TARGETS:-"ir_text npy trace gears_json cost_model kernel_descriptor bundle op_info recompile_report"}
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGEARBOX_FUZZ=ON
+      -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g")
+if command -v ccache >/dev/null 2>&1; then args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B build-fuzz "${args[@]}" >/dev/null
+build=()
+for t in $targets; do build+=(--target "fuzz_$t"); done
+cmake --build build-fuzz -j "$jobs" "${build[@]}"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for t in $targets; do
+  bin=build-fuzz/bin/fuzz_$t
+  echo "== fuzz $t: replay corpus and crashes =="
+  # Every file once (-runs=0 over files): the regression part.
+  mapfile -t files < <(find "tests/fuzz/corpus/$t" "tests/fuzz/crashes/$t" -type f ! -name .gitkeep)
+  if [ ${#files[@]} -gt 0 ]; then "$bin" -runs=0 "${files[@]}" 2>&1 | tail -n 2; fi
+  if [ "$secs" -gt 0 ]; then
+    echo "== fuzz $t: ${secs}s smoke =="
+    work=build-fuzz/corpus/$t
+    mkdir -p "$work"
+    log=build-fuzz/fuzz_$t.log
+    if ! "$bin" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+      -print_final_stats=1 "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
+      tail -n 60 "$log"
+      echo "fuzz $t: FAILED (log: $log; the input is the crash-*/timeout-*/oom-* file above)" >&2
+      exit 1
+    fi
+    grep -E "^stat::number_of_executed_units|^Done" "$log" || true
+  fi
+done
+echo "== fuzz: all targets passed =="
