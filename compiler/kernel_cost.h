@@ -25,8 +25,4 @@ struct KernelCost {
 
 KernelCost kernelCost(const KernelKey& key);  // for the static shapes in key.inputs
 
-// The modeled device compile latency of one kernel of an op (by kernel name, e.g. "Mul"), in
-// microseconds, as the op's file states it with its source; 100 for a name that is no op.
-double modeledCompileUsDefault(std::string_view kernelOp);
-
 }  // namespace gearbox

@@ -150,8 +150,13 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
     } else if (key == "peak_gflops") {
       numMap(v, key, m.peakGflops, true);
     } else if (key == "kernel_compile_us") {
+      // A profile's per-op table replaces the built-in one: the built-in figures are another
+      // device's (a100-class), and an op the profile does not list costs its
+      // kernel_compile_default_us, not a figure borrowed from that device.
+      m.kernelCompileUs.clear();
       numMap(v, key, m.kernelCompileUs, false);
     } else if (key == "kernel_compile_log2_flops_us") {
+      m.kernelCompileLog2FlopsUs.clear();
       numMap(v, key, m.kernelCompileLog2FlopsUs, false);
     } else if (key == "sync_policy") {
       const nlohmann::json* x = &v;

@@ -238,13 +238,20 @@ void registerCalibrate(CLI::App& app) {
         {"IndexSelect",
          keyOf(OpKind::kIndexSelect, {f32({64, 64}), TensorType{DType::kI64, Shape{8}}}, 0)},
         {"Cat", keyOf(OpKind::kCat, {f32({64, 64}), f32({64, 64})}, 0)},
+        {"Mul", keyOf(OpKind::kMul, {f32({64, 64}), f32({64, 64})})},
+        {"Relu", keyOf(OpKind::kRelu, {f32({64, 64})})},
         {"CatGather", keyOf(OpKind::kCatGather,
                             {f32({64, 64}), f32({64, 64}), TensorType{DType::kI64, Shape{8}}}, 0)},
     };
-    for (const auto& [op, k] : ops)
+    // A plain loop variable, not a structured binding: clang 14 (the fuzz flavour's compiler)
+    // rejects capturing a binding in a lambda.
+    for (const auto& entry : ops) {
+      const std::string& op = entry.first;
+      const KernelKey& k = entry.second;
       set("kernel_compile_us." + op, m.kernelCompileUs[op],
           medianUs([&] { compileKernelSpec(k); }, 7, 200),
           fmt::format("compiling the {} kernel spec for {}", op, k.name()));
+    }
     m.kernelCompileDefaultUs = m.kernelCompileUs["Add"];
     m.sources["kernel_compile_default_us"] = by + ": taken equal to the Add kernel compile";
     {

@@ -10,10 +10,6 @@ void compileAdd(KernelSpec& spec) {
 KernelCost kernelCostAdd(const KernelKey& key) {
   return binaryCost(key);
 }
-// Source: the cost model's documented default (docs/cost-model.md).
-double modeledCompileUsAdd() {
-  return 40;
-}
 void paramsToJsonAdd(const KernelSpec& spec, Json& p) {
   binaryParamsToJson(spec, p);
 }

@@ -32,11 +32,6 @@ KernelCost kernelCostCat(const KernelKey& key) {
   return KernelCost{0, 2 * in};
 }
 
-// Source: the cost model's documented default (docs/cost-model.md).
-double modeledCompileUsCat() {
-  return 50;
-}
-
 void paramsToJsonCat(const KernelSpec& spec, Json& p) {
   const CatParams& v = paramsAs<CatParams>(spec);
   p["outer"] = v.outer;

@@ -41,11 +41,6 @@ KernelCost kernelCostCatGather(const KernelKey& key) {
   return KernelCost{0, 2 * out + elementBytes(key.inputs[n])};
 }
 
-// Source: the cost model's documented default (docs/cost-model.md).
-double modeledCompileUsCatGather() {
-  return 80;
-}
-
 void paramsToJsonCatGather(const KernelSpec& spec, Json& p) {
   const CatGatherParams& v = paramsAs<CatGatherParams>(spec);
   p["outer"] = v.outer;

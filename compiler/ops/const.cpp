@@ -12,9 +12,6 @@ void compileConst(KernelSpec& spec) {
 KernelCost kernelCostConst(const KernelKey&) {
   return {};  // no kernel runs: the data is bound at plan time
 }
-double modeledCompileUsConst() {
-  return 0;
-}
 void paramsToJsonConst(const KernelSpec&, Json&) {}
 void paramsFromJsonConst(const Json&, KernelSpec&) {
   fail(ErrorKind::kIo, "a const is not a kernel");

@@ -16,15 +16,6 @@ void compileStatic(KernelSpec& spec) {
   }
 }
 
-double modeledCompileUs(OpKind kind) {
-  switch (kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) GEARBOX_OP_CASE(e, modeledCompileUs##e())
-#include "graph/ops.def"
-#undef GEARBOX_OP
-  }
-  return 0;
-}
-
 Json paramsToJson(const KernelSpec& spec) {
   Json p = Json::object();
   if (std::holds_alternative<std::monostate>(spec.params)) {
@@ -86,11 +77,6 @@ KernelCost kernelCost(const KernelKey& key) {
 #undef GEARBOX_OP
   }
   return {};
-}
-
-double modeledCompileUsDefault(std::string_view kernelOp) {
-  const std::optional<OpKind> kind = parseOpKernelName(kernelOp);
-  return kind ? ops::modeledCompileUs(*kind) : 100.0;
 }
 
 }  // namespace gearbox

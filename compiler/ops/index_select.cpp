@@ -32,11 +32,6 @@ KernelCost kernelCostIndexSelect(const KernelKey& key) {
   return KernelCost{0, 2 * out + elementBytes(key.inputs[1])};
 }
 
-// Source: the cost model's documented default (docs/cost-model.md).
-double modeledCompileUsIndexSelect() {
-  return 60;
-}
-
 void paramsToJsonIndexSelect(const KernelSpec& spec, Json& p) {
   const GatherParams& v = paramsAs<GatherParams>(spec);
   p["outer"] = v.outer;

@@ -118,11 +118,6 @@ KernelCost kernelCostMatMul(const KernelKey& key) {
       elementBytes(key.inputs[0]) + elementBytes(key.inputs[1]) + batch * mm * nn * esize};
 }
 
-// Source: the cost model's documented default (docs/cost-model.md).
-double modeledCompileUsMatMul() {
-  return 900;
-}
-
 void paramsToJsonMatMul(const KernelSpec& spec, Json& p) {
   const MatMulParams& v = paramsAs<MatMulParams>(spec);
   p["batch"] = v.batch;

@@ -10,10 +10,6 @@ void compileMul(KernelSpec& spec) {
 KernelCost kernelCostMul(const KernelKey& key) {
   return binaryCost(key);
 }
-// Source: assumed equal to Add's documented default: the same kernel with another operator.
-double modeledCompileUsMul() {
-  return 40;
-}
 void paramsToJsonMul(const KernelSpec& spec, Json& p) {
   binaryParamsToJson(spec, p);
 }

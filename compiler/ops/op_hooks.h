@@ -20,9 +20,6 @@ namespace gearbox::ops {
   void compile##e(KernelSpec& spec);                                                           \
   /* Modeled flops and bytes for the key's static shapes (compiler/kernel_cost.h). */          \
   KernelCost kernelCost##e(const KernelKey& key);                                              \
-  /* Modeled device compile latency of one kernel of this op, in microseconds: the default  */ \
-  /* the cost model uses when its table has no entry for the op. */                            \
-  double modeledCompileUs##e();                                                                \
   /* Params <-> the "params" object of a kernel descriptor (docs/kernel-meta.md). */           \
   void paramsToJson##e(const KernelSpec& spec, Json& p);                                       \
   void paramsFromJson##e(const Json& p, KernelSpec& spec);                                     \
@@ -62,7 +59,6 @@ namespace gearbox::ops {
 // ---- dispatch over ops.def (compiler/ops/dispatch.cpp) --------------------------------------
 
 void compileStatic(KernelSpec& spec);
-double modeledCompileUs(OpKind kind);
 // The descriptor's "params" object: {"kind": "none"} for a generic spec, else the op's kernel
 // name as "kind" and its fields.
 Json paramsToJson(const KernelSpec& spec);

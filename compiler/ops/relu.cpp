@@ -11,10 +11,6 @@ KernelCost kernelCostRelu(const KernelKey& key) {
   const double bytes = elementBytes(key.inputs[0]);
   return KernelCost{bytes / static_cast<double>(dtypeSize(key.dtype)), 2 * bytes};
 }
-// Source: assumed below Add's documented 40 us: one input, no broadcast paths to tile.
-double modeledCompileUsRelu() {
-  return 30;
-}
 void paramsToJsonRelu(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

@@ -14,10 +14,6 @@ KernelCost kernelCostReshape(const KernelKey& key) {
   // possible is the memory plan's decision, not the kernel's.
   return KernelCost{0, 2 * elementBytes(key.inputs[0])};
 }
-// Source: assumed half of Add's documented 40 us: no arithmetic, one contiguous copy.
-double modeledCompileUsReshape() {
-  return 20;
-}
 void paramsToJsonReshape(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

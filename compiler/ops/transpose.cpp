@@ -40,12 +40,6 @@ KernelCost kernelCostTranspose(const KernelKey& key) {
   return KernelCost{0, 2 * elementBytes(key.inputs[0])};
 }
 
-// Source: assumed between Add's 40 us and IndexSelect's 60 us documented defaults: a copy
-// whose address pattern depends on the permutation.
-double modeledCompileUsTranspose() {
-  return 60;
-}
-
 void paramsToJsonTranspose(const KernelSpec& spec, Json& p) {
   const TransposeParams& v = paramsAs<TransposeParams>(spec);
   p["rank"] = v.rank;
