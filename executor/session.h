@@ -50,6 +50,9 @@ struct GearOptions {
   std::string json;  // --gears '{"x1": {"0": [2, 4]}}', applied after dimGears
   MergePolicy merge = MergePolicy::kZip;
   bool padFallback = false;  // --gear-fallback pad: pad up to the smallest covering gear
+  // --pad-to NAME=DIMS (GearConfig::setPadTo): one fixed shape per input, every call padded
+  // to it (implies padFallback); dims sharing a symbol follow. Beyond TorchAir's rules.
+  std::vector<std::pair<std::string, Shape>> padTo;
   // A pad may allocate at most this many bytes of padded inputs and outputs per call (1 GiB):
   // a call of [3, 2] padded to a gear of 1e9 rows is refused with Error(kGear) naming the
   // bytes instead of allocating and zeroing gigabytes. The padded bytes of a call count in

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "graph/checked.h"
 #include "graph/error.h"
@@ -82,17 +83,62 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
   std::sort(s.byName_.begin(), s.byName_.end(),
             [&](int a, int b) { return s.inputs_[a].name < s.inputs_[b].name; });
 
-  // Slots: cfg.gears() is a map keyed by name and each input's dims a map keyed by dim, so
-  // this walk is already in gear-tuple order.
+  // Slots: the geared dims, plus every dim that shares a symbol with a geared dim and has no
+  // gears of its own. Such a dim can only ever equal its geared partner (specialisation binds
+  // one value per symbol), so it follows the partner's slot: a gear on x's B applies to y's B.
+  // Without this, y's B would be specialised to its first-seen size and every other gear
+  // would be invalid. Linked slots appear in the GE options like geared ones (GE needs a -1
+  // and a value per gear for every dim that varies).
+  struct Entry {
+    std::string name;
+    int input;
+    int dim;
+    std::vector<int64_t> values;  // as given
+    int source;                   // index into `entries` of the geared dim, or -1
+  };
+  std::vector<Entry> entries;
+  std::vector<std::array<bool, kMaxRank>> taken(inputCount);
+  for (auto& row : taken) row.fill(false);
+  for (const auto& [name, ig] : cfg.gears())
+    for (const auto& [dim, values] : ig.dims) {
+      entries.push_back(Entry{name, ig.inputIndex, dim, values, -1});
+      taken[ig.inputIndex][dim] = true;
+    }
+  const size_t explicitCount = entries.size();
+  for (size_t e = 0; e < explicitCount; ++e) {
+    const int64_t sym = s.inputs_[entries[e].input].shape[entries[e].dim];
+    if (!isSymbolDim(sym)) continue;
+    for (int i : s.byName_)
+      for (int d = 0; d < s.inputs_[i].shape.rank(); ++d)
+        if (s.inputs_[i].shape[d] == sym && !taken[i][d]) {
+          taken[i][d] = true;
+          entries.push_back(Entry{s.inputs_[i].name, i, d, entries[e].values, static_cast<int>(e)});
+        }
+  }
+  // Gear-tuple order: input name, then dim.
+  std::vector<size_t> order(entries.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(entries[a].name, entries[a].dim) < std::tie(entries[b].name, entries[b].dim);
+  });
+  std::vector<int> slotOfEntry(entries.size());
+  for (size_t k = 0; k < order.size(); ++k) slotOfEntry[order[k]] = static_cast<int>(k);
   std::vector<std::vector<int64_t>> lists;
+  std::vector<int> sourceSlot;  // per slot: the slot it copies, or -1
   s.slotOf_.assign(inputCount, {});
   for (auto& row : s.slotOf_) row.fill(-1);
-  for (const auto& [name, ig] : cfg.gears()) {
-    for (const auto& [dim, values] : ig.dims) {
-      s.slotOf_[ig.inputIndex][dim] = static_cast<int>(s.slots_.size());
-      s.slots_.push_back(GearSlot{name, ig.inputIndex, dim, distinct(values)});
-      lists.push_back(values);
+  for (size_t k : order) {
+    const Entry& e = entries[k];
+    s.slotOf_[e.input][e.dim] = static_cast<int>(s.slots_.size());
+    GearSlot slot{e.name, e.input, e.dim, distinct(e.values), -1, {}, -1};
+    if (e.source >= 0) {
+      slot.linkedTo = slotOfEntry[e.source];
+      slot.linkedInput = entries[e.source].name;
+      slot.linkedDim = entries[e.source].dim;
     }
+    sourceSlot.push_back(slot.linkedTo);
+    s.slots_.push_back(std::move(slot));
+    lists.push_back(e.values);
   }
 
   // A first-seen shape for an input the graph does not have is a typo, not something to skip.
@@ -142,10 +188,15 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
   } else {
     // The de-duplicated product is the product of the de-duplicated lists, in the same
     // first-occurrence order, so count first and never materialise an oversized product.
+    // A linked slot copies its source's value, so it does not multiply the count.
     std::vector<size_t> sizes;
     size_t count = 1;
     bool over = false;
     for (const GearSlot& slot : s.slots_) {
+      if (slot.linkedTo >= 0) {
+        sizes.push_back(1);
+        continue;
+      }
       sizes.push_back(slot.values.size());
       count *= slot.values.size();
       over = over || count > kMaxGears;
@@ -158,7 +209,10 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
            kMaxGears, bigProduct(sizes));
     std::vector<size_t> digit(width, 0);
     for (size_t n = 0; n < count; ++n) {
-      for (size_t k = 0; k < width; ++k) tuples.push_back(s.slots_[k].values[digit[k]]);
+      for (size_t k = 0; k < width; ++k) {
+        const size_t from = sourceSlot[k] >= 0 ? static_cast<size_t>(sourceSlot[k]) : k;
+        tuples.push_back(s.slots_[from].values[digit[from]]);
+      }
       for (size_t k = width; k-- > 0;) {  // odometer: last slot varies fastest
         if (++digit[k] < sizes[k]) break;
         digit[k] = 0;

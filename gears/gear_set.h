@@ -6,8 +6,10 @@
 // input name (string order), then dim ascending; each gear is a tuple with one value per slot.
 // zip: gear k takes the k-th value of every slot; product: the cartesian product with the first
 // slot varying slowest (itertools.product order). Duplicate tuples are removed, keeping the
-// first occurrence. Dims that are not geared are specialised: the declared static size, or for
-// a dynamic dim the size seen in the first call.
+// first occurrence. A dim without gears that shares a symbol with a geared dim gets a linked
+// slot taking the geared dim's value in every gear (a gear on x's B applies to y's B). Other
+// dims that are not geared are specialised: the declared static size, or for a dynamic dim the
+// size seen in the first call.
 
 #include <array>
 #include <cstdint>
@@ -40,6 +42,11 @@ struct GearSlot {
   int inputIndex = -1;  // index into GearSet::inputs()
   int dim = 0;
   std::vector<int64_t> values;  // distinct values in first-seen order, for messages
+  // A dim with no gears of its own that shares a symbol with a geared dim follows that dim:
+  // the index of the geared slot it copies (and that slot's input and dim), or -1.
+  int linkedTo = -1;
+  std::string linkedInput;
+  int linkedDim = -1;
 };
 
 // Shapes seen in the first call, by input name; they specialise dynamic dims without gears.

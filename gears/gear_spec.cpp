@@ -250,6 +250,37 @@ void GearConfig::setDimGears(std::string_view input, const DimGearList& dimGears
   setRaw(inputs_, gears_, inputIndex(input), lowerList(dimGears));
 }
 
+void GearConfig::setPadTo(std::string_view input, const Shape& shape) {
+  const int i = inputIndex(input);
+  const InputDecl& decl = inputs_[i];
+  if (gears_.count(decl.name))
+    fail(ErrorKind::kGear, "input '{}' already has gears; a fixed pad shape replaces them",
+         decl.name);
+  if (shape.rank() != decl.shape.rank())
+    fail(ErrorKind::kGear, "pad shape {} of input '{}' has rank {}, but {} is declared",
+         shape.toString(), decl.name, shape.rank(), decl.shape.toString());
+  InputGears g{decl.name, i, {}};
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape[d] < 1)
+      fail(ErrorKind::kGear, "pad shape {} of input '{}': dim {} must be >= 1, got {}",
+           shape.toString(), decl.name, d, shape[d]);
+    if (isStaticDim(decl.shape[d])) {
+      if (shape[d] != decl.shape[d])
+        fail(ErrorKind::kGear,
+             "pad shape {} of input '{}': dim {} is declared static (size {}) in {}; only a "
+             "dynamic dim can be padded",
+             shape.toString(), decl.name, d, decl.shape[d], decl.shape.toString());
+      continue;
+    }
+    // One value: beyond set_dim_gears' 2..100 rule, which setDimGears keeps.
+    g.dims[d] = {shape[d]};
+  }
+  if (g.dims.empty())
+    fail(ErrorKind::kGear, "pad shape {} of input '{}' pads nothing: every dim is static",
+         shape.toString(), decl.name);
+  gears_.emplace(decl.name, std::move(g));
+}
+
 bool GearConfig::hasGearedDim() const {
   for (const auto& [name, g] : gears_)
     if (!g.dims.empty()) return true;

@@ -68,6 +68,13 @@ class GearConfig {
   // again is a no-op.
   void setDimGears(std::string_view input, const DimGearList& dimGears);
 
+  // The fixed-shape policy (seed 002, `--pad-to NAME=DIMS`): every dynamic dim of `input`
+  // gets the single gear `shape[d]`, so every call pads up to one shape and one plan compiles.
+  // Beyond TorchAir's rules (set_dim_gears needs 2..100 values; setDimGears keeps that check).
+  // Static dims must equal their declared size. Throws Error(kGear) on a rank mismatch, a dim
+  // < 1, a static dim that differs, or an input that already has gears.
+  void setPadTo(std::string_view input, const Shape& shape);
+
   // Gears by input name (string order: the order gears are merged in).
   const std::map<std::string, InputGears, std::less<>>& gears() const { return gears_; }
   // Whether any input has at least one geared dim.

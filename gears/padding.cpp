@@ -223,8 +223,7 @@ class Analyzer {
     const Tags& in = tags_[node.inputs[0]];
     const Shape& perm = *node.attrs.perm;
     // Inference checked perm is a permutation of the input's dims (rank <= kMaxRank).
-    for (int i = 0; i < perm.rank() && i < kMaxRank; ++i)
-      out[i] = in[static_cast<size_t>(perm[i])];
+    for (int i = 0; i < perm.rank() && i < kMaxRank; ++i) out[i] = in[static_cast<size_t>(perm[i])];
   }
 
   // A reshape keeps a padded dim d only when it survives whole at the same position: the target

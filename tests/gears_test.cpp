@@ -446,6 +446,39 @@ TEST(GearSetBuild, DynamicDimsWithoutGearsUseTheFirstSeenShape) {
   EXPECT_EQ(s.templateShapes()[0], Shape({kAnyDim, 7}));
 }
 
+// A gear on one input's dim applies to every dim with the same symbol (four_ops: x and y
+// share B). Before, y's B was specialised to its first-seen size and 3 of 4 gears failed.
+TEST(GearSetBuild, GearsFollowSharedSymbols) {
+  const int64_t B = symbolDim("B");
+  GearConfig cfg({{"x", {B, 4}}, {"y", {B, 4}}, {"z", {B, B}}});
+  cfg.setDimGears("x", {{0, {1, 2, 4, 8}}});
+  for (MergePolicy p : {MergePolicy::kZip, MergePolicy::kProduct}) {
+    GearSet s = GearSet::build(cfg, p, {{"x", {1, 4}}, {"y", {1, 4}}, {"z", {1, 1}}});
+    ASSERT_EQ(s.size(), 4u);
+    ASSERT_EQ(s.slots().size(), 4u);  // x0, y0, z0, z1
+    EXPECT_EQ(s.slots()[0].linkedTo, -1);
+    EXPECT_EQ(s.slots()[1].input, "y");
+    EXPECT_EQ(s.slots()[1].linkedTo, 0);
+    EXPECT_EQ(s.slots()[1].linkedInput, "x");
+    EXPECT_EQ(s.slots()[3].dim, 1);
+    EXPECT_EQ(s.slots()[3].linkedTo, 0);
+    EXPECT_EQ(s.inputShapeOption(), "x:-1,4;y:-1,4;z:-1,-1");
+    EXPECT_EQ(s.dynamicDimsOption(), "1,1,1,1;2,2,2,2;4,4,4,4;8,8,8,8");
+    const std::vector<Shape> four = {{4, 4}, {4, 4}, {4, 4}};
+    EXPECT_EQ(s.find(four), std::optional<size_t>(2));
+    const std::vector<Shape> three = {{3, 4}, {3, 4}, {3, 3}};
+    EXPECT_EQ(s.padTarget(three), 2u);
+    EXPECT_EQ(s.find(three), std::nullopt);
+  }
+  // Gears given explicitly on both inputs keep the old meaning (product pairs them).
+  GearConfig both({{"x", {B, 4}}, {"y", {B, 4}}});
+  both.setDimGears("x", {{0, {2, 4}}});
+  both.setDimGears("y", {{0, {2, 4}}});
+  GearSet p = GearSet::build(both, MergePolicy::kProduct);
+  EXPECT_EQ(p.size(), 4u);
+  EXPECT_EQ(p.slots()[1].linkedTo, -1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Exact matching
 

@@ -21,6 +21,7 @@
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/run_options.h"
+#include "tools/gear_suggest.h"
 #include "tools/trace.h"
 
 namespace gearbox::cli {
@@ -232,7 +233,7 @@ void registerCompare(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write every mode's report as JSON (atomically)");
   cmd->callback([o, modes, repeat] {
     // Modes that need gears join the comparison whenever gears are given.
-    if (!o->gears.empty()) {
+    if (!o->gears.empty() || !o->padTo.empty()) {
       const std::vector<Mode> asked = parseModes(*modes);
       for (const ModeInfo& m : modeTable())
         if (m.needsGears && std::find(asked.begin(), asked.end(), m.mode) == asked.end())
@@ -241,6 +242,16 @@ void registerCompare(CLI::App& app) {
     configureLogFromOptions(*o);
     const Graph g = loadGraph(o->model);
     const auto trace = loadTrace(o->trace, g);
+    // --gears suggest: the gears suggest-gears would choose for this trace and profile.
+    if (o->gears == "suggest") {
+      SuggestOptions so;
+      so.references = false;
+      so.runPasses = !o->noPasses;
+      so.merge = parseMergePolicy(o->merge);
+      o->gears = suggestGears(g, trace, toSessionOptions(*o, Mode::kStatic).cost, so).gearsJson;
+      std::cout << "suggested gears: " << o->gears << "\n";
+      if (o->gearFallback == "error") o->gearFallback = "pad";  // the suggestion pads by design
+    }
     const std::vector<Mode> modeList = parseModes(*modes);
     // Option errors (bad profile, missing gears) are the user's: report them before running.
     for (Mode m : modeList) toSessionOptions(*o, m);

@@ -49,6 +49,9 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
                   "Geared mode: gears as JSON {\"x1\": {\"0\": [2, 4]}} or @FILE");
   cmd->add_option("--merge", o.merge, "Gear merge policy: zip or product")
       ->check(CLI::IsMember({"zip", "product"}));
+  cmd->add_option("--pad-to", o.padTo,
+                  "Geared mode without gears: pad every call to this one shape, NAME=DIMS "
+                  "(repeatable; dims sharing a symbol follow; beyond TorchAir's 2..100 rule)");
   cmd->add_option("--gear-fallback", o.gearFallback,
                   "A shape outside the gears: error, or pad up to the smallest covering gear")
       ->check(CLI::IsMember({"error", "pad"}));
@@ -92,8 +95,10 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   if (!o.staticDims.empty()) s.staticDims = parseDimMarks(o.staticDims);
   attachKernelStores(o, s);
   if (modeInfo(mode).needsGears) {
-    if (o.gears.empty()) fail(ErrorKind::kConfig, "{} mode needs --gears", modeName(mode));
-    s.gears.json = gearsText(o.gears);
+    if (o.gears.empty() && o.padTo.empty())
+      fail(ErrorKind::kConfig, "{} mode needs --gears or --pad-to", modeName(mode));
+    if (!o.gears.empty()) s.gears.json = gearsText(o.gears);
+    for (const std::string& p : o.padTo) s.gears.padTo.push_back(parsePadTo(p));
     s.gears.merge = parseMergePolicy(o.merge);
     s.gears.padFallback = o.gearFallback == "pad";
     s.gears.maxPadBytes = o.maxPadBytes;

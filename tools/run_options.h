@@ -32,6 +32,7 @@ struct RunOptions {
   std::vector<std::string> kernelBundles;
   // Geared mode.
   std::string gears, merge = "zip", gearFallback = "error";
+  std::vector<std::string> padTo;  // --pad-to NAME=DIMS: the fixed-shape policy (seed 002)
   // --check-reference (tools/reference_check.h).
   bool checkReference = false;
   ReferenceTolerance tolerance;
@@ -41,6 +42,8 @@ struct RunOptions {
 
 // --gears takes the JSON itself or @path to a file holding it (tools/cmd_gears.cpp).
 std::string gearsText(const std::string& arg);
+// --pad-to NAME=DIMS (tools/cmd_gears.cpp): "pred=8,20,4" -> {"pred", [8, 20, 4]}.
+std::pair<std::string, Shape> parsePadTo(const std::string& arg);
 
 // Adds --kernel-meta, --record-op-info and --kernel-bundle (tools/kernel_store_options.cpp).
 void addKernelStoreOptions(CLI::App* cmd, RunOptions& o);

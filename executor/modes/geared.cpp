@@ -25,6 +25,10 @@ void GearedMode::setDimGears(const std::string& input, const DimGearList& gears)
   config_.setDimGears(input, gears);
 }
 
+bool GearedMode::padAllowed() const {
+  return host_.options().gears.padFallback || !host_.options().gears.padTo.empty();
+}
+
 const GearSet* GearedMode::gearSet() const {
   return set_ ? &*set_ : nullptr;
 }
@@ -44,11 +48,12 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   // The session's own options are applied once, after any set_dim_gears calls.
   for (const auto& [input, list] : options.gears.dimGears) config_.setDimGears(input, list);
   if (!options.gears.json.empty()) applyGearsJson(config_, options.gears.json);
+  for (const auto& [input, shape] : options.gears.padTo) config_.setPadTo(input, shape);
   FirstSeenShapes seen;
   for (size_t i = 0; i < firstSeen.size() && i < graph.inputs.size(); ++i)
     seen.emplace(graph.values[graph.inputs[i]].name, firstSeen[i]);
   GearSet set = GearSet::build(config_, options.gears.merge, seen);
-  if (options.gears.padFallback)
+  if (padAllowed())
     padding_ = analyzePadding(graph, gearedInputDims(set));  // refuses unsafe graphs now
 
   // TorchAir logs the options of the concrete graph it compiles.
@@ -171,7 +176,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     return host_.launchStatic(*plans_[*gear], inputs, rec);
   }
   stats.planCacheMisses++;
-  if (!host_.options().gears.padFallback) set_->match(sig);  // throws the explanatory message
+  if (!padAllowed()) set_->match(sig);       // throws the explanatory message
   const size_t gear = set_->padTarget(sig);  // throws when no gear covers the shapes
   if (!plans_[gear])
     fail(ErrorKind::kGear, "shapes [{}] pad up to gear {}, which could not be compiled: {}",

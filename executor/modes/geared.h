@@ -24,6 +24,8 @@ class GearedMode final : public ModeStrategy {
   const GearSet* gearSet() const;
 
  private:
+  // --gear-fallback pad, or the fixed-shape policy (--pad-to), which pads every call.
+  bool padAllowed() const;
   ModeHost& host_;
   GearConfig config_;
   std::optional<GearSet> set_;

@@ -1,0 +1,75 @@
+// `gearbox suggest-gears MODEL --trace T [--max-gears K] [--device-profile P] [--cost k=v]
+// [--merge zip|product] [-o gears.json] [--json report.json]`: chooses the gears that minimise
+// the MODELED total of geared mode over the trace and prints them next to the usual choices
+// (tools/gear_suggest.h, docs/gears.md "Choosing gears").
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/npy.h"
+#include "graph/text.h"
+#include "tools/commands.h"
+#include "tools/gear_suggest.h"
+#include "tools/run_options.h"
+#include "tools/trace.h"
+
+namespace gearbox::cli {
+namespace {
+
+struct SuggestCliOptions {
+  std::string model, trace, deviceProfile, output, json, merge = "zip";
+  std::vector<std::string> costOverrides;
+  size_t maxGears = kMaxGears;
+  bool noReferences = false, noPasses = false;
+};
+
+void runSuggest(const SuggestCliOptions& o) {
+  const MergePolicy merge = parseMergePolicy(o.merge);
+  CostModel cost =
+      loadDeviceProfile(o.deviceProfile.empty() ? std::string(kDefaultProfile) : o.deviceProfile);
+  for (const std::string& a : o.costOverrides) applyCostOverride(cost, a);
+  const Graph g = loadGraph(o.model);
+  const auto trace = loadTrace(o.trace, g);
+  SuggestOptions so;
+  so.maxGears = o.maxGears;
+  so.merge = merge;
+  so.references = !o.noReferences;
+  so.runPasses = !o.noPasses;
+  const GearSuggestion s = suggestGears(g, trace, cost, so);
+  // Files first, each written atomically, so a failed write leaves no half-written report.
+  if (!o.output.empty()) writeFileAtomic(o.output, s.gearsJson + "\n");
+  if (!o.json.empty()) {
+    nlohmann::ordered_json j = suggestionJson(s, cost.name);
+    j["model"] = o.model;
+    j["trace"] = o.trace;
+    writeJsonFile(o.json, j);
+  }
+  std::cout << formatSuggestion(s, cost.name);
+}
+
+}  // namespace
+
+void registerSuggestGears(CLI::App& app) {
+  auto o = std::make_shared<SuggestCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "suggest-gears",
+      "Choose gears for a trace: minimise the MODELED compile + run total (docs/gears.md)");
+  cmd->add_option("model", o->model, "Model file (.gbx)")->required();
+  cmd->add_option("--trace", o->trace, "Trace (JSON lines of input shapes)")->required();
+  cmd->add_option("--max-gears", o->maxGears, "At most this many gears (2..100, default 100)")
+      ->check(CLI::Range(size_t{2}, kMaxGears));
+  cmd->add_option("--device-profile", o->deviceProfile,
+                  "Device profile name or file (default a100-class)");
+  cmd->add_option("--cost", o->costOverrides, "Override one profile value, key=value");
+  cmd->add_option("--merge", o->merge, "dynamic_gears_merge_policy of the written gears");
+  cmd->add_option("-o,--output", o->output, "Write the suggested gears JSON (for --gears @FILE)");
+  cmd->add_option("--json", o->json, "Write the candidate table as JSON");
+  cmd->add_flag("--no-references", o->noReferences,
+                "Skip the dynamic and auto reference rows (they run the trace model-only)");
+  cmd->add_flag("--no-passes", o->noPasses, "Cost the graph as written, without passes");
+  cmd->callback([o] { runSuggest(*o); });
+}
+
+}  // namespace gearbox::cli

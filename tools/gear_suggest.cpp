@@ -1,0 +1,491 @@
+// suggest-gears (tools/gear_suggest.h).
+#include "tools/gear_suggest.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/kernel_cache.h"
+#include "compiler/passes.h"
+#include "executor/session.h"
+#include "gears/gear_choice.h"
+#include "graph/error.h"
+
+namespace gearbox::cli {
+namespace {
+
+struct KeyHash {
+  size_t operator()(const KernelKey& k) const { return k.hash(); }
+};
+using KeySet = std::unordered_set<KernelKey, KeyHash>;
+
+// MODELED cost of geared mode's plan at one shape: what the gear costs to compile and what
+// one call on it costs. The same terms Session::modelCall and GearedMode::prepare charge.
+struct ShapeCost {
+  std::vector<KernelKey> keys;  // distinct kernel keys of the plan (each compiles once)
+  double computeUs = 0;         // the plan's kernels at this shape
+  double callUs = 0;            // graph launch + one sync + compute
+  int64_t elements = 0;         // input elements (padTarget's tie-break)
+};
+
+class GearCoster {
+ public:
+  GearCoster(const Graph& g, const InputSignature& first, const CostModel& cost, bool runPasses)
+      : cost_(cost) {
+    Graph copy = g;
+    verifyGraph(copy);
+    if (runPasses) defaultPipeline().run(copy);  // what Session does before any mode
+    graph_ = std::make_shared<const Graph>(std::move(copy));
+    // One plan gives the steps (the nodes that launch a kernel); every other shape reuses the
+    // step list with its own specialised types, as a padded call's model does.
+    KernelCache kernels(64);
+    auto plan = compilePlan(graph_, first, kernels, PlanCompileOptions{"suggest-gears", false});
+    for (const PlanStep& s : plan->steps) steps_.push_back(s.node);
+  }
+
+  const Graph& graph() const { return *graph_; }
+  double graphCompileUs() const { return cost_.graphCompile(graph_->nodes.size()); }
+
+  const ShapeCost& at(const InputSignature& sig) {
+    auto it = cache_.find(sig);
+    if (it != cache_.end()) return it->second;
+    const std::vector<TensorType> types = specializeTypes(*graph_, sig);
+    ShapeCost c;
+    KeySet seen;
+    KernelKey key;
+    for (NodeId n : steps_) {
+      makeKernelKeyInto(key, *graph_, types, n);
+      c.computeUs += cost_.kernelRun(key, false);
+      if (seen.insert(key).second) c.keys.push_back(key);
+    }
+    c.callUs = c.computeUs + cost_.graphLaunch(steps_.size()) + cost_.syncUs;
+    for (const Shape& s : sig) c.elements += s.numel();
+    return cache_.emplace(sig, std::move(c)).first->second;
+  }
+  double kernelCompileUs(const KernelKey& k) const { return cost_.kernelCompile(k); }
+  size_t cached() const { return cache_.size(); }
+
+ private:
+  const CostModel& cost_;
+  std::shared_ptr<const Graph> graph_;
+  std::vector<NodeId> steps_;
+  std::unordered_map<InputSignature, ShapeCost, SignatureHash> cache_;
+};
+
+// The trace as distinct tuples of varying-symbol values, with call counts.
+struct Histogram {
+  std::vector<VaryingSymbol> symbols;
+  InputSignature base;                       // the first call; non-varying dims keep its sizes
+  std::vector<std::vector<int64_t>> tuples;  // ascending (lexicographic)
+  std::vector<int64_t> counts;
+  int64_t calls = 0;
+};
+
+Histogram buildHistogram(const Graph& g, const std::vector<InputSignature>& trace) {
+  if (trace.empty()) fail(ErrorKind::kGear, "the trace has no calls to choose gears for");
+  Histogram h;
+  h.base = trace.front();
+  std::unordered_map<InputSignature, int64_t, SignatureHash> distinct;
+  for (const InputSignature& sig : trace) distinct[sig]++;
+  // Dims that vary, grouped by symbol (a -1 dim is its own group).
+  std::map<int64_t, size_t> bySymbol;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const Shape& decl = g.values[g.inputs[i]].type.shape;
+    for (int d = 0; d < decl.rank(); ++d) {
+      bool varies = false;
+      for (const auto& entry : distinct)
+        if (entry.first[i][d] != h.base[i][d]) {
+          varies = true;
+          break;
+        }
+      if (!varies && !isSymbolDim(decl[d])) continue;
+      if (isSymbolDim(decl[d])) {
+        auto [it, fresh] = bySymbol.emplace(decl[d], h.symbols.size());
+        if (fresh) h.symbols.push_back(VaryingSymbol{symbolName(decl[d]), {}});
+        h.symbols[it->second].dims.push_back(InputDim{static_cast<int>(i), d});
+        continue;
+      }
+      h.symbols.push_back(VaryingSymbol{fmt::format("{}.{}", g.values[g.inputs[i]].name, d),
+                                        {InputDim{static_cast<int>(i), d}}});
+    }
+  }
+  // A symbol group is kept only when it varies somewhere.
+  std::vector<VaryingSymbol> varying;
+  for (VaryingSymbol& s : h.symbols) {
+    bool varies = false;
+    for (const auto& entry : distinct)
+      for (const InputDim& d : s.dims)
+        varies = varies || entry.first[d.input][d.dim] != h.base[d.input][d.dim];
+    if (varies) varying.push_back(std::move(s));
+  }
+  h.symbols = std::move(varying);
+  if (h.symbols.empty())
+    fail(ErrorKind::kGear,
+         "no input dim varies in the trace ({} calls of one shape): static mode compiles it once, "
+         "and gears need a dim that varies",
+         trace.size());
+  std::map<std::vector<int64_t>, int64_t> tuples;
+  for (const auto& [sig, count] : distinct) {
+    std::vector<int64_t> t;
+    for (const VaryingSymbol& s : h.symbols) t.push_back(sig[s.dims[0].input][s.dims[0].dim]);
+    tuples[t] += count;
+  }
+  for (const auto& [t, c] : tuples) {
+    h.tuples.push_back(t);
+    h.counts.push_back(c);
+    h.calls += c;
+  }
+  return h;
+}
+
+InputSignature signatureFor(const Histogram& h, const std::vector<int64_t>& tuple) {
+  InputSignature sig = h.base;
+  for (size_t k = 0; k < h.symbols.size(); ++k)
+    for (const InputDim& d : h.symbols[k].dims) sig[d.input][d.dim] = tuple[k];
+  return sig;
+}
+
+// The MODELED figures of a gear set over the histogram: each call runs on the exact gear, or
+// on the covering gear with the fewest input elements (GearSet::padTarget's rule).
+GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
+                       std::vector<std::vector<int64_t>> gears, bool padding) {
+  GearCandidate c;
+  c.name = std::move(name);
+  std::sort(gears.begin(), gears.end());
+  gears.erase(std::unique(gears.begin(), gears.end()), gears.end());
+  c.gears = gears;
+  c.compiles = static_cast<int64_t>(gears.size());
+  KeySet keys;
+  std::vector<const ShapeCost*> gearCost;
+  for (const auto& gear : gears) {
+    const ShapeCost& sc = coster.at(signatureFor(h, gear));
+    gearCost.push_back(&sc);
+    c.compileUs += coster.graphCompileUs();
+    for (const KernelKey& k : sc.keys)
+      if (keys.insert(k).second) c.compileUs += coster.kernelCompileUs(k);
+  }
+  const bool one = h.symbols.size() == 1;
+  for (size_t t = 0; t < h.tuples.size(); ++t) {
+    const auto& tuple = h.tuples[t];
+    const double calls = static_cast<double>(h.counts[t]);
+    std::optional<size_t> target;
+    if (one) {
+      auto it = std::lower_bound(gears.begin(), gears.end(), tuple);
+      if (it != gears.end()) target = static_cast<size_t>(it - gears.begin());
+    } else {
+      for (size_t g = 0; g < gears.size(); ++g) {
+        bool covers = true;
+        for (size_t k = 0; k < tuple.size() && covers; ++k) covers = gears[g][k] >= tuple[k];
+        if (gears[g] == tuple) {
+          target = g;
+          break;
+        }
+        if (covers && (!target || gearCost[g]->elements < gearCost[*target]->elements)) target = g;
+      }
+    }
+    if (!target) {
+      c.allowed = false;
+      c.note = fmt::format("size {} is above every gear", fmt::join(tuple, "x"));
+      continue;
+    }
+    const ShapeCost& run = *gearCost[*target];
+    c.runUs += calls * run.callUs;
+    c.computeUs += calls * run.computeUs;
+    if (gears[*target] != tuple) {
+      if (!padding) {
+        c.allowed = false;
+        c.note = "needs padding, which the graph refuses";
+      }
+      c.paddedCalls += h.counts[t];
+      const ShapeCost& real = coster.at(signatureFor(h, tuple));
+      c.paddingWasteUs += calls * std::max(0.0, run.computeUs - real.computeUs);
+    }
+  }
+  return c;
+}
+
+// Reference modes run over the trace without executing kernels (--model-only): their counters
+// and MODELED figures are exact (docs/cost-model.md).
+GearCandidate referenceMode(const Graph& g, const std::vector<InputSignature>& trace,
+                            const CostModel& cost, Mode mode, bool runPasses) {
+  SessionOptions o;
+  o.mode = mode;
+  o.cost = cost;
+  o.modelOnly = true;
+  o.runPasses = runPasses;
+  o.historyLimit = 16;
+  Session session(g, o);
+  // Data is never read in model-only mode: one zero tensor per input and shape, shared by
+  // every call that has it (weights once, not once per call), while there are few.
+  std::vector<std::map<std::string, Tensor>> byShape(g.inputs.size());
+  size_t held = 0;
+  std::vector<Tensor> in(g.inputs.size());
+  for (const InputSignature& sig : trace) {
+    for (size_t i = 0; i < sig.size(); ++i) {
+      const std::string key = sig[i].toString();
+      auto it = byShape[i].find(key);
+      if (it != byShape[i].end()) {
+        in[i] = it->second;
+        continue;
+      }
+      in[i] = Tensor(g.values[g.inputs[i]].type.dtype, sig[i]);
+      if (held < 1024) {
+        byShape[i].emplace(key, in[i]);
+        ++held;
+      }
+    }
+    session.run(in);
+  }
+  const SessionStats& st = session.stats();
+  GearCandidate c;
+  c.name = modeName(mode);
+  c.reference = true;
+  c.note = "mode, not a gear set";
+  c.compiles = st.graphCompiles;
+  c.computeUs = st.modeled.computeUs;
+  c.compileUs = st.modeled.compileUs;
+  c.runUs = st.modeled.total() - st.modeled.compileUs;
+  return c;
+}
+
+std::vector<std::vector<int64_t>> asTuples(const std::vector<int64_t>& values) {
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t v : values) out.push_back({v});
+  return out;
+}
+
+std::string gearsJsonFor(const Graph& g, const std::vector<VaryingSymbol>& symbols,
+                         const std::vector<std::vector<int64_t>>& gears) {
+  // zip: every varying dim lists its value in every gear, so any merge policy reads it back as
+  // these gears (one symbol) and TorchAir's zip reads it as is.
+  std::map<std::string, std::map<int, std::vector<int64_t>>> byInput;
+  for (size_t k = 0; k < symbols.size(); ++k)
+    for (const InputDim& d : symbols[k].dims) {
+      auto& list = byInput[g.values[g.inputs[d.input]].name][d.dim];
+      for (const auto& gear : gears) list.push_back(gear[k]);
+    }
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [input, dims] : byInput) {
+    nlohmann::ordered_json dj = nlohmann::ordered_json::object();
+    for (const auto& [dim, values] : dims) dj[std::to_string(dim)] = values;
+    j[input] = dj;
+  }
+  return j.dump();
+}
+
+}  // namespace
+
+std::vector<int64_t> vllmCaptureSizes(int64_t largest) {
+  std::vector<int64_t> out;
+  int64_t v = 1;
+  while (true) {
+    out.push_back(v);
+    if (v >= largest) break;
+    v = v < 4 ? v * 2 : v < 8 ? 8 : v < 256 ? v + 8 : v + 16;
+  }
+  return out;
+}
+
+GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& trace,
+                            const CostModel& cost, const SuggestOptions& options) {
+  if (options.maxGears < 2)
+    fail(ErrorKind::kGear,
+         "--max-gears {} is below 2: TorchAir needs 2 to 100 gears per dim (for one shape, see "
+         "--pad-to)",
+         options.maxGears);
+  const Histogram h = buildHistogram(g, trace);
+  GearCoster coster(g, h.base, cost, options.runPasses);
+  GearSuggestion s;
+  s.symbols = h.symbols;
+  s.merge = options.merge;
+  s.calls = h.calls;
+  s.distinctShapes = h.tuples.size();
+  const size_t limit = std::min(options.maxGears, kMaxGears);
+
+  // Padding legality over every varying dim.
+  std::vector<InputDim> padded;
+  for (const VaryingSymbol& sym : h.symbols)
+    padded.insert(padded.end(), sym.dims.begin(), sym.dims.end());
+  try {
+    analyzePadding(coster.graph(), padded);
+  } catch (const Error& e) {
+    s.padding = false;
+    s.notes.push_back(fmt::format("padding is refused, so only exact gears can run: {}", e.what()));
+  }
+
+  if (h.symbols.size() != 1) {
+    std::vector<std::string> names;
+    for (const VaryingSymbol& sym : h.symbols) names.push_back(sym.name);
+    fail(ErrorKind::kGear,
+         "{} symbols vary in the trace ({}); suggest-gears chooses gears for one varying symbol",
+         h.symbols.size(), fmt::join(names, ", "));
+  }
+  std::vector<int64_t> sizes;
+  for (const auto& t : h.tuples) sizes.push_back(t[0]);
+  const std::string& sym = h.symbols[0].name;
+  const size_t n = sizes.size();
+
+  if (!s.padding) {
+    if (n > limit)
+      fail(ErrorKind::kGear,
+           "symbol {} takes {} distinct sizes and padding is refused, so every size must be a "
+           "gear, above the limit of {} gears; {}",
+           sym, n, limit, s.notes.back());
+    s.method = "exact gears: one per distinct size (padding is refused)";
+    s.gears = asTuples(sizes);
+  } else {
+    // Exact DP: compile and call cost of every distinct size as a gear. Kernels common to every
+    // size compile once whatever the set; they are left out of the per-gear term (their sum
+    // is the same for every set), so the per-gear terms add up.
+    GearChoiceProblem p;
+    p.sizes = sizes;
+    p.counts = h.counts;
+    KeySet common;
+    bool firstSize = true;
+    for (int64_t v : sizes) {
+      const ShapeCost& sc = coster.at(signatureFor(h, {v}));
+      if (firstSize) {
+        common.insert(sc.keys.begin(), sc.keys.end());
+        firstSize = false;
+      } else {
+        KeySet here(sc.keys.begin(), sc.keys.end());
+        for (auto it = common.begin(); it != common.end();)
+          it = here.count(*it) ? std::next(it) : common.erase(it);
+      }
+    }
+    for (int64_t v : sizes) {
+      const ShapeCost& sc = coster.at(signatureFor(h, {v}));
+      double compile = coster.graphCompileUs();
+      for (const KernelKey& k : sc.keys)
+        if (!common.count(k)) compile += coster.kernelCompileUs(k);
+      p.compileUs.push_back(compile);
+      p.callUs.push_back(sc.callUs);
+    }
+    if (n < 2) fail(ErrorKind::kGear, "symbol {} takes one size only ({})", sym, sizes[0]);
+    const GearChoice choice = chooseGears(p, 2, limit);
+    std::vector<int64_t> chosen;
+    for (size_t i : choice.gears) chosen.push_back(sizes[i]);
+    s.gears = asTuples(chosen);
+    s.method = fmt::format(
+        "exact dynamic programme over the {} distinct sizes of {} (2..{} gears, the largest size "
+        "a gear)",
+        n, sym, limit);
+  }
+  s.gearsJson = gearsJsonFor(g, h.symbols, s.gears);
+
+  // The candidates side by side.
+  const int64_t largest = sizes.back();
+  auto rule = [&](GearCandidate& c) {
+    if (c.gears.size() < 2 || c.gears.size() > limit) {
+      c.allowed = false;
+      c.note = fmt::format("{} gears, outside 2..{}", c.gears.size(), limit);
+    }
+  };
+  auto add = [&](std::string name, std::vector<int64_t> values) {
+    GearCandidate c = evaluate(coster, h, std::move(name), asTuples(values), s.padding);
+    if (c.allowed) rule(c);
+    s.candidates.push_back(std::move(c));
+  };
+  {
+    GearCandidate c = evaluate(coster, h, "suggested", s.gears, s.padding);
+    s.candidates.push_back(std::move(c));
+  }
+  std::vector<int64_t> pow2;
+  for (int64_t v = 1;; v *= 2) {
+    pow2.push_back(v);
+    if (v >= largest) break;
+  }
+  add("powers of two", pow2);
+  add("vLLM capture sizes", vllmCaptureSizes(largest));
+  const int64_t k = static_cast<int64_t>(s.gears.size());
+  const int64_t step = std::max<int64_t>(1, (largest + k - 1) / k);
+  std::vector<int64_t> uniform;
+  for (int64_t v = step;; v += step) {
+    uniform.push_back(v);
+    if (v >= largest) break;
+  }
+  add(fmt::format("uniform step {}", step), uniform);
+  add("one per size (= static)", sizes);
+  add(fmt::format("[{}, {}]", sizes.front(), largest), {sizes.front(), largest});
+  if (options.references) {
+    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kDynamic, options.runPasses));
+    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kAuto, options.runPasses));
+  }
+  size_t best = 0;
+  for (size_t i = 0; i < s.candidates.size(); ++i)
+    if (s.candidates[i].allowed && s.candidates[i].totalUs() < s.candidates[best].totalUs())
+      best = i;
+  s.candidates[best].best = true;
+  return s;
+}
+
+std::string formatSuggestion(const GearSuggestion& s, const std::string& profile) {
+  std::string out;
+  std::vector<std::string> names;
+  for (const VaryingSymbol& sym : s.symbols) names.push_back(sym.name);
+  out += fmt::format("{} calls, {} distinct sizes of {}; device profile {}\n", s.calls,
+                     s.distinctShapes, fmt::join(names, ", "), profile);
+  out += fmt::format("method: {}\n", s.method);
+  for (const std::string& n : s.notes) out += "note: " + n + "\n";
+  out += fmt::format("{:<2}{:<26}{:>6}{:>9}{:>8}{:>9}{:>9}{:>13}{:>13}{:>13}{:>13}\n", "",
+                     "candidate (MODELED us)", "gears", "compiles", "padded", "calls", "waste%",
+                     "waste", "compile", "run", "total");
+  for (const GearCandidate& c : s.candidates) {
+    out += fmt::format(
+        "{:<2}{:<26}{:>6}{:>9}{:>8}{:>9}{:>8.1f}%{:>13.0f}{:>13.0f}{:>13.0f}{:>13.0f}",
+        c.best ? "*" : "", c.name, c.reference ? std::string("-") : std::to_string(c.gears.size()),
+        c.compiles, c.reference ? std::string("-") : std::to_string(c.paddedCalls), s.calls,
+        c.wastePct(), c.paddingWasteUs, c.compileUs, c.runUs, c.totalUs());
+    if (!c.allowed) out += "  (not allowed: " + c.note + ")";
+    out += "\n";
+  }
+  std::vector<std::string> g;
+  for (const auto& gear : s.gears) g.push_back(fmt::format("{}", fmt::join(gear, "x")));
+  out += fmt::format("suggested gears: {}\n", fmt::join(g, ", "));
+  out += fmt::format("--gears '{}'\n", s.gearsJson);
+  return out;
+}
+
+nlohmann::ordered_json suggestionJson(const GearSuggestion& s, const std::string& profile) {
+  nlohmann::ordered_json j;
+  j["device_profile"] = profile;
+  j["calls"] = s.calls;
+  j["distinct_shapes"] = s.distinctShapes;
+  nlohmann::ordered_json syms = nlohmann::ordered_json::array();
+  for (const VaryingSymbol& sym : s.symbols) syms.push_back(sym.name);
+  j["symbols"] = syms;
+  j["method"] = s.method;
+  j["notes"] = s.notes;
+  j["padding_legal"] = s.padding;
+  j["gears"] = s.gears;
+  j["gears_json"] = nlohmann::ordered_json::parse(s.gearsJson);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const GearCandidate& c : s.candidates) {
+    nlohmann::ordered_json r;
+    r["name"] = c.name;
+    r["reference_mode"] = c.reference;
+    r["allowed"] = c.allowed;
+    r["note"] = c.note;
+    r["best"] = c.best;
+    r["gears"] = c.gears;
+    r["graph_compiles"] = c.compiles;
+    r["padded_calls"] = c.paddedCalls;
+    nlohmann::ordered_json m;
+    m["compile_us"] = c.compileUs;
+    m["run_us"] = c.runUs;
+    m["compute_us"] = c.computeUs;
+    m["padding_waste_us"] = c.paddingWasteUs;
+    m["padding_waste_pct"] = c.wastePct();
+    m["total_us"] = c.totalUs();
+    r["modeled"] = m;
+    rows.push_back(r);
+  }
+  j["candidates"] = rows;
+  return j;
+}
+
+}  // namespace gearbox::cli

@@ -1,0 +1,91 @@
+#pragma once
+// suggest-gears (docs/gears.md, "Choosing gears"): which gears should a model use for a trace?
+//
+// The objective is the device model's MODELED total of geared mode over the trace: the
+// up-front compile of every gear (graph compile + the kernels of its plan, each distinct kernel
+// once) plus every call run on its gear (whole-graph launch + sync + the plan's kernels at the
+// gear's padded shape). Costs are computed per gear shape from the plan's kernel keys
+// (specialising the compiled graph, as geared mode's plans do), cached by shape; no kernel
+// runs, so a million-call trace costs a histogram and a few hundred shapes.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "compiler/specialize.h"
+#include "executor/cost_model.h"
+#include "gears/gear_set.h"
+#include "gears/padding.h"
+
+namespace gearbox::cli {
+
+// Input dims that vary in a trace and must take one value per call: all dims named by one
+// symbol, or a single dim declared -1.
+struct VaryingSymbol {
+  std::string name;            // the symbol, or "input.dim" for a -1 dim
+  std::vector<InputDim> dims;  // graph input order, dims ascending
+};
+
+// One row of the table: a gear set (or a reference mode) and its MODELED figures over the trace.
+struct GearCandidate {
+  std::string name;
+  std::vector<std::vector<int64_t>> gears;  // per gear, one value per varying symbol
+  bool reference = false;                   // a whole mode (dynamic, auto), not a gear set
+  bool allowed = true;   // within TorchAir's rules (2..100 gears) and --max-gears
+  std::string note;      // why not allowed, or what the row means
+  int64_t compiles = 0;  // graph compiles
+  int64_t paddedCalls = 0;
+  double computeUs = 0;       // MODELED kernel execution over the trace
+  double paddingWasteUs = 0;  // MODELED, part of computeUs
+  double compileUs = 0;       // MODELED
+  double runUs = 0;           // MODELED: launch, sync, compute (and host work for references)
+  double totalUs() const { return compileUs + runUs; }
+  double wastePct() const { return computeUs > 0 ? 100.0 * paddingWasteUs / computeUs : 0.0; }
+  bool best = false;
+};
+
+struct SuggestOptions {
+  size_t maxGears = kMaxGears;  // --max-gears; TorchAir allows 2..100 per dim
+  MergePolicy merge = MergePolicy::kZip;
+  bool references = true;  // run dynamic and auto (model-only) for the reference rows
+  bool runPasses = true;
+};
+
+struct GearSuggestion {
+  std::vector<VaryingSymbol> symbols;
+  std::vector<std::vector<int64_t>> gears;  // the suggestion: per gear, one value per symbol
+  std::string gearsJson;                    // {"x": {"0": [...]}, ...}: what --gears takes
+  MergePolicy merge = MergePolicy::kZip;
+  std::string method;
+  std::vector<std::string> notes;
+  int64_t calls = 0;
+  size_t distinctShapes = 0;
+  bool padding = true;                    // padding is legal (else only exact gears are possible)
+  std::vector<GearCandidate> candidates;  // [0] is the suggestion
+};
+
+// Chooses gears for `trace` on `g`. Error(kGear) when nothing varies, when padding is refused
+// and exact gears would break the rules, or when no allowed gear set exists.
+GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& trace,
+                            const CostModel& cost, const SuggestOptions& options = {});
+
+// The side-by-side table, one line per candidate, best marked with '*'.
+std::string formatSuggestion(const GearSuggestion& s, const std::string& profile);
+nlohmann::ordered_json suggestionJson(const GearSuggestion& s, const std::string& profile);
+
+// vLLM's CUDA-graph capture sizes [1, 2, 4, 8, 16, 24, ..., 248, 256, 272, ...] up to the
+// first value >= `largest` (docs/gears.md; /work reference recompile-policies.md).
+std::vector<int64_t> vllmCaptureSizes(int64_t largest);
+
+}  // namespace gearbox::cli
+
+namespace CLI {
+class App;
+}
+
+namespace gearbox::cli {
+
+// `gearbox suggest-gears` (tools/cmd_suggest_gears.cpp); registered by registerGears.
+void registerSuggestGears(CLI::App& app);
+
+}  // namespace gearbox::cli
