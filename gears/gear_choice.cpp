@@ -133,6 +133,49 @@ GearChoice chooseGears(const GearChoiceProblem& p, size_t minGears, size_t maxGe
   return out;
 }
 
+GearChoice chooseGearsByRange(size_t n, size_t minGears, size_t maxGears,
+                              const std::function<double(int64_t, size_t)>& rangeUs) {
+  if (n == 0) fail(ErrorKind::kGear, "no sizes to choose gears from");
+  minGears = std::max<size_t>(minGears, 1);
+  maxGears = std::min(maxGears, n);
+  if (minGears > maxGears)
+    fail(ErrorKind::kGear, "cannot choose at least {} gears from {} distinct sizes (at most {})",
+         minGears, n, maxGears);
+  std::vector<double> prev(n, kInf), cur(n, kInf);
+  std::vector<std::vector<int32_t>> parent(maxGears, std::vector<int32_t>(n, -1));
+  for (size_t j = 0; j < n; ++j) prev[j] = rangeUs(-1, j);
+  double best = minGears == 1 ? prev[n - 1] : kInf;
+  size_t bestK = minGears == 1 ? 1 : 0;
+  for (size_t k = 2; k <= maxGears; ++k) {
+    std::fill(cur.begin(), cur.end(), kInf);
+    for (size_t j = k - 1; j < n; ++j)
+      for (size_t i = k - 2; i < j; ++i) {
+        if (prev[i] == kInf) continue;
+        const double v = prev[i] + rangeUs(static_cast<int64_t>(i), j);
+        if (v < cur[j]) {
+          cur[j] = v;
+          parent[k - 1][j] = static_cast<int32_t>(i);
+        }
+      }
+    if (k >= minGears && cur[n - 1] < best) {
+      best = cur[n - 1];
+      bestK = k;
+    }
+    prev.swap(cur);
+  }
+  if (bestK == 0) fail(ErrorKind::kGear, "no gear set of {}..{} gears", minGears, maxGears);
+  GearChoice out;
+  size_t j = n - 1;
+  for (size_t k = bestK; k >= 1; --k) {
+    out.gears.push_back(j);
+    if (k == 1) break;
+    j = static_cast<size_t>(parent[k - 1][j]);
+  }
+  std::reverse(out.gears.begin(), out.gears.end());
+  out.totalUs = best;
+  return out;
+}
+
 GearChoice chooseGearsExhaustive(const GearChoiceProblem& p, size_t minGears, size_t maxGears) {
   checkProblem(p);
   const size_t n = p.sizes.size();

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace gearbox {
@@ -42,6 +43,14 @@ double gearChoiceCost(const GearChoiceProblem& p, const std::vector<size_t>& gea
 // set found first (fewer gears, then smaller sizes). Error(kGear) on an inconsistent problem
 // or minGears > the number of sizes.
 GearChoice chooseGears(const GearChoiceProblem& p, size_t minGears, size_t maxGears);
+
+// The general form, for costs that are not compile + call x count (several varying symbols,
+// where a call's cost also depends on the gear its other dims land on): chooses gears among n
+// ordered sizes minimising sum over gears j of rangeUs(i, j), where i is the previous gear (-1
+// for the first) and the gear covers sizes i+1..j; the last size must be a gear. O(K n^2)
+// calls of rangeUs.
+GearChoice chooseGearsByRange(size_t n, size_t minGears, size_t maxGears,
+                              const std::function<double(int64_t, size_t)>& rangeUs);
 
 // The same minimum by trying every subset: for tests (n <= 20).
 GearChoice chooseGearsExhaustive(const GearChoiceProblem& p, size_t minGears, size_t maxGears);

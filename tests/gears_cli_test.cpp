@@ -113,3 +113,121 @@ TEST(GearsCli, BadInputIsAnErrorNotACrash) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Issue 14: gears MODEL --trace, shared symbols, suggest-gears, --pad-to
+
+namespace {
+
+using gearbox::testing_util::example;
+
+TEST(GearsCli, ModelTraceCoverageAndSharedSymbol) {
+  RunResult r = runGearbox("gears " + example("four_ops.gbx") +
+                           R"( --gears '{"x": {"0": [1, 2, 4, 8]}}' --trace )" +
+                           example("four_ops.trace.jsonl"));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  const std::string want =
+      "gear 0: x=[1, 4] y=[1, 4]\n"
+      "gear 1: x=[2, 4] y=[2, 4]\n"
+      "gear 2: x=[4, 4] y=[4, 4]\n"
+      "gear 3: x=[8, 4] y=[8, 4]\n"
+      "ge.inputShape = x:-1,4;y:-1,4\n"
+      "ge.dynamicDims = 1,1;2,2;4,4;8,8\n"
+      "ge.dynamicNodeType = 1\n"
+      "note: input 'y' dim 0 follows 'x' dim 0 (same symbol B)\n";
+  EXPECT_EQ(r.output.substr(0, want.size()), want);
+  EXPECT_NE(r.output.find("(8 calls): 7 exact, 1 padded, 0 outside\n"), std::string::npos)
+      << r.output;
+  // Seed 001's gears leave three calls outside, and the first one is named.
+  RunResult s =
+      runGearbox("gears " + example("seed001_add.gbx") + " --gears @" +
+                 example("seed001_gears.json") + " --trace " + example("seed001_add.trace.jsonl"));
+  EXPECT_EQ(s.exitCode, 0) << s.output;
+  EXPECT_NE(s.output.find("(7 calls): 3 exact, 1 padded, 3 outside\n"), std::string::npos)
+      << s.output;
+  EXPECT_NE(s.output.find("first call outside the gears: iteration 4: cannot pad to a gear: "
+                          "input 'x1' dim 0 = 5 exceeds the largest gear value 4"),
+            std::string::npos)
+      << s.output;
+  RunResult both = runGearbox("gears " + example("seed001_add.gbx") +
+                              " --shape x1=-1,2 --gears '{\"x1\": {\"0\": [2, 4]}}'");
+  EXPECT_EQ(both.exitCode, 2) << both.output;
+}
+
+TEST(GearsCli, SuggestGearsWritesGearsThatRunTheTrace) {
+  const std::string gears = ::testing::TempDir() + "suggested_seed001.json";
+  const std::string report = ::testing::TempDir() + "suggested_seed001_report.json";
+  RunResult r =
+      runGearbox("suggest-gears " + example("seed001_add.gbx") + " --trace " +
+                 example("seed001_add.trace.jsonl") + " -o " + gears + " --json " + report);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("* suggested"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("powers of two"), std::string::npos);
+  EXPECT_NE(r.output.find("vLLM capture sizes"), std::string::npos);
+  EXPECT_NE(r.output.find("one per size (= static)"), std::string::npos);
+  EXPECT_NE(r.output.find("dynamic"), std::string::npos);
+  std::ifstream in(report);
+  EXPECT_TRUE(in.good());
+  RunResult run = runGearbox(
+      "run " + example("seed001_add.gbx") + " --trace " + example("seed001_add.trace.jsonl") +
+      " --mode geared --gear-fallback pad --check-reference --gears @" + gears);
+  EXPECT_EQ(run.exitCode, 0) << run.output;
+  EXPECT_NE(run.output.find("agrees"), std::string::npos) << run.output;
+  RunResult cmp = runGearbox("compare " + example("seed001_add.gbx") + " --trace " +
+                             example("seed001_add.trace.jsonl") + " --gears suggest --repeat 1");
+  EXPECT_EQ(cmp.exitCode, 0) << cmp.output;
+  EXPECT_NE(cmp.output.find("suggested gears: {\"x1\""), std::string::npos) << cmp.output;
+}
+
+TEST(GearsCli, SuggestGearsErrorsExitWithTwo) {
+  const std::string trace = ::testing::TempDir() + "one_shape.trace.jsonl";
+  {
+    std::ofstream out(trace);
+    out << "{\"x1\": [2, 2], \"x2\": [2, 2]}\n{\"x1\": [2, 2], \"x2\": [2, 2]}\n";
+  }
+  RunResult same = runGearbox("suggest-gears " + example("seed001_add.gbx") + " --trace " + trace);
+  EXPECT_EQ(same.exitCode, 2);
+  EXPECT_NE(same.output.find("no input dim varies in the trace (2 calls of one shape)"),
+            std::string::npos)
+      << same.output;
+  RunResult one = runGearbox("suggest-gears " + example("seed001_add.gbx") + " --trace " +
+                             example("seed001_add.trace.jsonl") + " --max-gears 1");
+  EXPECT_EQ(one.exitCode, 2);
+  EXPECT_NE(one.output.find("--max-gears 1 is below 2"), std::string::npos) << one.output;
+  RunResult big = runGearbox("suggest-gears " + example("seed001_add.gbx") + " --trace " +
+                             example("seed001_add.trace.jsonl") + " --max-gears 101");
+  EXPECT_EQ(big.exitCode, 2) << big.output;
+}
+
+TEST(GearsCli, PadToCompilesOnceAndMatchesTheReference) {
+  RunResult r = runGearbox("run " + example("seed002_masked_loss.gbx") + " --trace " +
+                           example("seed002_masked_loss.trace.jsonl") +
+                           " --mode geared --pad-to pred=5,20,4 --check-reference");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("graph compiles 1,"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ge.dynamicDims = 5,5,5\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("agrees"), std::string::npos) << r.output;
+  // A call above the pad shape is a clear error; set_dim_gears keeps TorchAir's 2..100 rule.
+  RunResult small = runGearbox("run " + example("seed002_masked_loss.gbx") + " --trace " +
+                               example("seed002_masked_loss.trace.jsonl") +
+                               " --mode geared --pad-to pred=4,20,4");
+  EXPECT_EQ(small.exitCode, 2);
+  EXPECT_NE(small.output.find("exceeds the largest gear value 4"), std::string::npos)
+      << small.output;
+  RunResult one = runGearbox("run " + example("seed002_masked_loss.gbx") + " --trace " +
+                             example("seed002_masked_loss.trace.jsonl") +
+                             R"( --mode geared --gears '{"pred": {"0": [8]}}')");
+  EXPECT_EQ(one.exitCode, 2);
+  EXPECT_NE(one.output.find("Length of gears for dim index 0 in dim_gears must be in range "
+                            "[2, 100], but got 1."),
+            std::string::npos)
+      << one.output;
+  RunResult staticDim = runGearbox("run " + example("seed002_masked_loss.gbx") + " --trace " +
+                                   example("seed002_masked_loss.trace.jsonl") +
+                                   " --mode geared --pad-to pred=5,21,4");
+  EXPECT_EQ(staticDim.exitCode, 2);
+  EXPECT_NE(staticDim.output.find("dim 1 is declared static (size 20)"), std::string::npos)
+      << staticDim.output;
+}
+
+}  // namespace

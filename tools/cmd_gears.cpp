@@ -111,7 +111,8 @@ std::string coverage(const Graph& g, const GearSet& gears, const std::vector<Inp
   std::string out = fmt::format("coverage of {} ({} calls): {} exact, {} padded, {} outside\n",
                                 tracePath, trace.size(), exact, padded, outside);
   out += fmt::format(
-      "padding waste: {:.1f}% ({} padded input elements for {} real)\n",
+      "padding waste: {:.1f}% ({} padded input elements for {} real, over the padded calls "
+      "and all inputs, as run's padding_waste counts)\n",
       real > 0 ? 100.0 * static_cast<double>(pad - real) / static_cast<double>(real) : 0.0, pad,
       real);
   if (!refused.empty()) out += "padding is refused (only exact gears run): " + refused + "\n";

@@ -26,6 +26,9 @@ struct SuggestCliOptions {
 };
 
 void runSuggest(const SuggestCliOptions& o) {
+  if (o.maxGears > kMaxGears)
+    fail(ErrorKind::kConfig, "--max-gears {} is above TorchAir's limit of {} gears", o.maxGears,
+         kMaxGears);
   const MergePolicy merge = parseMergePolicy(o.merge);
   CostModel cost =
       loadDeviceProfile(o.deviceProfile.empty() ? std::string(kDefaultProfile) : o.deviceProfile);
@@ -58,8 +61,7 @@ void registerSuggestGears(CLI::App& app) {
       "Choose gears for a trace: minimise the MODELED compile + run total (docs/gears.md)");
   cmd->add_option("model", o->model, "Model file (.gbx)")->required();
   cmd->add_option("--trace", o->trace, "Trace (JSON lines of input shapes)")->required();
-  cmd->add_option("--max-gears", o->maxGears, "At most this many gears (2..100, default 100)")
-      ->check(CLI::Range(size_t{2}, kMaxGears));
+  cmd->add_option("--max-gears", o->maxGears, "At most this many gears (2..100, default 100)");
   cmd->add_option("--device-profile", o->deviceProfile,
                   "Device profile name or file (default a100-class)");
   cmd->add_option("--cost", o->costOverrides, "Override one profile value, key=value");

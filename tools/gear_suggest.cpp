@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -259,14 +261,17 @@ std::vector<std::vector<int64_t>> asTuples(const std::vector<int64_t>& values) {
 }
 
 std::string gearsJsonFor(const Graph& g, const std::vector<VaryingSymbol>& symbols,
-                         const std::vector<std::vector<int64_t>>& gears) {
-  // zip: every varying dim lists its value in every gear, so any merge policy reads it back as
-  // these gears (one symbol) and TorchAir's zip reads it as is.
+                         const std::vector<std::vector<int64_t>>& gears, MergePolicy merge) {
+  // zip: every varying dim lists its value in every gear (TorchAir's zip reads it as is);
+  // product: each dim lists its distinct values once (the gears are their product).
   std::map<std::string, std::map<int, std::vector<int64_t>>> byInput;
   for (size_t k = 0; k < symbols.size(); ++k)
     for (const InputDim& d : symbols[k].dims) {
       auto& list = byInput[g.values[g.inputs[d.input]].name][d.dim];
-      for (const auto& gear : gears) list.push_back(gear[k]);
+      for (const auto& gear : gears)
+        if (merge == MergePolicy::kZip ||
+            std::find(list.begin(), list.end(), gear[k]) == list.end())
+          list.push_back(gear[k]);
     }
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& [input, dims] : byInput) {
@@ -275,6 +280,198 @@ std::string gearsJsonFor(const Graph& g, const std::vector<VaryingSymbol>& symbo
     j[input] = dj;
   }
   return j.dump();
+}
+
+// Per-symbol value lists -> gear tuples (their product, first symbol slowest).
+std::vector<std::vector<int64_t>> productOf(const std::vector<std::vector<int64_t>>& lists) {
+  std::vector<std::vector<int64_t>> out{{}};
+  for (const auto& list : lists) {
+    std::vector<std::vector<int64_t>> next;
+    for (const auto& prefix : out)
+      for (int64_t v : list) {
+        auto t = prefix;
+        t.push_back(v);
+        next.push_back(std::move(t));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// Smallest value of sorted `list` >= v (the list always holds the largest size).
+int64_t coverOf(const std::vector<int64_t>& list, int64_t v) {
+  return *std::lower_bound(list.begin(), list.end(), v);
+}
+
+// Several varying symbols: coordinate descent over per-symbol value lists whose product is the
+// gear set. Each step re-chooses one symbol's list exactly (chooseGearsByRange) with the other
+// lists fixed: a call's gear is then the product of per-symbol covers, so the cost of a value
+// covering a run of that symbol's sizes is separable. The first sweep starts from every list
+// = {largest size} and reserves room for 2 values per later symbol; sweeps repeat while the
+// exact total (evaluate) improves, at most 8. Not exact in general: tests measure the gap to
+// exhaustive search on small traces.
+void multiSymbol(GearCoster& coster, const Histogram& h, size_t limit, GearSuggestion& s) {
+  const size_t m = h.symbols.size();
+  std::vector<std::vector<int64_t>> sizes(m);
+  for (size_t k = 0; k < m; ++k) {
+    for (const auto& t : h.tuples) sizes[k].push_back(t[k]);
+    std::sort(sizes[k].begin(), sizes[k].end());
+    sizes[k].erase(std::unique(sizes[k].begin(), sizes[k].end()), sizes[k].end());
+    if (sizes[k].size() > 1000)
+      fail(ErrorKind::kGear,
+           "symbol {} takes {} distinct sizes; with several varying symbols suggest-gears "
+           "handles at most 1000 per symbol",
+           h.symbols[k].name, sizes[k].size());
+  }
+  if ((size_t{1} << std::min<size_t>(m, 16)) > limit)
+    fail(ErrorKind::kGear,
+         "{} symbols vary, so at least 2^{} gears are needed (2 per dim), above the limit of {}", m,
+         m, limit);
+  if (!s.padding) {
+    if (h.tuples.size() > limit)
+      fail(ErrorKind::kGear,
+           "the trace takes {} distinct shapes and padding is refused, so every shape must be a "
+           "gear, above the limit of {} gears; {}",
+           h.tuples.size(), limit, s.notes.back());
+    s.method = "exact gears: one per distinct shape (padding is refused)";
+    s.gears = h.tuples;
+    return;
+  }
+  std::vector<std::vector<int64_t>> lists(m);
+  for (size_t k = 0; k < m; ++k) lists[k] = {sizes[k].back()};
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<int64_t>> bestLists;
+  int sweeps = 0;
+  for (; sweeps < 8; ++sweeps) {
+    for (size_t k = 0; k < m; ++k) {
+      size_t others = 1;
+      for (size_t t = 0; t < m; ++t)
+        if (t != k) others *= sweeps == 0 && t > k ? 2 : lists[t].size();
+      const size_t maxHere = limit / others;
+      const std::vector<int64_t>& dk = sizes[k];
+      const size_t n = dk.size();
+      std::vector<std::vector<int64_t>> rest = lists;
+      rest[k] = {0};
+      const auto combos = productOf(rest);  // other symbols' values; slot k is filled per j
+      // compile[j]: every gear with value dk[j] for symbol k; run[j][t]: calls whose symbol-k
+      // size index is <= t, run on the gear (dk[j], covers of their other sizes).
+      std::vector<double> compile(n, 0.0);
+      std::vector<std::vector<double>> run(n, std::vector<double>(n, 0.0));
+      for (size_t j = 0; j < n; ++j) {
+        for (auto c : combos) {
+          c[k] = dk[j];
+          const ShapeCost& sc = coster.at(signatureFor(h, c));
+          compile[j] += coster.graphCompileUs();
+          for (const KernelKey& key : sc.keys) compile[j] += coster.kernelCompileUs(key);
+        }
+        for (size_t t = 0; t < h.tuples.size(); ++t) {
+          const auto& tuple = h.tuples[t];
+          const size_t idx =
+              static_cast<size_t>(std::lower_bound(dk.begin(), dk.end(), tuple[k]) - dk.begin());
+          if (idx > j) continue;
+          std::vector<int64_t> gear(m);
+          for (size_t q = 0; q < m; ++q) gear[q] = q == k ? dk[j] : coverOf(lists[q], tuple[q]);
+          run[j][idx] += static_cast<double>(h.counts[t]) * coster.at(signatureFor(h, gear)).callUs;
+        }
+        for (size_t t = 1; t < n; ++t) run[j][t] += run[j][t - 1];
+      }
+      const GearChoice choice =
+          chooseGearsByRange(n, 2, std::max<size_t>(2, maxHere), [&](int64_t i, size_t j) {
+            return compile[j] + run[j][j] - (i >= 0 ? run[j][static_cast<size_t>(i)] : 0.0);
+          });
+      lists[k].clear();
+      for (size_t i : choice.gears) lists[k].push_back(dk[i]);
+    }
+    const GearCandidate c = evaluate(coster, h, "", productOf(lists), true);
+    if (c.totalUs() >= best) break;
+    best = c.totalUs();
+    bestLists = lists;
+  }
+  s.gears = productOf(bestLists);
+  std::vector<std::string> names;
+  for (const VaryingSymbol& sym : h.symbols) names.push_back(sym.name);
+  s.method = fmt::format(
+      "coordinate descent over per-symbol value lists of {} (product; exact DP per symbol with "
+      "the others fixed, {} sweeps); not exact in general",
+      fmt::join(names, ", "), sweeps + 1);
+}
+
+// The suggestion's JSON and the candidate table (per-symbol lists, merged by product).
+void addCandidates(const Graph& g, const std::vector<InputSignature>& trace, const CostModel& cost,
+                   const SuggestOptions& options, GearCoster& coster, const Histogram& h,
+                   size_t limit, GearSuggestion& s) {
+  s.gearsJson = gearsJsonFor(g, h.symbols, s.gears, s.merge);
+  const size_t m = h.symbols.size();
+  std::vector<int64_t> smallest(m), largest(m);
+  for (size_t k = 0; k < m; ++k) {
+    smallest[k] = largest[k] = h.tuples[0][k];
+    for (const auto& t : h.tuples) {
+      smallest[k] = std::min(smallest[k], t[k]);
+      largest[k] = std::max(largest[k], t[k]);
+    }
+  }
+  auto rule = [&](GearCandidate& c) {
+    if (c.gears.size() < 2 || c.gears.size() > limit) {
+      c.allowed = false;
+      c.note = fmt::format("{} gears, outside 2..{}", c.gears.size(), limit);
+    }
+  };
+  auto add = [&](std::string name, std::vector<std::vector<int64_t>> gears) {
+    GearCandidate c = evaluate(coster, h, std::move(name), std::move(gears), s.padding);
+    if (c.allowed) rule(c);
+    s.candidates.push_back(std::move(c));
+  };
+  auto perSymbol = [&](const std::function<std::vector<int64_t>(size_t)>& list) {
+    std::vector<std::vector<int64_t>> lists;
+    for (size_t k = 0; k < m; ++k) lists.push_back(list(k));
+    return productOf(lists);
+  };
+  s.candidates.push_back(evaluate(coster, h, "suggested", s.gears, s.padding));
+  add("powers of two", perSymbol([&](size_t k) {
+        std::vector<int64_t> pow2;
+        for (int64_t v = 1;; v *= 2) {
+          pow2.push_back(v);
+          if (v >= largest[k]) break;
+        }
+        return pow2;
+      }));
+  add("vLLM capture sizes", perSymbol([&](size_t k) { return vllmCaptureSizes(largest[k]); }));
+  // Uniform: as many values per symbol as the suggestion has.
+  std::string stepName;
+  add("uniform step", perSymbol([&](size_t k) {
+        std::vector<int64_t> distinctValues;
+        for (const auto& gear : s.gears) distinctValues.push_back(gear[k]);
+        std::sort(distinctValues.begin(), distinctValues.end());
+        distinctValues.erase(std::unique(distinctValues.begin(), distinctValues.end()),
+                             distinctValues.end());
+        const int64_t count = static_cast<int64_t>(distinctValues.size());
+        const int64_t step = std::max<int64_t>(1, (largest[k] + count - 1) / count);
+        stepName += (stepName.empty() ? "" : "x") + std::to_string(step);
+        std::vector<int64_t> out;
+        for (int64_t v = step;; v += step) {
+          out.push_back(v);
+          if (v >= largest[k]) break;
+        }
+        return out;
+      }));
+  s.candidates.back().name = "uniform step " + stepName;
+  add("one per size (= static)", h.tuples);
+  std::string range;
+  for (size_t k = 0; k < m; ++k)
+    range += fmt::format("{}[{}, {}]", k ? "x" : "", smallest[k], largest[k]);
+  add(range, perSymbol([&](size_t k) {
+        return smallest[k] == largest[k] ? std::vector<int64_t>{largest[k]}
+                                         : std::vector<int64_t>{smallest[k], largest[k]};
+      }));
+  if (options.references) {
+    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kDynamic, options.runPasses));
+    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kAuto, options.runPasses));
+  }
+  size_t best = 0;
+  for (size_t i = 0; i < s.candidates.size(); ++i)
+    if (s.candidates[i].allowed && s.candidates[i].totalUs() < s.candidates[best].totalUs())
+      best = i;
+  s.candidates[best].best = true;
 }
 
 }  // namespace
@@ -318,11 +515,9 @@ GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& t
   }
 
   if (h.symbols.size() != 1) {
-    std::vector<std::string> names;
-    for (const VaryingSymbol& sym : h.symbols) names.push_back(sym.name);
-    fail(ErrorKind::kGear,
-         "{} symbols vary in the trace ({}); suggest-gears chooses gears for one varying symbol",
-         h.symbols.size(), fmt::join(names, ", "));
+    multiSymbol(coster, h, limit, s);
+    addCandidates(g, trace, cost, options, coster, h, limit, s);
+    return s;
   }
   std::vector<int64_t> sizes;
   for (const auto& t : h.tuples) sizes.push_back(t[0]);
@@ -375,52 +570,18 @@ GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& t
         "a gear)",
         n, sym, limit);
   }
-  s.gearsJson = gearsJsonFor(g, h.symbols, s.gears);
-
-  // The candidates side by side.
-  const int64_t largest = sizes.back();
-  auto rule = [&](GearCandidate& c) {
-    if (c.gears.size() < 2 || c.gears.size() > limit) {
-      c.allowed = false;
-      c.note = fmt::format("{} gears, outside 2..{}", c.gears.size(), limit);
-    }
-  };
-  auto add = [&](std::string name, std::vector<int64_t> values) {
-    GearCandidate c = evaluate(coster, h, std::move(name), asTuples(values), s.padding);
-    if (c.allowed) rule(c);
-    s.candidates.push_back(std::move(c));
-  };
-  {
-    GearCandidate c = evaluate(coster, h, "suggested", s.gears, s.padding);
-    s.candidates.push_back(std::move(c));
-  }
-  std::vector<int64_t> pow2;
-  for (int64_t v = 1;; v *= 2) {
-    pow2.push_back(v);
-    if (v >= largest) break;
-  }
-  add("powers of two", pow2);
-  add("vLLM capture sizes", vllmCaptureSizes(largest));
-  const int64_t k = static_cast<int64_t>(s.gears.size());
-  const int64_t step = std::max<int64_t>(1, (largest + k - 1) / k);
-  std::vector<int64_t> uniform;
-  for (int64_t v = step;; v += step) {
-    uniform.push_back(v);
-    if (v >= largest) break;
-  }
-  add(fmt::format("uniform step {}", step), uniform);
-  add("one per size (= static)", sizes);
-  add(fmt::format("[{}, {}]", sizes.front(), largest), {sizes.front(), largest});
-  if (options.references) {
-    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kDynamic, options.runPasses));
-    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kAuto, options.runPasses));
-  }
-  size_t best = 0;
-  for (size_t i = 0; i < s.candidates.size(); ++i)
-    if (s.candidates[i].allowed && s.candidates[i].totalUs() < s.candidates[best].totalUs())
-      best = i;
-  s.candidates[best].best = true;
+  addCandidates(g, trace, cost, options, coster, h, limit, s);
   return s;
+}
+
+std::vector<GearCandidate> evaluateGearSets(
+    const Graph& g, const std::vector<InputSignature>& trace, const CostModel& cost,
+    const std::vector<std::vector<std::vector<int64_t>>>& sets, bool runPasses) {
+  const Histogram h = buildHistogram(g, trace);
+  GearCoster coster(g, h.base, cost, runPasses);
+  std::vector<GearCandidate> out;
+  for (const auto& set : sets) out.push_back(evaluate(coster, h, "", set, true));
+  return out;
 }
 
 std::string formatSuggestion(const GearSuggestion& s, const std::string& profile) {

@@ -69,6 +69,12 @@ struct GearSuggestion {
 GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& trace,
                             const CostModel& cost, const SuggestOptions& options = {});
 
+// The MODELED figures of gear sets (per gear, one value per varying symbol, in the order
+// suggestGears finds the symbols) over `trace`, computed as suggestGears computes its rows.
+std::vector<GearCandidate> evaluateGearSets(
+    const Graph& g, const std::vector<InputSignature>& trace, const CostModel& cost,
+    const std::vector<std::vector<std::vector<int64_t>>>& sets, bool runPasses = true);
+
 // The side-by-side table, one line per candidate, best marked with '*'.
 std::string formatSuggestion(const GearSuggestion& s, const std::string& profile);
 nlohmann::ordered_json suggestionJson(const GearSuggestion& s, const std::string& profile);
