@@ -74,6 +74,21 @@ TEST(GearChoice, LargeProblemUsesTheHullAndMatchesTheQuadraticDp) {
   }
 }
 
+TEST(GearChoice, RangeFormAgreesWithTheSeparableForm) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 50; ++trial) {
+    const GearChoiceProblem p = randomProblem(rng, 2 + trial % 9, true);
+    std::vector<double> prefix;
+    double sum = 0;
+    for (int64_t c : p.counts) prefix.push_back(sum += static_cast<double>(c));
+    const GearChoice a = chooseGears(p, 2, 5);
+    const GearChoice b = chooseGearsByRange(p.sizes.size(), 2, 5, [&](int64_t i, size_t j) {
+      return p.compileUs[j] + p.callUs[j] * (prefix[j] - (i >= 0 ? prefix[i] : 0.0));
+    });
+    EXPECT_NEAR(a.totalUs, b.totalUs, 1e-9 * a.totalUs) << "trial " << trial;
+  }
+}
+
 TEST(GearChoice, BadProblemsAreClearErrors) {
   GearChoiceProblem p{{4, 2}, {1, 1}, {1, 1}, {1, 1}};
   EXPECT_THROW(chooseGears(p, 2, 2), Error);

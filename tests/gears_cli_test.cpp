@@ -161,7 +161,8 @@ TEST(GearsCli, SuggestGearsWritesGearsThatRunTheTrace) {
       runGearbox("suggest-gears " + example("seed001_add.gbx") + " --trace " +
                  example("seed001_add.trace.jsonl") + " -o " + gears + " --json " + report);
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_NE(r.output.find("* suggested"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  suggested "), std::string::npos)
+      << r.output;  // dynamic wins on 7 calls
   EXPECT_NE(r.output.find("powers of two"), std::string::npos);
   EXPECT_NE(r.output.find("vLLM capture sizes"), std::string::npos);
   EXPECT_NE(r.output.find("one per size (= static)"), std::string::npos);

@@ -55,7 +55,13 @@ class GearCoster {
   const ShapeCost& at(const InputSignature& sig) {
     auto it = cache_.find(sig);
     if (it != cache_.end()) return it->second;
-    const std::vector<TensorType> types = specializeTypes(*graph_, sig);
+    std::vector<TensorType> types;
+    try {
+      types = specializeTypes(*graph_, sig);
+    } catch (const Error& e) {
+      fail(ErrorKind::kGear, "gear shapes [{}] are rejected by the graph: {}",
+           signatureToString(*graph_, sig), e.what());
+    }
     ShapeCost c;
     KeySet seen;
     KernelKey key;
@@ -124,7 +130,29 @@ Histogram buildHistogram(const Graph& g, const std::vector<InputSignature>& trac
         varies = varies || entry.first[d.input][d.dim] != h.base[d.input][d.dim];
     if (varies) varying.push_back(std::move(s));
   }
-  h.symbols = std::move(varying);
+  // Groups that take equal sizes in every call are one group: seed 001's x1 and x2 are both
+  // [-1, 2] (no shared symbol) but always added, so gearing them apart would only make
+  // combinations the graph rejects.
+  std::vector<VaryingSymbol> merged;
+  for (VaryingSymbol& s : varying) {
+    bool joined = false;
+    for (VaryingSymbol& m : merged) {
+      bool equal = true;
+      for (const auto& entry : distinct)
+        if (entry.first[s.dims[0].input][s.dims[0].dim] !=
+            entry.first[m.dims[0].input][m.dims[0].dim]) {
+          equal = false;
+          break;
+        }
+      if (!equal) continue;
+      m.name += "=" + s.name;
+      m.dims.insert(m.dims.end(), s.dims.begin(), s.dims.end());
+      joined = true;
+      break;
+    }
+    if (!joined) merged.push_back(std::move(s));
+  }
+  h.symbols = std::move(merged);
   if (h.symbols.empty())
     fail(ErrorKind::kGear,
          "no input dim varies in the trace ({} calls of one shape): static mode compiles it once, "
@@ -263,10 +291,13 @@ std::vector<std::vector<int64_t>> asTuples(const std::vector<int64_t>& values) {
 std::string gearsJsonFor(const Graph& g, const std::vector<VaryingSymbol>& symbols,
                          const std::vector<std::vector<int64_t>>& gears, MergePolicy merge) {
   // zip: every varying dim lists its value in every gear (TorchAir's zip reads it as is);
-  // product: each dim lists its distinct values once (the gears are their product).
+  // product: the first dim of each symbol lists its distinct values once (the gears are their
+  // product) and the symbol's other dims follow it (shared-symbol gears): listing them too
+  // would multiply them against each other.
   std::map<std::string, std::map<int, std::vector<int64_t>>> byInput;
   for (size_t k = 0; k < symbols.size(); ++k)
     for (const InputDim& d : symbols[k].dims) {
+      if (merge == MergePolicy::kProduct && !(d == symbols[k].dims[0])) continue;
       auto& list = byInput[g.values[g.inputs[d.input]].name][d.dim];
       for (const auto& gear : gears)
         if (merge == MergePolicy::kZip ||
