@@ -61,3 +61,4 @@ BENCHMARK(BM_TraceHistogram)->Args({1000000, 64})->Unit(benchmark::kMillisecond)
 
 }  // namespace
 }  // namespace gearbox
+BENCHMARK_MAIN();
