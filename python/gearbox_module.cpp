@@ -409,7 +409,6 @@ class PySession {
     py::list out = toPython(j["per_iteration"]);
     for (size_t i = 0; i < out.size(); ++i) {
       py::dict rec = out[i];
-      rec["signature"] = rec["shapes"];
       py::list guards;
       for (const py::handle& g : py::list(rec["guard_failures"]))
         guards.append(parseGuard(g.cast<std::string>()));

@@ -584,7 +584,7 @@ std::string readFile(const std::string& path) {
 
 const std::string kStage = std::string(GEARBOX_SOURCE_DIR) + "/examples/shufflenet_stage";
 
-TEST(PassesCli, PrintPassesShowsTheIrAfterEveryPass) {
+TEST(PassesCli, PrintPassesShowsADiffPerPassAndTheFinalIr) {
   testing_util::TempDir dir;
   const std::string out = dir.file("out.txt");
   ASSERT_EQ(runShell(std::string(GEARBOX_BINARY) + " print '" + kStage + ".gbx' --passes > '" +
@@ -606,8 +606,12 @@ TEST(PassesCli, PrintPassesShowsTheIrAfterEveryPass) {
   EXPECT_NE(text.find("# passes that changed the graph: fuse-cat-index-select, dce\n"),
             std::string::npos)
       << text;
+  // Each pass section is a diff: the fused line added, the cat removed.
+  EXPECT_NE(text.find("\n-  %u2_cat = cat("), std::string::npos) << text;
   // The last section is the final graph and parses on its own.
-  const Graph last = parseGraph(text.substr(h3, text.rfind("# passes that") - h3));
+  const size_t final = text.find("# after all passes:\n");
+  ASSERT_NE(final, std::string::npos) << text;
+  const Graph last = parseGraph(text.substr(final, text.rfind("# passes that") - final));
   EXPECT_EQ(countKind(last, OpKind::kCat), 0);
 
   // Without --passes: the model as written.
