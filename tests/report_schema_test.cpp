@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "executor/modes/mode_table.h"
 #include "graph/npy.h"
 #include "json_schema.h"
 #include "temp_dir.h"
@@ -54,7 +55,9 @@ nlohmann::json reportOf(const std::string& args, int expectedExit = 0) {
 }
 
 TEST(ReportSchema, EveryModeOfRunConforms) {
-  for (const char* mode : {"static", "eager", "dynamic", "auto"}) {
+  for (const ModeInfo& m : modeTable()) {
+    if (m.needsGears) continue;  // below, with gears
+    const std::string mode(m.name);
     const auto j = reportOf("run " + kSeed + " -q --mode " + mode);
     EXPECT_EQ(j["schema_version"], 1) << mode;
     EXPECT_EQ(j["complete"], true) << mode;

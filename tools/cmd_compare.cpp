@@ -292,7 +292,11 @@ void registerCompare(CLI::App& app) {
         } catch (const Error& e) {
           // Keep going with the other modes; this column says where and why, and the report
           // keeps the counters up to the failure, marked incomplete.
-          r.failure = e.what();
+          // "failed at iteration 4 (trace:5): why" (runTrace put the mode first).
+          const std::string prefix = fmt::format("{} mode, ", modeName(m));
+          const std::string what = e.what();
+          r.failure =
+              "failed at " + (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
           r.error = e;
           if (rep == 0) {
             r.report = reportJson(session, o->model, o->trace, {o.get(), r.tracker.get(), detail});
