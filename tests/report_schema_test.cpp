@@ -70,6 +70,21 @@ TEST(ReportSchema, EveryModeOfRunConforms) {
   EXPECT_EQ(g["config"]["gears"]["fallback"], "pad");
 }
 
+TEST(ReportSchema, CompareWithAFailedModeReferenceCheckAndHistoryLimitConform) {
+  const std::string fourOps = shellQuote(example("four_ops.gbx")) + " --trace " +
+                              shellQuote(example("four_ops.trace.jsonl"));
+  // Geared without padding fails at B = 3: its entry is an incomplete report.
+  const auto c = reportOf("compare " + fourOps +
+                              " -q --repeat 1 --modes static --gears "
+                              "'{\"x\": {\"0\": [1, 2, 4, 8]}, \"y\": {\"0\": [1, 2, 4, 8]}}'",
+                          2);
+  EXPECT_EQ(c["complete"], false);
+  EXPECT_EQ(c["modes"]["geared"]["complete"], false);
+  const auto r = reportOf("run " + fourOps + " -q --check-reference --history-limit 2");
+  EXPECT_TRUE(r.contains("reference_check"));
+  EXPECT_TRUE(r.contains("per_iteration_dropped"));
+}
+
 TEST(ReportSchema, StructuredShapesGuardsAndPerModePlanNumbers) {
   const auto j = reportOf("run " + kSeed + " -q --mode static");
   const auto& it1 = j["per_iteration"][1];

@@ -273,6 +273,12 @@ void RunTracker::printSummary(std::ostream& os, const std::string& indent,
                       plural(recompiles, "recompile", "recompiles"), parts, lastCompile_);
   } else if (compiles_ == 1) {
     os << indent << "no recompiles (one plan compile)\n";
+  } else if (compiles_ == 0 && !compileIterations_.empty()) {
+    // Eager: no plan, but kernels compile the first time each op shape is seen.
+    os << indent
+       << fmt::format("{} compiled kernels (last iter {})\n",
+                      plural(static_cast<int64_t>(compileIterations_.size()), "call", "calls"),
+                      lastCompile_);
   }
   if (fallbacks_ > 0)
     os << indent
