@@ -227,3 +227,45 @@ TEST(Print, ShapesShowEveryInferredTypeDotAndPassDiffs) {
 
 }  // namespace
 }  // namespace gearbox
+
+namespace gearbox {
+namespace {
+
+TEST(SmallMisses, CompareHonoursQuietAndExplain) {
+  const std::string cmp = "compare " + shellQuote(example("seed001_add.gbx")) + " --trace " +
+                          shellQuote(example("seed001_add.trace.jsonl")) +
+                          " --repeat 1 --modes static,auto";
+  auto def = runGearbox(cmp);
+  ASSERT_EQ(def.exitCode, 0) << def.output;
+  EXPECT_NE(def.output.find("recompiles by mode"), std::string::npos) << def.output;
+  EXPECT_EQ(def.output.find("triggered by"), std::string::npos) << def.output;
+  auto q = runGearbox(cmp + " -q");
+  EXPECT_EQ(q.output.find("recompiles by mode"), std::string::npos) << q.output;
+  auto e = runGearbox(cmp + " --explain");
+  EXPECT_NE(e.output.find("== static ==\niter   0"), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("          - plan #1: input 'x1' size mismatch at dim 0: expected 2, "
+                          "actual 3\n"),
+            std::string::npos)
+      << e.output;
+}
+
+TEST(SmallMisses, RecompileReportHintsAtTheSeedsBasicRegexGrep) {
+  TempDir dir;
+  const std::string log = dir.file("recompile_op.log");
+  {
+    // What `grep "To compile op|=====iter"` leaves: the markers only ('|' is literal in a BRE).
+    std::ofstream f(log);
+    for (int i = 0; i < 4; ++i) f << "To compile op|=====iter" << i << "\n";
+  }
+  auto r =
+      runGearbox("recompile-report " + shellQuote(log) + " -o " + shellQuote(dir.file("list.txt")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("hint: the log has iteration markers but no 'To compile op: <kernel>' "
+                          "lines"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("grep -E"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace gearbox
