@@ -56,6 +56,22 @@ TEST(OutputLevels, B64PrintsOneRecompileLimitWarningAndASummaryLine) {
   EXPECT_EQ(count(v.output, "recompile limit hit: ran through the dynamic path"), 56u);
 }
 
+TEST(OutputLevels, CompareCountsEachModesWarningsOnce) {
+  TempDir dir;
+  const std::string json = dir.file("c.json");
+  auto r = runGearbox("compare " + shellQuote(example("four_ops.gbx")) + " --trace " +
+                      shellQuote(writeB64(dir)) + " --repeat 2 --modes static,dynamic --json " +
+                      shellQuote(json));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // Printed once although both repeats of static hit the limit.
+  EXPECT_EQ(count(r.output, "gearbox: warning: hit recompile_limit (8)"), 1u) << r.output;
+  const auto j = nlohmann::json::parse(readFile(json));
+  EXPECT_EQ(j["modes"]["static"]["warnings"], 1);
+  EXPECT_EQ(j["modes"]["dynamic"]["warnings"], 0);
+  ASSERT_EQ(j["warning_messages"].size(), 1u);
+  EXPECT_EQ(j["warning_messages"][0]["count"], 2);
+}
+
 TEST(OutputLevels, DefaultPrintsCompilesOnlyVerboseEveryCallQuietNone) {
   auto def = runGearbox("run " + kSeed);
   ASSERT_EQ(def.exitCode, 0) << def.output;

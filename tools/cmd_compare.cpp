@@ -58,6 +58,12 @@ struct ModeResult {
   bool ok() const { return failure.empty(); }
 };
 
+int64_t totalWarnings() {
+  int64_t n = 0;
+  for (const WarningLog::Entry& w : warningLog().entries()) n += w.count;
+  return n;
+}
+
 std::vector<Mode> parseModes(const std::string& list) {
   std::vector<Mode> modes;
   std::stringstream ss(list);
@@ -275,11 +281,14 @@ void registerCompare(CLI::App& app) {
       ModeResult r;
       r.mode = m;
       std::vector<std::vector<Tensor>> out;
+      // The warning log is the process's; this mode's count is what its first run added.
+      int64_t warningsBefore = 0;
       for (int rep = 0; rep < *repeat && r.ok(); ++rep) {
         Session session(g, toSessionOptions(*o, m));
         if (rep == 0 && o->checkReference) r.check.emplace(g, o->tolerance);
         RunTracker scratch(session.graph(), modeInfo(m).needsGears, Verbosity::kQuiet, false);
         if (rep == 0) {
+          warningsBefore = totalWarnings();
           r.tracker = std::make_unique<RunTracker>(session.graph(), modeInfo(m).needsGears,
                                                    lineLevel, o->explain);
           if (lineLevel != Verbosity::kQuiet) std::cout << fmt::format("== {} ==\n", modeName(m));
@@ -300,6 +309,8 @@ void registerCompare(CLI::App& app) {
           r.error = e;
           if (rep == 0) {
             r.report = reportJson(session, o->model, o->trace, {o.get(), r.tracker.get(), detail});
+            r.report["warnings"] = totalWarnings() - warningsBefore;
+            r.report.erase("warning_messages");  // the compare report lists them once
             r.report["complete"] = false;
             r.report["error"] = {{"kind", errorKindName(e.kind())}, {"message", e.what()}};
           }
@@ -312,6 +323,8 @@ void registerCompare(CLI::App& app) {
         r.total.push_back(run + session.stats().compileSeconds);
         if (rep == 0) {
           r.report = reportJson(session, o->model, o->trace, {o.get(), r.tracker.get(), detail});
+          r.report["warnings"] = totalWarnings() - warningsBefore;
+          r.report.erase("warning_messages");  // the compare report lists them once
           r.modeled = session.stats().modeled;
           r.calls = static_cast<double>(session.stats().iterations);
           r.modeledLastCallUs =
@@ -392,6 +405,9 @@ void registerCompare(CLI::App& app) {
     j["repeat"] = *repeat;
     j["measured_tbb_startup_seconds"] = tbbStartup;
     j["max_abs_output_difference"] = diff;
+    auto& wm = j["warning_messages"] = nlohmann::ordered_json::array();
+    for (const WarningLog::Entry& w : warningLog().entries())
+      wm.push_back({{"message", w.message}, {"count", w.count}});
     for (const ModeResult& r : results) {
       auto& mj = j["modes"][modeName(r.mode)];
       mj = r.report;
