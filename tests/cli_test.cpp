@@ -10,6 +10,7 @@
 #include "executor/session.h"
 #include "graph/npy.h"
 #include "graph/text.h"
+#include "json_schema.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -29,6 +30,7 @@ TEST(Cli, RunSeed001StaticJsonHasTheReferenceCounts) {
   auto r = runGearbox(kSeedRun + " --mode static --json " + shellQuote(json));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   auto j = nlohmann::json::parse(readFile(json));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   EXPECT_EQ(j["mode"], "static");
   EXPECT_EQ(j["iterations"], 7);
   EXPECT_EQ(j["graph_compiles"], 5);
@@ -93,6 +95,7 @@ TEST(Cli, CompareRunsEveryModeAndAgrees) {
       << r.output;
   EXPECT_NE(r.output.find("fastest by MODELED device time:"), std::string::npos);
   auto j = nlohmann::json::parse(readFile(dir.file("c.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   // Every mode: the default set plus the modes that need gears, as --gears is given.
   for (const std::string& m : modeNames(ModeSet::kAll)) EXPECT_TRUE(j["modes"].contains(m)) << m;
   EXPECT_EQ(j["modes"]["static"]["graph_compiles"], 5);

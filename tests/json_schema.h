@@ -5,6 +5,7 @@
 // cannot quietly use something this validator ignores.
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
@@ -118,3 +119,28 @@ class JsonSchema {
 };
 
 }  // namespace gearbox::testing_util
+
+#ifdef GEARBOX_SOURCE_DIR
+#include <fstream>
+#include <sstream>
+
+namespace gearbox::testing_util {
+
+// Does a run or compare report conform to docs/report-schema.json? Every CLI test that reads a
+// report checks this too, so every report the tests make is validated.
+inline ::testing::AssertionResult conformsToReportSchema(const nlohmann::json& report) {
+  static const JsonSchema schema = [] {
+    std::ifstream f(std::string(GEARBOX_SOURCE_DIR) + "/docs/report-schema.json");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return JsonSchema(nlohmann::json::parse(ss.str()));
+  }();
+  const auto errors = schema.validate(report);
+  if (errors.empty()) return ::testing::AssertionSuccess();
+  auto failure = ::testing::AssertionFailure();
+  for (size_t i = 0; i < errors.size() && i < 20; ++i) failure << errors[i] << "\n";
+  return failure;
+}
+
+}  // namespace gearbox::testing_util
+#endif

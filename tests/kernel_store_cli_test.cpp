@@ -15,6 +15,7 @@
 
 #include "cli_util.h"
 #include "graph/npy.h"
+#include "json_schema.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -48,7 +49,9 @@ std::string runArgs(const std::string& extra) {
 }
 
 nlohmann::json readJson(const std::string& path) {
-  return nlohmann::json::parse(readFile(path));
+  auto j = nlohmann::json::parse(readFile(path));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j)) << path;
+  return j;
 }
 
 size_t countEntries(const fs::path& dir) {

@@ -19,6 +19,7 @@
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/text.h"
+#include "json_schema.h"
 #include "test_models.h"
 #include "tests/temp_dir.h"
 
@@ -628,6 +629,8 @@ TEST(PassesCli, RunReportsPassesFiredAndNoPassesTurnsThemOff) {
   ASSERT_EQ(runShell(base + " --no-passes --json '" + dir.file("off.json") + "' > /dev/null"), 0);
   const auto on = nlohmann::json::parse(readFile(dir.file("on.json")));
   const auto off = nlohmann::json::parse(readFile(dir.file("off.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(on));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(off));
   EXPECT_EQ(on["passes_fired"], nlohmann::json::array({"fuse-cat-index-select", "dce"}));
   EXPECT_EQ(off["passes_fired"], nlohmann::json::array());
   // Same trace, same plan compiles; the fused plans never hold a concatenated tensor, so their

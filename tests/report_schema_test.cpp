@@ -15,23 +15,12 @@ namespace gearbox {
 namespace {
 
 using testing_util::example;
-using testing_util::JsonSchema;
 using testing_util::runGearbox;
 using testing_util::shellQuote;
 using testing_util::TempDir;
 
-const JsonSchema& schema() {
-  static const JsonSchema s(nlohmann::json::parse(
-      readFile(std::string(GEARBOX_SOURCE_DIR) + "/docs/report-schema.json")));
-  return s;
-}
-
 ::testing::AssertionResult conforms(const nlohmann::json& report) {
-  const auto errors = schema().validate(report);
-  if (errors.empty()) return ::testing::AssertionSuccess();
-  auto failure = ::testing::AssertionFailure();
-  for (size_t i = 0; i < errors.size() && i < 20; ++i) failure << errors[i] << "\n";
-  return failure;
+  return testing_util::conformsToReportSchema(report);
 }
 
 const std::string kSeed = shellQuote(example("seed001_add.gbx")) + " --trace " +
