@@ -2,8 +2,6 @@
 // records. See compiler/kernel_store.h for the formats and docs/kernel-meta.md for the workflows.
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +19,7 @@
 #include "compiler/kernel_store.h"
 #include "compiler/kernel_store_internal.h"
 #include "compiler/ops/op_hooks.h"
+#include "compiler/parallel_for.h"
 #include "graph/error.h"
 #include "graph/npy.h"
 
@@ -218,20 +217,17 @@ PrecompileResult precompileBundle(const std::string& recordDir, const std::strin
   std::mutex threadsMu;
   std::set<std::thread::id> threads;
   const auto start = std::chrono::steady_clock::now();
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, keys.size(), 1),
-                    [&](const tbb::blocked_range<size_t>& range) {
-                      {
-                        std::lock_guard lock(threadsMu);
-                        threads.insert(std::this_thread::get_id());
-                      }
-                      for (size_t i = range.begin(); i != range.end(); ++i) {
-                        try {
-                          specs[i] = compileKernelSpec(keys[i]);
-                        } catch (const Error& e) {
-                          errors[i] = e.what();
-                        }
-                      }
-                    });
+  parallelFor(keys.size(), [&](size_t i) {
+    {
+      std::lock_guard lock(threadsMu);
+      threads.insert(std::this_thread::get_id());
+    }
+    try {
+      specs[i] = compileKernelSpec(keys[i]);
+    } catch (const Error& e) {
+      errors[i] = e.what();
+    }
+  });
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.threads = static_cast<int>(threads.size());
   for (size_t i = 0; i < keys.size(); ++i)

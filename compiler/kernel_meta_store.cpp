@@ -40,6 +40,9 @@ KernelMetaStore::KernelMetaStore(std::string dir) : dir_(std::move(dir)) {
     disable("it exists and is not a directory");
   } else if (::access(dir_.c_str(), W_OK | X_OK) != 0) {
     disable(fmt::format("the directory is not writable: {}", std::strerror(errno)));
+  } else {
+    // Once per store, not per write: a directory of many kernels is scanned once per run.
+    removeStaleTempFiles(dir_);
   }
 }
 
@@ -87,7 +90,7 @@ void KernelMetaStore::save(const KernelSpec& spec) {
   if (!usable_.load()) return;
   const std::string path = (fs::path(dir_) / kernelFileName(spec.key)).string();
   try {
-    writeFileAtomic(path, serializeKernelDescriptor(spec, isoTimestampNow()));
+    writeFileAtomic(path, serializeKernelDescriptor(spec, isoTimestampNow()), TempSweep::kNone);
   } catch (const Error& e) {
     // Skip this entry and keep the store on: one unwritable name (a directory in its place, a
     // full disk) must not turn off persistence for every other kernel of the run. The atomic

@@ -157,7 +157,9 @@ void OpInfoRecorder::record(const KernelKey& key) {
   std::lock_guard lock(mu_);
   auto write = [&](std::set<std::string>& seen, int& counter, const std::string& dir) {
     if (seen.count(canonical)) return;
-    writeFileAtomic((fs::path(dir) / opInfoFileName(key, counter)).string(), text);
+    // A fresh per-process directory: nothing stale to sweep.
+    writeFileAtomic((fs::path(dir) / opInfoFileName(key, counter)).string(), text,
+                    TempSweep::kNone);
     seen.insert(canonical);
     ++counter;
   };

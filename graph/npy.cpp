@@ -10,9 +10,11 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -379,7 +381,42 @@ int64_t injectedKillPoint() {
 
 }  // namespace
 
-void writeFileAtomic(const std::string& requested, const std::string& contents) {
+size_t removeStaleTempFiles(const std::string& dir, const std::string& prefix,
+                            double minAgeSeconds) {
+  namespace fs = std::filesystem;
+  size_t removed = 0;
+  std::error_code ec;
+  fs::directory_iterator it(dir.empty() ? "." : dir, ec), end;
+  const auto now = fs::file_time_type::clock::now();
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    // NAME.tmp.PID.N: the last two dot-separated fields are decimal numbers.
+    const size_t lastDot = name.rfind('.');
+    if (lastDot == std::string::npos || lastDot == 0) continue;
+    const size_t pidDot = name.rfind('.', lastDot - 1);
+    if (pidDot == std::string::npos || pidDot < 4 || name.compare(pidDot - 4, 4, ".tmp") != 0)
+      continue;
+    const std::string pidText = name.substr(pidDot + 1, lastDot - pidDot - 1);
+    const std::string counterText = name.substr(lastDot + 1);
+    auto decimal = [](const std::string& t) {
+      return !t.empty() && t.size() <= 18 &&
+             std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (!decimal(pidText) || !decimal(counterText)) continue;
+    const long long pid = std::stoll(pidText);
+    if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or unknown
+    std::error_code fileEc;
+    if (!it->is_regular_file(fileEc) || fileEc) continue;
+    const auto mtime = it->last_write_time(fileEc);
+    if (fileEc || std::chrono::duration<double>(now - mtime).count() < minAgeSeconds) continue;
+    if (fs::remove(it->path(), fileEc) && !fileEc) ++removed;
+  }
+  return removed;
+}
+
+void writeFileAtomic(const std::string& requested, const std::string& contents, TempSweep sweep) {
   // Writers never replace what the path is: a symlink is followed and its target replaced, a
   // character device or FIFO is written in place, anything else that is not a regular file is
   // refused (docs/architecture.md, "Files gearbox writes").
@@ -389,6 +426,10 @@ void writeFileAtomic(const std::string& requested, const std::string& contents) 
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return writeInPlace(path, contents);
     fail(ErrorKind::kIo, "cannot write '{}': it is {}, not a regular file", requested,
          fileTypeName(st.st_mode));
+  }
+  if (sweep == TempSweep::kSiblings) {
+    const std::filesystem::path p(path);
+    removeStaleTempFiles(p.parent_path().string(), p.filename().string() + ".tmp.");
   }
   // A unique sibling name: the same directory keeps rename() atomic (same filesystem), and
   // O_EXCL with the pid and a counter keeps concurrent writers from sharing a temp file.
@@ -439,8 +480,8 @@ void writeFileAtomic(const std::string& requested, const std::string& contents) 
   if (::rename(tmp.c_str(), path.c_str()) != 0) abandon("rename");
   // Persist the rename itself. Failure here does not lose the data already written, so it is
   // best effort rather than an error.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);

@@ -16,8 +16,20 @@ Tensor parseNpy(const std::string& bytes, const std::string& name);
 std::string serializeNpy(const Tensor& t);
 void saveNpy(const std::string& path, const Tensor& t);
 
-// Writes `contents` to `path` atomically: a temp file in the same directory, then rename().
-void writeFileAtomic(const std::string& path, const std::string& contents);
+// Writes `contents` to `path` atomically: a temp file NAME.tmp.PID.N in the same directory,
+// then rename(). With kSiblings it first removes the NAME.tmp.* files a killed earlier writer
+// left (removeStaleTempFiles); a store that writes many names into one directory passes kNone
+// and sweeps the directory once when it opens.
+enum class TempSweep { kSiblings, kNone };
+void writeFileAtomic(const std::string& path, const std::string& contents,
+                     TempSweep sweep = TempSweep::kSiblings);
+// Removes from `dir` the temp files of writeFileAtomic (NAME.tmp.PID.N, NAME starting with
+// `prefix`) whose writer is gone: no process PID exists (kill(PID, 0) fails with ESRCH) and
+// the file is older than `minAgeSeconds`. The age guard keeps a writer in another pid namespace
+// sharing the directory safe: its temp file lives for the milliseconds of one write. Returns
+// the number of files removed; errors are ignored (a sweep is housekeeping, never a failure).
+size_t removeStaleTempFiles(const std::string& dir, const std::string& prefix = "",
+                            double minAgeSeconds = 60);
 // The largest file readFile() reads unless told otherwise (4 GiB): well above any model, trace
 // or .npy this project handles, and a clear error instead of exhausting memory on a huge file.
 constexpr size_t kMaxInputFileBytes = size_t{4} << 30;

@@ -14,7 +14,7 @@ case "$flavour" in
   # Flags rather than a CMake option: the top-level CMakeLists stays as it is, and -O1 keeps the
   # TSan run of the threaded tests short.
   tsan) dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF
-          -DGEARBOX_NATIVE=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1 -g -fno-omit-frame-pointer"
+          -DGEARBOX_NATIVE=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1 -g -fno-omit-frame-pointer -DGEARBOX_STD_THREADS"
           "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g") ;;
   *) echo "usage: scripts/build.sh release|asan|tsan" >&2; exit 2 ;;
 esac

@@ -17,14 +17,14 @@ for flavour in release asan; do
   if [ "$flavour" = release ]; then bash scripts/test-package.sh build; fi
   # ---- end of package step ----
 done
-# ThreadSanitizer: the tests whose threads are std::threads (the sharded kernel cache under
-# concurrent lookups, the stream device, kernel_meta, sessions in every mode). The oneTBB
-# parallel_for users (parallel gear compile, precompile) are left out: Debian's libtbb is not
-# built with TSan, so every task steal is reported as a race (docs/hardening.md).
+# ThreadSanitizer: the tests that touch threads (the sharded kernel cache under concurrent
+# lookups, the stream device, kernel_meta, sessions in every mode, the parallel gear compile and
+# the bundle precompile). The tsan build runs gearbox's parallelFor on std::threads, not oneTBB:
+# Debian's libtbb is not built with TSan (compiler/parallel_for.h, docs/hardening.md).
 echo "== gearbox tests: tsan =="
 bash scripts/build.sh tsan
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
-build-tsan/bin/gearbox_tests --gtest_filter="${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*}"
+build-tsan/bin/gearbox_tests --gtest_filter="${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*}"
 echo "== gearbox fuzz: replay + ${FUZZ_SECONDS:-20}s smoke per target =="
 bash scripts/fuzz.sh
 echo "== gearbox tests: all flavours passed =="

@@ -2,9 +2,12 @@
 // and precompile -o leaves no partial file under the real name, and the next run works; four
 // processes sharing one kernel_meta directory all succeed and leave it consistent.
 // GEARBOX_KILL_WRITE_AFTER=N (graph/npy.cpp) SIGKILLs the process after N bytes of a file.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,6 +57,82 @@ std::vector<fs::path> finished(const fs::path& dir) {
     if (e.is_regular_file() && e.path().string().find(".tmp.") == std::string::npos)
       out.push_back(e.path());
   return out;
+}
+
+// Temp files (NAME.tmp.PID.N) under `dir`.
+std::vector<fs::path> temps(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().string().find(".tmp.") != std::string::npos)
+      out.push_back(e.path());
+  return out;
+}
+
+// Ages every temp file under `dir` by `seconds`, as if the crash happened that long ago.
+void ageTemps(const fs::path& dir, int seconds) {
+  for (const fs::path& f : temps(dir))
+    fs::last_write_time(f, fs::last_write_time(f) - std::chrono::seconds(seconds));
+}
+
+// The pid of a process that has exited and been reaped.
+pid_t deadPid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(Faults, StaleTempFilesOfDeadWritersAreRemovedOnlyWhenOldAndDead) {
+  TempDir dir;
+  const pid_t dead = deadPid();
+  auto touch = [&](const std::string& name) {
+    std::ofstream(dir.file(name)) << "partial";
+    return dir.file(name);
+  };
+  const std::string oldDead = touch(fmt::format("r.json.tmp.{}.0", dead));
+  const std::string youngDead = touch(fmt::format("q.json.tmp.{}.1", dead));
+  const std::string alive = touch(fmt::format("r.json.tmp.{}.2", ::getppid()));
+  const std::string notATemp = touch(fmt::format("r.json.tmp.{}.x", dead));
+  const std::string plain = touch("r.json");
+  for (const std::string& f : {oldDead, alive, notATemp, plain})
+    fs::last_write_time(f, fs::last_write_time(f) - std::chrono::seconds(600));
+  // Only names with the prefix are considered.
+  EXPECT_EQ(removeStaleTempFiles(dir.path(), "zzz"), 0u);
+  EXPECT_EQ(removeStaleTempFiles(dir.path(), "r.json.tmp."), 1u);
+  EXPECT_FALSE(fs::exists(oldDead));
+  EXPECT_TRUE(fs::exists(youngDead));  // younger than the age guard
+  EXPECT_TRUE(fs::exists(alive));      // its writer may still be writing
+  EXPECT_TRUE(fs::exists(notATemp));
+  EXPECT_TRUE(fs::exists(plain));
+  EXPECT_EQ(removeStaleTempFiles(dir.path(), "", 0), 1u);  // the young one, with no age guard
+  EXPECT_FALSE(fs::exists(youngDead));
+}
+
+TEST(Faults, TheNextWriteOfANameRemovesTheTempFileAKilledWriterLeft) {
+  TempDir dir;
+  const std::string json = dir.file("r.json");
+  RunResult r = sh(killedAfter(20) + kFourOps + " --json " + shellQuote(json));
+  EXPECT_EQ(r.exitCode, 128 + SIGKILL) << r.output;
+  ASSERT_EQ(temps(dir.path()).size(), 1u);
+  ageTemps(dir.path(), 120);
+  r = sh("exec " + kBin + " " + kFourOps + " --json " + shellQuote(json));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(temps(dir.path()).empty());
+  EXPECT_TRUE(fs::exists(json));
+}
+
+TEST(Faults, AKernelMetaStoreSweepsTempFilesOfKilledWritersWhenItOpens) {
+  TempDir dir;
+  const std::string meta = dir.file("km");
+  RunResult r = sh(killedAfter(30) + kFourOps + " --kernel-meta " + shellQuote(meta));
+  EXPECT_EQ(r.exitCode, 128 + SIGKILL) << r.output;
+  ASSERT_EQ(temps(meta).size(), 1u);
+  ageTemps(meta, 120);
+  r = sh("exec " + kBin + " " + kFourOps + " --kernel-meta " + shellQuote(meta));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(temps(meta).empty());
+  EXPECT_FALSE(finished(meta).empty());
 }
 
 TEST(Faults, KilledMidJsonKeepsThePreviousReportAndTheNextRunWorks) {

@@ -2,11 +2,11 @@
 #include "executor/modes/geared.h"
 
 #include <fmt/format.h>
-#include <tbb/parallel_for.h>
 
 #include <cstring>
 
 #include "compiler/compile_log.h"
+#include "compiler/parallel_for.h"
 #include "executor/plan_runner.h"
 #include "graph/checked.h"
 #include "graph/error.h"
@@ -64,7 +64,7 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   // MODELED device compile cost of each gear's kernels, summed in its own task.
   std::vector<double> modeledKernels(set.size(), 0.0);
   // One task per gear; the kernel cache makes sure a shared op shape compiles once.
-  tbb::parallel_for(size_t{0}, set.size(), [&](size_t gear) {
+  parallelFor(set.size(), [&](size_t gear) {
     auto shapes = set.shapes(gear);
     try {
       auto plan = compilePlan(host_.sharedGraph(), InputSignature(shapes.begin(), shapes.end()),
