@@ -15,10 +15,10 @@ namespace gearbox {
 
 std::string Plan::summary() const {
   return fmt::format(
-      "plan #{} [{}]: {} steps, {} kernels compiled, {} reused, arena {} B "
-      "(without reuse {} B)",
-      id, signatureToString(*graph, signature), steps.size(), kernelsCompiled, kernelsReused,
-      arenaBytes, naiveBytes);
+      "plan #{} [{}]: {} {}, {} {} compiled, {} reused, arena {} B (without reuse {} B)", id,
+      signatureToString(*graph, signature), steps.size(), steps.size() == 1 ? "step" : "steps",
+      kernelsCompiled, kernelsCompiled == 1 ? "kernel" : "kernels", kernelsReused, arenaBytes,
+      naiveBytes);
 }
 
 namespace {
@@ -54,7 +54,7 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
   const auto start = std::chrono::steady_clock::now();
   const Graph& g = *graph;
   auto plan = std::make_shared<Plan>();
-  plan->id = gNextPlanId++;
+  plan->id = options.id ? options.id : gNextPlanId++;
   plan->signature = sig;
   plan->types = specializeTypes(g, sig);
   plan->graph = std::move(graph);
@@ -178,9 +178,9 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto& log = compileLogger();
   if (log->should_log(spdlog::level::info))
-    log->info("Compiled graph {} plan #{} for [{}] ({}): {} kernels compiled, {} reused", g.name,
+    log->info("Compiled graph {} plan #{} for [{}] ({}): {} {} compiled, {} reused", g.name,
               plan->id, signatureToString(g, sig), options.reason, plan->kernelsCompiled,
-              plan->kernelsReused);
+              plan->kernelsCompiled == 1 ? "kernel" : "kernels", plan->kernelsReused);
   return plan;
 }
 

@@ -71,6 +71,9 @@ struct PlanCompileOptions {
   // instead (the gears of a session: one call runs one gear): compile them without, then
   // bindArena one arena of the largest arenaBytes to each.
   bool allocateArena = true;
+  // The plan's id; 0 takes the next process-wide id. A session numbers its own plans from 1 so
+  // reports and guard failures ("plan #2") read the same whichever sessions ran before it.
+  uint64_t id = 0;
 };
 
 // An arena of at least `bytes` (kArenaAlignment-aligned), and pointing a static plan's arena

@@ -69,6 +69,7 @@ MissDescription describeMiss(const Graph& g, std::vector<GuardedPlan> cached,
   for (const GuardedPlan& p : cached) {
     for (const GuardFailure& f : guardFailures(g, p.signature, actual)) {
       miss.guardFailures.push_back(fmt::format("plan #{}: {}", p.id, f.text));
+      miss.failures.push_back({p.id, f});
       if (miss.reason.empty()) miss.reason = f.text;
     }
   }

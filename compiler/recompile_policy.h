@@ -53,10 +53,17 @@ struct GuardedPlan {
   InputSignature signature;
 };
 
+// One failed guard of one cached plan.
+struct PlanGuardFailure {
+  uint64_t plan = 0;
+  GuardFailure failure;
+};
+
 // Why a call missed every cached plan.
 struct MissDescription {
   std::string reason;                      // short: first call, first failed guard, or evicted
   std::vector<std::string> guardFailures;  // "plan #3: <guard>", newest plan first
+  std::vector<PlanGuardFailure> failures;  // the same guards, structured (reports group them)
 };
 
 // `firstCompile`: the session has compiled no plan yet (the reason is then "first call" and no

@@ -72,6 +72,13 @@ std::string plural(size_t n, std::string_view word) {
   return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
 }
 
+// "1, 2, 5" or, for more than three consecutive sizes, "1..64".
+std::string sizesText(const std::set<int64_t>& v) {
+  if (v.size() > 3 && *v.rbegin() - *v.begin() == static_cast<int64_t>(v.size()) - 1)
+    return fmt::format("{}..{}", *v.begin(), *v.rbegin());
+  return fmt::format("{}", fmt::join(v, ", "));
+}
+
 // The "(input i dim j varies: ...)" text for one op type: every kernel of that type in the
 // log, grouped by input ranks, but only groups holding a suspect are described.
 std::string describeVariation(const std::vector<std::string>& allOfType,
@@ -115,7 +122,7 @@ std::string describeVariation(const std::vector<std::string>& allOfType,
       for (size_t j = 0; j < g.values[i].size(); ++j) {
         if (g.values[i][j].size() < 2) continue;
         varying.push_back(
-            fmt::format("input {} dim {} varies: {}", i, j, fmt::join(g.values[i][j], ", ")));
+            fmt::format("input {} dim {} varies: {}", i, j, sizesText(g.values[i][j])));
       }
     }
     std::string text = varying.empty() ? fmt::format("no dim varies across its {} with these ranks",
@@ -214,6 +221,14 @@ std::string summarize(const RecompileReport& report, int stableSteps) {
     out += fmt::format("{} iter {}: {}", k == 0 ? "" : ",", k, report.sections[k].size());
   }
   out += "\n";
+  if (entries == 0 && report.sections.size() > 1) {
+    // The seed's `grep "To compile op|=====iter"` is a basic regex: '|' is a literal there, so
+    // it keeps the markers and drops every compile line.
+    out +=
+        "hint: the log has iteration markers but no 'To compile op: <kernel>' lines. In a basic "
+        "regex '|' is a literal, so grep \"To compile op|=====iter\" keeps only the markers; use "
+        "grep -E 'To compile op(: |\\|=====iter)' (or gearbox run --log) to keep both\n";
+  }
 
   if (suspectSections.empty()) {
     out += fmt::format("dynamic-shape suspects (compiled after iter {}): none\n", stableSteps);

@@ -79,6 +79,7 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   CallRecord rec;
   rec.iteration = static_cast<int>(stats_.iterations);
   rec.signature = signatureToString(*graph_, sig);
+  rec.shapes = sig;
   kernelLog_.clear();
   callModel_ = ModeledTime{};
   graphLaunchKernels_ = 0;
@@ -99,6 +100,8 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   modelCall(rec, before, after);
 
   stats_.iterations++;
+  // The caching allocator never returns memory, so what it allocated is what it holds.
+  stats_.peakBytes = std::max(stats_.peakBytes, after.bytesAllocated);
   stats_.launches += rec.launches;
   stats_.syncs += rec.syncs;
   stats_.allocations += rec.allocations;

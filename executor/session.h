@@ -97,10 +97,12 @@ struct CallRecord {
   int iteration = 0;
   std::string signature;  // "x1=[2, 2], x2=[2, 2]"
   bool graphCompiled = false;
-  uint64_t planId = 0;                       // 0 when no plan (eager, fallback)
-  std::string reason;                        // plan compile reason ("first call", guard failures)
-  std::vector<std::string> guardFailures;    // every failed guard against every cached plan
-  std::vector<std::string> kernelsCompiled;  // kernel names compiled during this call
+  uint64_t planId = 0;                     // 0 when no plan (eager, fallback)
+  std::string reason;                      // plan compile reason ("first call", guard failures)
+  std::vector<std::string> guardFailures;  // every failed guard against every cached plan
+  std::vector<PlanGuardFailure> guardFailureDetails;  // the same, structured
+  InputSignature shapes;                              // the call's input shapes
+  std::vector<std::string> kernelsCompiled;           // kernel names compiled during this call
   bool fallback = false;  // ran through the dynamic path after the recompile limit
   int gear = -1;          // geared: the gear that ran
   bool padded = false;    // geared: inputs were padded up to the gear
@@ -127,7 +129,9 @@ struct SessionStats {
   int64_t syncs = 0;
   int64_t allocations = 0;
   int64_t fallbackRuns = 0;
-  int64_t peakBytes = 0;        // largest plan arena (static/geared) or pooled bytes
+  // Largest plan arena (static/geared, plus a padded call's buffers) or the pooled device
+  // memory held (eager, dynamic, fallback runs: the pool keeps every block it allocated).
+  int64_t peakBytes = 0;
   double compileSeconds = 0;    // measured
   double modeledDeviceUs = 0;   // MODELED, compile + run
   double modeledCompileUs = 0;  // MODELED, the compile part
@@ -201,6 +205,7 @@ class Session {
   void modelCall(CallRecord& rec, const DeviceCounters& before, const DeviceCounters& after);
   std::vector<CallRecord> history_;
   int64_t historyDropped_ = 0;
+  uint64_t nextPlanId_ = 1;  // plans are numbered per session (PlanCompileOptions::id)
   mutable SessionStats stats_;
   std::unique_ptr<ModeHost> host_;
   std::unique_ptr<ModeStrategy> mode_;  // executor/modes/<mode>.cpp

@@ -409,7 +409,6 @@ class PySession {
     py::list out = toPython(j["per_iteration"]);
     for (size_t i = 0; i < out.size(); ++i) {
       py::dict rec = out[i];
-      rec["signature"] = rec["shapes"];
       py::list guards;
       for (const py::handle& g : py::list(rec["guard_failures"]))
         guards.append(parseGuard(g.cast<std::string>()));
@@ -484,6 +483,8 @@ py::list compare(const PyGraph& g, const py::object& trace, const std::vector<st
     }
     auto j = cli::reportJson(s, g.g->sourceFile, traceName);
     j.erase("per_iteration");
+    // The options are the caller's own kwargs; the nested config block has no flat column.
+    j.erase("config");
     j["max_abs_diff_vs_reference"] = diff;
     // A DataFrame wants flat columns: nested objects (the modeled breakdown) become
     // "modeled_compute_us"-style keys.

@@ -10,6 +10,7 @@
 #include "executor/session.h"
 #include "graph/npy.h"
 #include "graph/text.h"
+#include "json_schema.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -29,6 +30,7 @@ TEST(Cli, RunSeed001StaticJsonHasTheReferenceCounts) {
   auto r = runGearbox(kSeedRun + " --mode static --json " + shellQuote(json));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   auto j = nlohmann::json::parse(readFile(json));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   EXPECT_EQ(j["mode"], "static");
   EXPECT_EQ(j["iterations"], 7);
   EXPECT_EQ(j["graph_compiles"], 5);
@@ -41,7 +43,7 @@ TEST(Cli, RunSeed001StaticJsonHasTheReferenceCounts) {
             "input 'x1' size mismatch at dim 0: expected 2, actual 3");
   EXPECT_EQ(j["per_iteration"][3]["graph_compiled"], false);
   EXPECT_NE(r.output.find("iter   1  x1=[3, 2], x2=[3, 2]  compiled plan #2 (input 'x1' size "
-                          "mismatch at dim 0: expected 2, actual 3); kernels compiled: "
+                          "mismatch at dim 0: expected 2, actual 3); kernel compiled: "
                           "Add_float_ND_3_2__3_2\n"),
             std::string::npos)
       << r.output;
@@ -68,10 +70,11 @@ TEST(Cli, AssertBrokenBoundExitsOne) {
   EXPECT_NE(bad.output.find("unknown metric 'compiles'"), std::string::npos) << bad.output;
 }
 
-TEST(Cli, RecompileLimitErrorExitsTwoWithTheLastReason) {
+TEST(Cli, RecompileLimitErrorExitsOneWithTheLastReason) {
+  // A policy failing is exit 1 (an --assert is too); 2 is kept for bad input.
   auto r = runGearbox(kSeedRun + " -q --recompile-limit 3 --on-recompile-limit error");
-  EXPECT_EQ(r.exitCode, 2);
-  EXPECT_NE(r.output.find("gearbox: recompile limit: hit recompile_limit (3); last reason: input "
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("hit recompile_limit (3); last reason: input "
                           "'x1' size mismatch at dim 0: expected 4, actual 5"),
             std::string::npos)
       << r.output;
@@ -92,6 +95,7 @@ TEST(Cli, CompareRunsEveryModeAndAgrees) {
       << r.output;
   EXPECT_NE(r.output.find("fastest by MODELED device time:"), std::string::npos);
   auto j = nlohmann::json::parse(readFile(dir.file("c.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   // Every mode: the default set plus the modes that need gears, as --gears is given.
   for (const std::string& m : modeNames(ModeSet::kAll)) EXPECT_TRUE(j["modes"].contains(m)) << m;
   EXPECT_EQ(j["modes"]["static"]["graph_compiles"], 5);
@@ -201,7 +205,7 @@ TEST(Cli, BundledSeed001GearsExample) {
       "run " + testing_util::shellQuote(testing_util::example("seed001_add.gbx")) + " --trace " +
       testing_util::shellQuote(testing_util::example("seed001_gears.trace.jsonl")) +
       " --mode geared --gears @" +
-      testing_util::shellQuote(testing_util::example("seed001_gears.json"));
+      testing_util::shellQuote(testing_util::example("seed001_gears.json")) + " -v";
   auto exact = testing_util::runGearbox(args);
   EXPECT_EQ(exact.exitCode, 2);
   EXPECT_NE(exact.output.find("compiled 2 gears up front (2 kernels):\n"
@@ -211,9 +215,10 @@ TEST(Cli, BundledSeed001GearsExample) {
                               "iter   0  x1=[2, 2], x2=[2, 2]  gear 0 (plan #"),
             std::string::npos)
       << exact.output;
-  EXPECT_NE(
-      exact.output.find("gearbox: gear error: input 'x1' dim 0 = 3 is not in the gears [2, 4]"),
-      std::string::npos)
+  EXPECT_NE(exact.output.find("gearbox: gear error: geared mode, iteration 3 (" +
+                              testing_util::example("seed001_gears.trace.jsonl") +
+                              ":4): input 'x1' dim 0 = 3 is not in the gears [2, 4]"),
+            std::string::npos)
       << exact.output;
   auto padded = testing_util::runGearbox(args +
                                          " --gear-fallback pad --assert graph_compiles==2 "

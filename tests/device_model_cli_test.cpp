@@ -9,6 +9,7 @@
 #include "cli_util.h"
 #include "executor/cost_model.h"
 #include "graph/npy.h"
+#include "json_schema.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -55,6 +56,7 @@ TEST(DeviceModelCli, RunReportsTheProfileAndTheModeledBreakdown) {
   EXPECT_NE(r.output.find("modeled device time (a100-class, not measured):"), std::string::npos)
       << r.output;
   const auto j = nlohmann::json::parse(readFile(dir.file("r.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   EXPECT_EQ(j["device_profile"], "a100-class");
   // One call (B = 3) pads up to the gear of 4: its waste is modeled, and only that call's.
   EXPECT_EQ(j["padded_calls"], 1);
@@ -75,10 +77,11 @@ TEST(DeviceModelCli, CompareShowsTheBreakdownAndKeepsGoingWhenAModeFails) {
   for (const char* row :
        {"oneTBB arena start-up", "measured total (median, n=2)", "MODELED compile",
         "MODELED launch+sync+alloc", "MODELED compute", "MODELED padding waste (of compute)",
-        "MODELED host dynamic-shape work", "MODELED device time",
-        "geared: failed at iteration 4:", "fastest by MODELED device time:"})
+        "MODELED host dynamic-shape work", "MODELED device time", "geared: failed at iteration 4 (",
+        "fastest by MODELED device time:"})
     EXPECT_NE(r.output.find(row), std::string::npos) << row << "\n" << r.output;
   const auto j = nlohmann::json::parse(readFile(dir.file("c.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   EXPECT_EQ(j["repeat"], 2);
   EXPECT_NE(j["modes"]["geared"]["failure"].get<std::string>().find("failed at iteration 4"),
             std::string::npos);

@@ -17,6 +17,7 @@
 #include "executor/session.h"
 #include "graph/npy.h"
 #include "graph/text.h"
+#include "json_schema.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -162,6 +163,7 @@ TEST(Faults, KilledMidKernelMetaLeavesNoPartialKernelFile) {
          shellQuote(json));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const auto j = nlohmann::json::parse(readFile(json));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   EXPECT_EQ(j["kernel_compiles"].get<int>(), 0) << j.dump();
   for (const fs::path& f : finished(meta))
     EXPECT_NO_THROW((void)parseKernelDescriptor(readFile(f.string()))) << f;

@@ -12,6 +12,7 @@
 
 #include "cli_util.h"
 #include "graph/npy.h"
+#include "json_schema.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -117,6 +118,7 @@ TEST(HostileCli, HugePadIsRefusedAndPaddedBytesCountInPeakBytes) {
       runBounded(base + shellQuote(R"({"x1": {"0": [2, 10000000]}, "x2": {"0": [2, 10000000]}})"));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const auto j = nlohmann::json::parse(readFile(dir.file("r.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   EXPECT_EQ(j["peak_bytes"].get<int64_t>(), int64_t{3} * 10000000 * 2 * 4) << j.dump();
   // 1e9 rows: 24 GB of padding is refused at once instead of hanging.
   r = runBounded(
@@ -218,6 +220,7 @@ TEST(HostileCli, HistoryLimitBoundsThePerIterationRecords) {
                            " -q --history-limit 3 --json " + shellQuote(json));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const auto j = nlohmann::json::parse(readFile(json));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   // 8 iterations, trimmed to 3 after the 6th: 5 kept, 3 dropped, the last one last.
   EXPECT_EQ(j["iterations"].get<int>(), 8);
   EXPECT_EQ(j["per_iteration_dropped"].get<int>(), 3);

@@ -19,6 +19,7 @@
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/text.h"
+#include "json_schema.h"
 #include "test_models.h"
 #include "tests/temp_dir.h"
 
@@ -584,7 +585,7 @@ std::string readFile(const std::string& path) {
 
 const std::string kStage = std::string(GEARBOX_SOURCE_DIR) + "/examples/shufflenet_stage";
 
-TEST(PassesCli, PrintPassesShowsTheIrAfterEveryPass) {
+TEST(PassesCli, PrintPassesShowsADiffPerPassAndTheFinalIr) {
   testing_util::TempDir dir;
   const std::string out = dir.file("out.txt");
   ASSERT_EQ(runShell(std::string(GEARBOX_BINARY) + " print '" + kStage + ".gbx' --passes > '" +
@@ -606,8 +607,12 @@ TEST(PassesCli, PrintPassesShowsTheIrAfterEveryPass) {
   EXPECT_NE(text.find("# passes that changed the graph: fuse-cat-index-select, dce\n"),
             std::string::npos)
       << text;
+  // Each pass section is a diff: the fused line added, the cat removed.
+  EXPECT_NE(text.find("\n-  %u2_cat = cat("), std::string::npos) << text;
   // The last section is the final graph and parses on its own.
-  const Graph last = parseGraph(text.substr(h3, text.rfind("# passes that") - h3));
+  const size_t final = text.find("# after all passes:\n");
+  ASSERT_NE(final, std::string::npos) << text;
+  const Graph last = parseGraph(text.substr(final, text.rfind("# passes that") - final));
   EXPECT_EQ(countKind(last, OpKind::kCat), 0);
 
   // Without --passes: the model as written.
@@ -624,6 +629,8 @@ TEST(PassesCli, RunReportsPassesFiredAndNoPassesTurnsThemOff) {
   ASSERT_EQ(runShell(base + " --no-passes --json '" + dir.file("off.json") + "' > /dev/null"), 0);
   const auto on = nlohmann::json::parse(readFile(dir.file("on.json")));
   const auto off = nlohmann::json::parse(readFile(dir.file("off.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(on));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(off));
   EXPECT_EQ(on["passes_fired"], nlohmann::json::array({"fuse-cat-index-select", "dce"}));
   EXPECT_EQ(off["passes_fired"], nlohmann::json::array());
   // Same trace, same plan compiles; the fused plans never hold a concatenated tensor, so their

@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "graph/npy.h"
 #include "graph/text.h"
+#include "json_schema.h"
 #include "temp_dir.h"
 
 namespace gearbox {
@@ -107,6 +108,8 @@ TEST(ReferenceCheckCli, CompareOnEveryBundledModelAgrees) {
               std::string::npos)
         << r.output;
     const auto j = nlohmann::json::parse(readFile(json));
+    EXPECT_TRUE(testing_util::conformsToReportSchema(j));
+    EXPECT_TRUE(testing_util::conformsToReportSchema(j));
     for (const std::string& m : modeNames(ModeSet::kWithoutGears)) {
       ASSERT_TRUE(j["modes"].contains(m)) << m;
       const auto& rc = j["modes"][m]["reference_check"];
@@ -139,6 +142,7 @@ TEST(ReferenceCheckCli, RunReportsPerOutputAndFailsOutsideTheTolerance) {
   EXPECT_NE(r.output.find("): agrees\n  output 'u16_out': max abs error "), std::string::npos)
       << r.output;
   const auto j = nlohmann::json::parse(readFile(json));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(j));
   EXPECT_TRUE(j["reference_check"]["ok"].get<bool>());
   EXPECT_EQ(j["reference_check"]["outputs"][0]["name"], "u16_out");
   // The body's MatMuls sum in another order than the reference loops: not bit-exact, so a

@@ -20,8 +20,9 @@
 #include "graph/error.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/run_options.h"
 #include "tools/gear_suggest.h"
+#include "tools/run_options.h"
+#include "tools/run_report.h"
 #include "tools/trace.h"
 
 namespace gearbox::cli {
@@ -53,8 +54,16 @@ struct ModeResult {
   std::vector<double> compile, run, total;
   Spread compileS, runS, totalS;
   std::optional<ReferenceCheck> check;  // --check-reference, on the first repeat
+  std::unique_ptr<RunTracker> tracker;  // the first repeat's calls (summary, compiles_after)
+  std::optional<Error> error;           // why it failed (kept for the exit code)
   bool ok() const { return failure.empty(); }
 };
+
+int64_t totalWarnings() {
+  int64_t n = 0;
+  for (const WarningLog::Entry& w : warningLog().entries()) n += w.count;
+  return n;
+}
 
 std::vector<Mode> parseModes(const std::string& list) {
   std::vector<Mode> modes;
@@ -231,7 +240,17 @@ void registerCompare(CLI::App& app) {
                   "default 5). Modeled figures are exact and run once")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--json", o->json, "Write every mode's report as JSON (atomically)");
+  cmd->add_option("--assert", o->asserts,
+                  "Bound on a metric of every mode ('graph_compiles<=5') or of one mode "
+                  "('static.graph_compiles<=5'); exit 1 when broken");
   cmd->callback([o, modes, repeat] {
+    // Options, bounds and output paths are checked before anything runs.
+    const Verbosity verbosity = verbosityOf(*o);
+    const IterationDetail detail = parseIterationDetail(o->iterations);
+    if (!o->jsonl.empty())
+      fail(ErrorKind::kConfig, "--jsonl is for gearbox run (compare runs several sessions)");
+    if (!o->json.empty()) checkOutputPath("--json", o->json);
+    if (!o->junit.empty()) checkOutputPath("--junit", o->junit);
     // Modes that need gears join the comparison whenever gears are given.
     if (!o->gears.empty() || !o->padTo.empty()) {
       const std::vector<Mode> asked = parseModes(*modes);
@@ -241,7 +260,8 @@ void registerCompare(CLI::App& app) {
     }
     configureLogFromOptions(*o);
     const Graph g = loadGraph(o->model);
-    const auto trace = loadTrace(o->trace, g);
+    std::vector<int> lines;
+    const auto trace = loadTrace(o->trace, g, &lines);
     // --gears suggest: the gears suggest-gears would choose for this trace and profile.
     if (o->gears == "suggest") {
       SuggestOptions so;
@@ -249,10 +269,13 @@ void registerCompare(CLI::App& app) {
       so.runPasses = !o->noPasses;
       so.merge = parseMergePolicy(o->merge);
       o->gears = suggestGears(g, trace, toSessionOptions(*o, Mode::kStatic).cost, so).gearsJson;
-      std::cout << "suggested gears: " << o->gears << "\n";
+      if (verbosity != Verbosity::kQuiet) std::cout << "suggested gears: " << o->gears << "\n";
       if (o->gearFallback == "error") o->gearFallback = "pad";  // the suggestion pads by design
     }
     const std::vector<Mode> modeList = parseModes(*modes);
+    std::vector<std::string> modeNameList;
+    for (Mode m : modeList) modeNameList.push_back(modeName(m));
+    const std::vector<Assertion> asserts = parseAsserts(o->asserts, modeNameList);
     // Option errors (bad profile, missing gears) are the user's: report them before running.
     for (Mode m : modeList) toSessionOptions(*o, m);
     const double tbbStartup = warmTbbArena();
@@ -260,20 +283,48 @@ void registerCompare(CLI::App& app) {
     std::vector<std::vector<std::vector<Tensor>>> outputs;
     RunOptions quiet = *o;
     quiet.quiet = true;
+    // Per-iteration lines of the first repeat: every call with -v, the compiles with their
+    // guard failures with --explain, none by default (the summary below groups them).
+    const Verbosity lineLevel = verbosity == Verbosity::kVerbose ? Verbosity::kVerbose
+                                : o->explain                     ? Verbosity::kDefault
+                                                                 : Verbosity::kQuiet;
     for (Mode m : modeList) {
       ModeResult r;
       r.mode = m;
       std::vector<std::vector<Tensor>> out;
+      // The warning log is the process's; this mode's count is what its first run added.
+      int64_t warningsBefore = 0;
       for (int rep = 0; rep < *repeat && r.ok(); ++rep) {
         Session session(g, toSessionOptions(*o, m));
         if (rep == 0 && o->checkReference) r.check.emplace(g, o->tolerance);
+        RunTracker scratch(session.graph(), modeInfo(m).needsGears, Verbosity::kQuiet, false);
+        if (rep == 0) {
+          warningsBefore = totalWarnings();
+          r.tracker = std::make_unique<RunTracker>(session.graph(), modeInfo(m).needsGears,
+                                                   lineLevel, o->explain);
+          if (lineLevel != Verbosity::kQuiet) std::cout << fmt::format("== {} ==\n", modeName(m));
+        }
         try {
           auto got = runTrace(session, trace, quiet, std::cout, rep == 0,
-                              rep == 0 && r.check ? &*r.check : nullptr);
+                              rep == 0 && r.check ? &*r.check : nullptr,
+                              rep == 0 ? r.tracker.get() : &scratch, &lines);
           if (rep == 0) out = std::move(got);
         } catch (const Error& e) {
-          // Keep going with the other modes; this column says where and why.
-          r.failure = fmt::format("failed at iteration {}: {}", session.history().size(), e.what());
+          // Keep going with the other modes; this column says where and why, and the report
+          // keeps the counters up to the failure, marked incomplete.
+          // "failed at iteration 4 (trace:5): why" (runTrace put the mode first).
+          const std::string prefix = fmt::format("{} mode, ", modeName(m));
+          const std::string what = e.what();
+          r.failure =
+              "failed at " + (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+          r.error = e;
+          if (rep == 0) {
+            r.report = reportJson(session, o->model, o->trace, {o.get(), r.tracker.get(), detail});
+            r.report["warnings"] = totalWarnings() - warningsBefore;
+            r.report.erase("warning_messages");  // the compare report lists them once
+            r.report["complete"] = false;
+            r.report["error"] = {{"kind", errorKindName(e.kind())}, {"message", e.what()}};
+          }
           break;
         }
         double run = 0;
@@ -282,7 +333,9 @@ void registerCompare(CLI::App& app) {
         r.run.push_back(run);
         r.total.push_back(run + session.stats().compileSeconds);
         if (rep == 0) {
-          r.report = reportJson(session, o->model, o->trace);
+          r.report = reportJson(session, o->model, o->trace, {o.get(), r.tracker.get(), detail});
+          r.report["warnings"] = totalWarnings() - warningsBefore;
+          r.report.erase("warning_messages");  // the compare report lists them once
           r.modeled = session.stats().modeled;
           r.calls = static_cast<double>(session.stats().iterations);
           r.modeledLastCallUs =
@@ -307,6 +360,15 @@ void registerCompare(CLI::App& app) {
     printTable(results, *repeat, std::cout);
     for (const ModeResult& r : results)
       if (!r.ok()) std::cout << fmt::format("{}: {}\n", modeName(r.mode), r.failure);
+    if (verbosity != Verbosity::kQuiet) {
+      std::cout << "\nrecompiles by mode (first run of each):\n";
+      for (const ModeResult& r : results) {
+        std::ostringstream sum;
+        if (r.tracker) r.tracker->printSummary(sum, "    ", false);
+        std::cout << fmt::format("  {}:\n{}", modeName(r.mode),
+                                 sum.str().empty() ? "    no compiles\n" : sum.str());
+      }
+    }
     double diff = 0;
     for (size_t i = 1; i < outputs.size(); ++i)
       diff = std::max(diff, maxDiff(outputs[0], outputs[i]));
@@ -332,19 +394,38 @@ void registerCompare(CLI::App& app) {
     }
     std::cout << measuredVerdict(results, *repeat) << "\n" << modeledVerdict(results) << "\n";
     nlohmann::ordered_json j;
+    j["schema_version"] = kReportSchemaVersion;
+    j["tool"] = toolJson();
+    j["command"] = "compare";
+    bool complete = true;
+    for (const ModeResult& r : results) complete = complete && r.ok();
+    j["complete"] = complete;
     j["model"] = o->model;
     j["trace"] = o->trace;
+    {
+      nlohmann::ordered_json c = configJson(toSessionOptions(*o, modeList.front()), o.get());
+      c.erase("mode");
+      c.erase("gears");
+      c["modes"] = modeNameList;
+      c["repeat"] = *repeat;
+      c["gears"] = o->gears.empty() ? nlohmann::ordered_json(nullptr)
+                                    : nlohmann::ordered_json(gearsText(o->gears));
+      j["config"] = std::move(c);
+    }
     j["device_profile"] = profile.name;
     j["repeat"] = *repeat;
     j["measured_tbb_startup_seconds"] = tbbStartup;
     j["max_abs_output_difference"] = diff;
+    auto& wm = j["warning_messages"] = nlohmann::ordered_json::array();
+    for (const WarningLog::Entry& w : warningLog().entries())
+      wm.push_back({{"message", w.message}, {"count", w.count}});
     for (const ModeResult& r : results) {
       auto& mj = j["modes"][modeName(r.mode)];
+      mj = r.report;
       if (!r.ok()) {
         mj["failure"] = r.failure;
         continue;
       }
-      mj = r.report;
       if (r.check) mj["reference_check"] = r.check->json();
       for (auto [key, s] : {std::pair{"compile", &r.compileS}, std::pair{"run", &r.runS},
                             std::pair{"total", &r.totalS}}) {
@@ -352,13 +433,40 @@ void registerCompare(CLI::App& app) {
             {"median_seconds", s->median}, {"min_seconds", s->min}, {"max_seconds", s->max}};
       }
     }
+    // Every bound: a MODE.METRIC one against its mode, a plain one against every mode.
+    std::vector<AssertResult> checks;
+    for (const Assertion& a : asserts) {
+      for (const ModeResult& r : results) {
+        if (!a.mode.empty() && a.mode != modeName(r.mode)) continue;
+        if (!r.ok()) {
+          checks.push_back({fmt::format("{}: {}", modeName(r.mode), a.text), false,
+                            fmt::format("{} mode failed: {}", modeName(r.mode), r.failure)});
+          continue;
+        }
+        checks.push_back(evaluateAssert(a, r.report, r.tracker.get(), modeName(r.mode)));
+      }
+    }
+    for (const AssertResult& c : checks)
+      if (!c.ok) failures.push_back(c.message);
     if (!o->json.empty()) writeJsonFile(o->json, j);
+    if (!o->junit.empty()) writeJunit(o->junit, "gearbox compare", checks);
     if (!o->modelOnly && diff > 1e-4)
       fail(ErrorKind::kShape, "modes disagree: max abs difference {}", diff);
     for (const ModeResult& r : results)
-      if (!r.ok()) gExitCode = 2;  // a mode failed on this input
+      if (!r.ok()) {
+        // The recompile limit under `error` is a policy failing (1); anything else is input
+        // the mode could not take (2).
+        const int code = r.error && r.error->kind() == ErrorKind::kLimit ? 1 : 2;
+        gExitCode = std::max(gExitCode, code);
+      }
     for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
     if (!failures.empty() && gExitCode == 0) gExitCode = 1;
+    if (verbosity != Verbosity::kQuiet && !warningLog().entries().empty()) {
+      // Warnings were printed once each as they came; their repeats are counted here.
+      for (const WarningLog::Entry& w : warningLog().entries())
+        if (w.count > 1)
+          std::cout << fmt::format("warning repeated {} times: {}\n", w.count, w.message);
+    }
   });
 }
 

@@ -26,8 +26,9 @@ void runPrecompile(const PrecompileOptions& o) {
   if (r.skippedDynamic)
     std::cout << fmt::format("skipped {} records with dynamic dims (no static kernel possible)\n",
                              r.skippedDynamic);
-  std::cout << fmt::format("compiled {} kernels in {} (measured) on {} threads\n", r.kernels,
-                           formatSeconds(r.seconds), r.threads);
+  std::cout << fmt::format("compiled {} {} in {} (measured) on {} {}\n", r.kernels,
+                           r.kernels == 1 ? "kernel" : "kernels", formatSeconds(r.seconds),
+                           r.threads, r.threads == 1 ? "thread" : "threads");
   std::cout << fmt::format("bundle written to {}\n", r.bundlePath);
 }
 

@@ -1,4 +1,7 @@
-// gearbox run MODEL --trace TRACE.jsonl --mode MODE [--json F] [--check-reference]
+// gearbox run MODEL --trace TRACE.jsonl --mode MODE [--json F] [--jsonl F] [--junit F]
+//             [-q|-v] [--assert BOUND] [--check-reference]
+// Exit codes (docs/cli.md): 0 ok, 1 an --assert or a policy (recompile limit `error`) failed,
+// 2 bad input (options, model, trace, shapes).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -9,62 +12,52 @@
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/run_options.h"
+#include "tools/run_report.h"
 #include "tools/trace.h"
 
 namespace gearbox::cli {
 
-namespace {
-
-// One line per iteration: what ran, what compiled and why.
-void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
-  std::string what;
-  if (r.fallback) {
-    what = fmt::format("recompile limit hit: ran through the dynamic path ({})", r.reason);
-  } else if (r.graphCompiled) {
-    what = fmt::format("compiled plan #{} ({})", r.planId, r.reason);
-  } else if (r.gear >= 0) {
-    what = r.padded ? fmt::format("padded {} -> {} elements, ran gear {} (plan #{})",
-                                  r.realElements, r.paddedElements, r.gear, r.planId)
-                    : fmt::format("gear {} (plan #{})", r.gear, r.planId);
-  } else if (r.planId) {
-    what = fmt::format("plan #{} (cache hit)", r.planId);
-  } else {
-    what = "eager";
-  }
-  os << fmt::format("iter {:>3}  {}  {}", r.iteration, r.signature, what);
-  if (!r.kernelsCompiled.empty())
-    os << fmt::format("; kernels compiled: {}", fmt::join(r.kernelsCompiled, ", "));
-  os << "\n";
-  if (explain && r.guardFailures.size() > 0) {
-    os << "          triggered by the following guard failure(s):\n";
-    for (const std::string& g : r.guardFailures) os << "          - " << g << "\n";
-  }
-}
-
-}  // namespace
-
 std::vector<std::vector<Tensor>> runTrace(Session& session,
                                           const std::vector<InputSignature>& trace,
                                           const RunOptions& o, std::ostream& os, bool keepOutputs,
-                                          ReferenceCheck* check) {
+                                          ReferenceCheck* check, RunTracker* tracker,
+                                          const std::vector<int>* traceLines) {
   std::vector<std::vector<Tensor>> outputs;
+  // Without a tracker of the caller's, one at the options' level (the Python bindings).
+  std::optional<RunTracker> own;
+  if (!tracker) {
+    own.emplace(session.graph(), modeInfo(session.options().mode).needsGears,
+                o.quiet ? Verbosity::kQuiet : Verbosity::kVerbose, o.explain);
+    tracker = &*own;
+  }
   // The mode's up-front work (geared: every gear compiled before the first call; non-geared
   // dynamic dims take the first iteration's sizes).
   session.prepare(trace.front());
   if (modeInfo(session.options().mode).needsGears) {
     if (!o.quiet) {
-      os << fmt::format("compiled {} gears up front ({} kernels):\n", session.stats().gears,
-                        session.stats().kernelCompiles);
+      os << fmt::format("compiled {} {} up front ({} {}):\n", session.stats().gears,
+                        session.stats().gears == 1 ? "gear" : "gears",
+                        session.stats().kernelCompiles,
+                        session.stats().kernelCompiles == 1 ? "kernel" : "kernels");
       for (const std::string& line : session.gearOptionLines()) os << "  " << line << "\n";
     }
   }
   for (size_t i = 0; i < trace.size(); ++i) {
-    if (o.iterMarkers) compileLogger()->info("To compile op|=====iter{}", i);
-    auto inputs = makeInputs(session.graph(), trace[i], o.seed + i);
-    auto out = session.run(inputs);
-    if (check) check->check(inputs, out);
-    if (keepOutputs) outputs.push_back(std::move(out));
-    if (!o.quiet) printIteration(session.history().back(), o.explain, os);
+    try {
+      if (o.iterMarkers) compileLogger()->info("To compile op|=====iter{}", i);
+      auto inputs = makeInputs(session.graph(), trace[i], o.seed + i);
+      auto out = session.run(inputs);
+      if (check) check->check(inputs, out);
+      if (keepOutputs) outputs.push_back(std::move(out));
+      tracker->observe(session.history().back(), os);
+    } catch (const Error& e) {
+      // Name where it happened: the mode, the iteration and the trace line it came from.
+      const std::string where = traceLines && i < traceLines->size() && !o.trace.empty()
+                                    ? fmt::format(" ({}:{})", o.trace, (*traceLines)[i])
+                                    : "";
+      throw Error(e.kind(), fmt::format("{} mode, iteration {}{}: {}",
+                                        modeName(session.options().mode), i, where, e.what()));
+    }
   }
   return outputs;
 }
@@ -82,25 +75,66 @@ void registerRun(CLI::App& app) {
   cmd->add_option("--assert", o->asserts,
                   "Bound on a report metric, e.g. 'graph_compiles<=3' (exit 1 when broken)");
   cmd->callback([o] {
+    // Everything that can be checked before the run is checked first, so a typo fails at once
+    // (exit 2) and nothing is written.
+    const Verbosity verbosity = verbosityOf(*o);
+    const IterationDetail detail = parseIterationDetail(o->iterations);
+    const std::vector<Assertion> asserts = parseAsserts(o->asserts);
+    const Mode mode = *parseMode(o->mode);
+    if (!o->gears.empty() && !modeInfo(mode).needsGears)
+      fail(ErrorKind::kConfig, "--gears is for --mode geared (the {} mode ignores gears)", o->mode);
+    if (!o->json.empty()) checkOutputPath("--json", o->json);
+    if (!o->junit.empty()) checkOutputPath("--junit", o->junit);
     configureLogFromOptions(*o);
     Graph g = loadGraph(o->model);
-    const auto trace = loadTrace(o->trace, g);
+    std::vector<int> lines;
+    const auto trace = loadTrace(o->trace, g, &lines);
     std::optional<ReferenceCheck> check;
     if (o->checkReference) check.emplace(g, o->tolerance);
-    Session session(std::move(g), toSessionOptions(*o, *parseMode(o->mode)));
-    runTrace(session, trace, *o, std::cout, false, check ? &*check : nullptr);
+    Session session(std::move(g), toSessionOptions(*o, mode));
+    RunTracker tracker(session.graph(), modeInfo(mode).needsGears, verbosity, o->explain);
+    if (!o->jsonl.empty()) tracker.streamTo(o->jsonl);
+    std::optional<Error> error;
+    try {
+      runTrace(session, trace, *o, std::cout, false, check ? &*check : nullptr, &tracker, &lines);
+    } catch (const Error& e) {
+      error = e;
+    }
     printSummary(session, std::cout);
-    auto report = reportJson(session, o->model, o->trace);
-    auto failures = checkAsserts(report, o->asserts);
-    if (check) {
+    tracker.printSummary(std::cout);
+    auto report = reportJson(session, o->model, o->trace, {o.get(), &tracker, detail});
+    std::vector<AssertResult> results;
+    if (error) {
+      // The counters up to the failure are kept, marked incomplete.
+      report["complete"] = false;
+      report["error"] = {{"kind", errorKindName(error->kind())}, {"message", error->what()}};
+      for (const Assertion& a : asserts)
+        results.push_back({a.text, false, "not evaluated: the run stopped with an error"});
+    } else {
+      for (const Assertion& a : asserts) results.push_back(evaluateAssert(a, report, &tracker));
+    }
+    std::vector<std::string> failures;
+    for (const AssertResult& r : results)
+      if (!r.ok && !error) failures.push_back(r.message);
+    if (check && !error) {
       std::cout << fmt::format(
           "reference check over {} calls (|out - ref| <= {} + {} * |ref|): {}\n", check->calls(),
           o->tolerance.atol, o->tolerance.rtol, check->ok() ? "agrees" : "DISAGREES");
       check->print(std::cout);
       report["reference_check"] = check->json();
       for (const std::string& f : check->failures()) failures.push_back(f);
+      results.push_back({"reference_check", check->ok(),
+                         check->ok() ? "" : fmt::format("{} failures", check->failures().size())});
     }
     if (!o->json.empty()) writeJsonFile(o->json, report);
+    if (!o->junit.empty()) writeJunit(o->junit, fmt::format("gearbox run {}", o->mode), results);
+    if (error) {
+      // Hitting the recompile limit under `error` is a policy failing (exit 1), not bad input.
+      if (error->kind() != ErrorKind::kLimit) throw *error;
+      std::cerr << "gearbox: " << errorKindName(error->kind()) << ": " << error->what() << "\n";
+      gExitCode = 1;
+      return;
+    }
     for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
     if (!failures.empty()) gExitCode = 1;
   });

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iostream>
 #include <ostream>
 
 #include "compiler/compile_log.h"
+#include "gearbox/version.h"
 #include "graph/error.h"
 #include "graph/npy.h"
 
@@ -44,7 +46,19 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_flag("--iter-markers", o.iterMarkers,
                 "Log 'To compile op|=====iter<N>' before iteration N (seed 000 workflow)");
   cmd->add_flag("--explain", o.explain, "Print every failed guard of every recompile");
-  cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary");
+  cmd->add_flag("-q,--quiet", o.quiet, "Print only the summary (warnings counted in it)");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "Print every iteration (default: only the calls that compiled, with their "
+                "reasons, like TORCH_LOGS=recompiles)");
+  cmd->add_option("--iterations", o.iterations,
+                  "Per-iteration records in the JSON report: none, compiles (calls that "
+                  "compiled) or all (default)")
+      ->check(CLI::IsMember({"none", "compiles", "all"}));
+  cmd->add_option("--jsonl", o.jsonl,
+                  "Stream one JSON record per iteration to FILE as the run goes (flushed per "
+                  "line; a log, so a killed run leaves the lines so far)");
+  cmd->add_option("--junit", o.junit,
+                  "Write the --assert results as JUnit XML (one testcase per assertion)");
   cmd->add_option("--gears", o.gears,
                   "Geared mode: gears as JSON {\"x1\": {\"0\": [2, 4]}} or @FILE");
   cmd->add_option("--merge", o.merge, "Gear merge policy: zip or product")
@@ -107,7 +121,66 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
 }
 
 void configureLogFromOptions(const RunOptions& o) {
-  configureLogging(LogOptions{o.logFile, o.logStdout, false});
+  // Warnings go through the deduplicating sink (tools/run_report.h) instead of stderr directly.
+  configureLogging(LogOptions{o.logFile, o.logStdout, true});
+  warningLog().clear();
+  installWarningSink(o.quiet ? nullptr : &std::cerr);
+}
+
+Verbosity verbosityOf(const RunOptions& o) {
+  if (o.quiet && o.verbose) fail(ErrorKind::kConfig, "give -q or -v, not both");
+  return o.quiet ? Verbosity::kQuiet : o.verbose ? Verbosity::kVerbose : Verbosity::kDefault;
+}
+
+nlohmann::ordered_json toolJson() {
+  return {{"name", "gearbox"}, {"version", GEARBOX_VERSION}};
+}
+
+nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) {
+  nlohmann::ordered_json c;
+  c["mode"] = modeName(s.mode);
+  c["device"] = deviceKindName(s.device);
+  c["seed"] = o ? o->seed : 0;
+  c["device_profile"] = s.cost.name;
+  c["model_only"] = s.modelOnly;
+  c["passes"] = s.runPasses;
+  c["kernel_cache_capacity"] = s.kernelCacheCapacity;
+  c["plan_cache_capacity"] = s.planCacheCapacity;
+  c["recompile_limit"] = s.recompileLimit;
+  c["on_recompile_limit"] = onRecompileLimitName(s.onRecompileLimit);
+  auto marks = [](const DimMarks& m) {
+    auto a = nlohmann::ordered_json::array();
+    for (const auto& [name, dim] : m) a.push_back({{"input", name}, {"dim", dim}});
+    return a;
+  };
+  c["dynamic_dims"] = marks(s.dynamicDims);
+  c["static_dims"] = marks(s.staticDims);
+  if (modeInfo(s.mode).needsGears) {
+    nlohmann::ordered_json g;
+    try {
+      g["spec"] = nlohmann::ordered_json::parse(s.gears.json);
+    } catch (const nlohmann::json::exception&) {
+      g["spec"] = s.gears.json;  // validated by the session already; kept as given
+    }
+    g["merge"] = s.gears.merge == MergePolicy::kProduct ? "product" : "zip";
+    g["fallback"] = s.gears.padFallback ? "pad" : "error";
+    g["max_pad_bytes"] = s.gears.maxPadBytes;
+    if (!s.gears.padTo.empty()) {
+      nlohmann::ordered_json pad = nlohmann::ordered_json::object();
+      for (const auto& [name, shape] : s.gears.padTo) {
+        nlohmann::ordered_json dims = nlohmann::ordered_json::array();
+        for (int d = 0; d < shape.rank(); ++d) dims.push_back(shape[d]);
+        pad[name] = std::move(dims);
+      }
+      g["pad_to"] = std::move(pad);
+    }
+    c["gears"] = std::move(g);
+  } else {
+    c["gears"] = nullptr;
+  }
+  c["history_limit"] = s.historyLimit;
+  c["iterations"] = o ? o->iterations : "all";
+  return c;
 }
 
 nlohmann::ordered_json modeledJson(const ModeledTime& m) {
@@ -131,13 +204,17 @@ double medianRunSeconds(const Session& s) {
 }
 
 nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
-                                  const std::string& trace) {
+                                  const std::string& trace, const ReportExtras& extras) {
   const SessionStats& st = s.stats();
   nlohmann::ordered_json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["tool"] = toolJson();
+  j["complete"] = true;  // the caller marks a failed run incomplete
   j["model"] = model;
   j["trace"] = trace;
   j["mode"] = modeName(st.mode);
   j["device"] = deviceKindName(s.options().device);
+  j["config"] = configJson(s.options(), extras.options);
   j["iterations"] = st.iterations;
   j["graph_compiles"] = st.graphCompiles;
   j["kernel_compiles"] = st.kernelCompiles;
@@ -161,9 +238,13 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["modeled"] = modeledJson(st.modeled);
   j["modeled_last_call_us"] = s.history().empty() ? 0.0 : s.history().back().modeledDeviceUs;
   if (s.options().modelOnly) j["model_only"] = true;
+  // Padded geared calls are counted here and not as plan-cache misses (a gear served them).
+  j["padded_calls"] = st.paddedCalls;
+  j["warnings"] = 0;
+  for (const WarningLog::Entry& w : warningLog().entries())
+    j["warnings"] = j["warnings"].get<int64_t>() + w.count;
   if (modeInfo(st.mode).needsGears) {
     j["gears"] = st.gears;
-    j["padded_calls"] = st.paddedCalls;
     // Padding waste: padded elements / real elements over the padded calls.
     j["padding_waste"] = st.realElements
                              ? static_cast<double>(st.paddedElements - st.realElements) /
@@ -174,31 +255,20 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["passes_fired"] = st.passesFired;
   // Only with --history-limit: how many early iterations the report no longer lists.
   if (s.options().historyLimit > 0) j["per_iteration_dropped"] = s.historyDropped();
+  if (extras.tracker) {
+    j["recompile_summary"] = extras.tracker->summaryJson();
+    auto& w = j["warning_messages"] = nlohmann::ordered_json::array();
+    for (const WarningLog::Entry& e : warningLog().entries())
+      w.push_back({{"message", e.message}, {"count", e.count}});
+  }
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
+  const bool geared = modeInfo(st.mode).needsGears;
   for (const CallRecord& r : s.history()) {
-    nlohmann::ordered_json it;
-    it["iteration"] = r.iteration;
-    it["shapes"] = r.signature;
-    it["graph_compiled"] = r.graphCompiled;
-    it["plan"] = r.planId;
-    it["reason"] = r.reason;
-    it["guard_failures"] = r.guardFailures;
-    it["kernels_compiled"] = r.kernelsCompiled;
-    it["fallback"] = r.fallback;
-    if (modeInfo(st.mode).needsGears) {
-      it["gear"] = r.gear;
-      it["padded"] = r.padded;
-      it["real_elements"] = r.realElements;
-      it["padded_elements"] = r.paddedElements;
-    }
-    it["launches"] = r.launches;
-    it["syncs"] = r.syncs;
-    it["allocations"] = r.allocations;
-    it["measured_compile_seconds"] = r.compileSeconds;
-    it["measured_run_seconds"] = r.runSeconds;
-    it["modeled_device_us"] = r.modeledDeviceUs;
-    if (r.modeled.paddingWasteUs > 0) it["modeled_padding_waste_us"] = r.modeled.paddingWasteUs;
-    its.push_back(std::move(it));
+    if (extras.detail == IterationDetail::kNone) break;
+    if (extras.detail == IterationDetail::kCompiles && !r.graphCompiled &&
+        r.kernelsCompiled.empty())
+      continue;
+    its.push_back(iterationJson(s.graph(), r, geared));
   }
   return j;
 }
@@ -212,8 +282,9 @@ std::string formatSeconds(double s) {
 
 void printSummary(const Session& s, std::ostream& os) {
   const SessionStats& st = s.stats();
-  os << fmt::format("mode {}, device {}, {} iterations\n", modeName(st.mode),
-                    deviceKindName(s.options().device), st.iterations);
+  os << fmt::format("mode {}, device {}, {} {}\n", modeName(st.mode),
+                    deviceKindName(s.options().device), st.iterations,
+                    st.iterations == 1 ? "iteration" : "iterations");
   os << fmt::format("  graph compiles {}, kernel compiles {} (+{} loaded from a kernel store)\n",
                     st.graphCompiles, st.kernelCompiles, st.kernelStoreHits);
   os << fmt::format("  plan cache: {} hits, {} misses, {} evictions (capacity {})\n",
@@ -246,50 +317,111 @@ void printSummary(const Session& s, std::ostream& os) {
     os << "  model only: kernels were not executed; measured times are not kernel times\n";
 }
 
-std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
-                                      const std::vector<std::string>& asserts) {
-  std::vector<std::string> failures;
-  for (const std::string& a : asserts) {
+std::vector<Assertion> parseAsserts(const std::vector<std::string>& asserts,
+                                    const std::vector<std::string>& modes) {
+  std::vector<Assertion> out;
+  for (const std::string& text : asserts) {
+    Assertion a;
+    a.text = text;
     // The operator starts at the first comparison character; "<=" and friends are two long.
-    const size_t at = a.find_first_of("<>=!");
-    std::string op;
+    const size_t at = text.find_first_of("<>=!");
     if (at != std::string::npos) {
-      op = a.substr(at, at + 1 < a.size() && a[at + 1] == '=' ? 2 : 1);
-      if (op == "=" || op == "!") op.clear();
+      a.op = text.substr(at, at + 1 < text.size() && text[at + 1] == '=' ? 2 : 1);
+      if (a.op == "=" || a.op == "!") a.op.clear();
     }
-    if (op.empty())
-      fail(ErrorKind::kConfig, "--assert '{}': expected METRIC<=N (ops <=, >=, ==, !=, <, >)", a);
+    if (a.op.empty())
+      fail(ErrorKind::kConfig, "--assert '{}': expected METRIC<=N (ops <=, >=, ==, !=, <, >)",
+           text);
     auto trim = [](std::string v) {
       v.erase(0, v.find_first_not_of(" \t"));
       v.erase(v.find_last_not_of(" \t") + 1);
       return v;
     };
-    const std::string metric = trim(a.substr(0, at));
-    const std::string rhs = trim(a.substr(at + op.size()));
-    if (!report.contains(metric) || !report[metric].is_number()) {
-      std::string names;
-      for (auto& [k, v] : report.items())
-        if (v.is_number()) names += (names.empty() ? "" : ", ") + k;
-      fail(ErrorKind::kConfig, "--assert '{}': unknown metric '{}' (one of: {})", a, metric, names);
+    std::string metric = trim(text.substr(0, at));
+    const std::string rhs = trim(text.substr(at + a.op.size()));
+    // MODE.METRIC (compare): the prefix up to the first dot, when it names a mode.
+    const size_t dot = metric.find('.');
+    if (dot != std::string::npos) {
+      a.mode = metric.substr(0, dot);
+      metric = metric.substr(dot + 1);
+      if (modes.empty())
+        fail(ErrorKind::kConfig, "--assert '{}': a MODE.METRIC bound needs gearbox compare", text);
+      if (std::find(modes.begin(), modes.end(), a.mode) == modes.end())
+        fail(ErrorKind::kConfig, "--assert '{}': mode '{}' is not compared (modes: {})", text,
+             a.mode, fmt::join(modes, ", "));
     }
-    double bound = 0;
+    if (metric.rfind("compiles_after(", 0) == 0 && metric.back() == ')') {
+      const std::string n = metric.substr(15, metric.size() - 16);
+      try {
+        size_t used = 0;
+        a.after = std::stoll(n, &used);
+        if (used != n.size() || a.after < 0) throw std::invalid_argument("bad");
+      } catch (const std::exception&) {
+        fail(ErrorKind::kConfig, "--assert '{}': compiles_after(N) needs an iteration N >= 0",
+             text);
+      }
+    } else if (metric == "compiles_after(N)" ||
+               std::find(knownMetrics().begin(), knownMetrics().end(), metric) ==
+                   knownMetrics().end()) {
+      fail(ErrorKind::kConfig, "--assert '{}': unknown metric '{}' (one of: {})", text, metric,
+           fmt::join(knownMetrics(), ", "));
+    }
+    a.metric = metric;
     try {
       size_t used = 0;
-      bound = std::stod(rhs, &used);
+      a.bound = std::stod(rhs, &used);
       if (used != rhs.size()) throw std::invalid_argument("trailing");
     } catch (const std::exception&) {
-      fail(ErrorKind::kConfig, "--assert '{}': '{}' is not a number", a, rhs);
+      fail(ErrorKind::kConfig, "--assert '{}': '{}' is not a number", text, rhs);
     }
-    const double v = report[metric].get<double>();
-    const bool ok = op == "<="   ? v <= bound
-                    : op == ">=" ? v >= bound
-                    : op == "==" ? v == bound
-                    : op == "!=" ? v != bound
-                    : op == "<"  ? v < bound
-                                 : v > bound;
-    if (!ok)
-      failures.push_back(
-          fmt::format("assertion failed: {} (actual {} = {})", a, metric, report[metric].dump()));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+AssertResult evaluateAssert(const Assertion& a, const nlohmann::ordered_json& report,
+                            const RunTracker* tracker, const std::string& modeLabel) {
+  AssertResult r;
+  r.assertion = modeLabel.empty() || !a.mode.empty() ? a.text : modeLabel + ": " + a.text;
+  double v = 0;
+  std::string shown;
+  if (a.after >= 0) {
+    if (!tracker) {
+      r.ok = false;
+      r.message = fmt::format("assertion not evaluated: {} (no per-call record)", a.text);
+      return r;
+    }
+    v = static_cast<double>(tracker->compilesAfter(a.after));
+    shown = fmt::format("{}", tracker->compilesAfter(a.after));
+  } else if (report.contains(a.metric) && report[a.metric].is_number()) {
+    v = report[a.metric].get<double>();
+    shown = report[a.metric].dump();
+  } else {
+    r.ok = false;
+    r.message = fmt::format("assertion failed: {} ({} is not in the {} report)", a.text, a.metric,
+                            report.value("mode", std::string("run")));
+    return r;
+  }
+  const double bound = a.bound;
+  r.ok = a.op == "<="   ? v <= bound
+         : a.op == ">=" ? v >= bound
+         : a.op == "==" ? v == bound
+         : a.op == "!=" ? v != bound
+         : a.op == "<"  ? v < bound
+                        : v > bound;
+  if (!r.ok)
+    r.message = fmt::format("assertion failed: {}{} (actual {} = {})",
+                            modeLabel.empty() || !a.mode.empty() ? "" : modeLabel + ": ", a.text,
+                            a.metric, shown);
+  return r;
+}
+
+std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
+                                      const std::vector<std::string>& asserts) {
+  std::vector<std::string> failures;
+  for (const Assertion& a : parseAsserts(asserts)) {
+    AssertResult r = evaluateAssert(a, report, nullptr);
+    if (!r.ok) failures.push_back(r.message);
   }
   return failures;
 }

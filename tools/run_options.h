@@ -8,6 +8,7 @@
 
 #include "executor/session.h"
 #include "tools/reference_check.h"
+#include "tools/run_report.h"
 
 namespace gearbox::cli {
 
@@ -22,7 +23,9 @@ struct RunOptions {
   bool modelOnly = false;     // --model-only: count and model, do not execute kernels
   std::vector<std::string> costOverrides, asserts;
   std::string logFile;
-  bool logStdout = false, iterMarkers = false, explain = false, quiet = false;
+  bool logStdout = false, iterMarkers = false, explain = false, quiet = false, verbose = false;
+  // Report v1 outputs (tools/run_report.h): --iterations none|compiles|all, --jsonl, --junit.
+  std::string iterations = "all", jsonl, junit;
   bool noPasses = false;  // --no-passes: run the graph as written (the unfused comparison)
   size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;  // each in [1, kMaxCacheCapacity]
   int recompileLimit = 8;
@@ -56,29 +59,64 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o);
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
 void configureLogFromOptions(const RunOptions& o);
 
-// The report of one session over a trace.
+// The version of the JSON report's layout (docs/report-schema.json).
+constexpr int kReportSchemaVersion = 1;
+
+// What a CLI report adds to a session's own figures.
+struct ReportExtras {
+  const RunOptions* options = nullptr;  // the config block's seed and gear options
+  const RunTracker* tracker = nullptr;  // the recompile summary
+  IterationDetail detail = IterationDetail::kAll;
+};
+
+// The report of one session over a trace (report v1: docs/report-schema.json). Units: every
+// measured figure is in seconds and its key starts with measured_ and ends in _seconds; every
+// MODELED figure is in microseconds, and its key starts with modeled_ (or sits in the modeled
+// block) and ends in _us.
 nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
-                                  const std::string& trace);
+                                  const std::string& trace, const ReportExtras& extras = {});
+// The config block: everything that decides the counters (mode, seed, profile, capacities,
+// recompile limit, dim marks, gears, passes).
+nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o);
+// {"name": "gearbox", "version": "..."}
+nlohmann::ordered_json toolJson();
+Verbosity verbosityOf(const RunOptions& o);  // Error(kConfig) for -q with -v
 double medianRunSeconds(const Session& s);
 // The MODELED breakdown as JSON: compile_us, launch_sync_us, compute_us, padding_waste_us,
 // padding_waste_pct (of compute), host_dynamic_us, total_us.
 nlohmann::ordered_json modeledJson(const ModeledTime& m);
 void printSummary(const Session& s, std::ostream& os);
 
-// --assert 'graph_compiles<=3': evaluates against the report's top-level numbers. Returns the
-// failure messages (empty = all hold). A malformed assertion is an Error(kConfig).
+// --assert 'graph_compiles<=3', 'compiles_after(10)==0', and in compare 'static.launches<=9'.
+struct Assertion {
+  std::string text, mode, metric, op;  // mode empty: every mode (compare) or the run's
+  int64_t after = -1;                  // compiles_after(N): N
+  double bound = 0;
+};
+// Parses and checks every assertion before anything runs: syntax, metric names (knownMetrics)
+// and, when `modes` is not empty, the mode prefix. Error(kConfig) naming the assertion.
+std::vector<Assertion> parseAsserts(const std::vector<std::string>& asserts,
+                                    const std::vector<std::string>& modes = {});
+// Evaluates one parsed assertion against one mode's report (and its tracker for
+// compiles_after).
+AssertResult evaluateAssert(const Assertion& a, const nlohmann::ordered_json& report,
+                            const RunTracker* tracker, const std::string& modeLabel = "");
+// Parses and evaluates against one report; returns the failure messages (empty = all hold).
 std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
                                       const std::vector<std::string>& asserts);
 
 // Runs every trace iteration through the session with deterministic inputs (seed + i),
-// printing one line per iteration unless quiet. Returns the outputs of every call when
+// printing what the output level asks for (through `tracker` when given; without one, one line
+// per iteration unless quiet). An Error during a call is rethrown naming the mode, the
+// iteration and, with `traceLines`, the trace file:line. Returns the outputs of every call when
 // `keepOutputs` (compare checks the modes agree). With `check`, every call's outputs are
 // compared with the reference executor's on the same inputs.
 std::vector<std::vector<Tensor>> runTrace(Session& session,
                                           const std::vector<InputSignature>& trace,
                                           const RunOptions& o, std::ostream& os,
-                                          bool keepOutputs = false,
-                                          ReferenceCheck* check = nullptr);
+                                          bool keepOutputs = false, ReferenceCheck* check = nullptr,
+                                          RunTracker* tracker = nullptr,
+                                          const std::vector<int>* traceLines = nullptr);
 
 // Writes JSON to a file atomically.
 void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j);

@@ -54,7 +54,7 @@ InputSignature signatureFromJson(const nlohmann::json& obj, const Graph& g,
 }  // namespace
 
 std::vector<InputSignature> parseTrace(const std::string& text, const std::string& file,
-                                       const Graph& g) {
+                                       const Graph& g, std::vector<int>* lines) {
   std::vector<InputSignature> out;
   size_t pos = 0;
   int line = 0;
@@ -85,14 +85,16 @@ std::vector<InputSignature> parseTrace(const std::string& text, const std::strin
       fail(ErrorKind::kShape, "{}: {}", where, e.what());
     }
     out.push_back(std::move(sig));
+    if (lines) lines->push_back(line);
     if (nl == text.size()) break;
   }
   if (out.empty()) fail(ErrorKind::kParse, "{}: the trace has no iterations", file);
   return out;
 }
 
-std::vector<InputSignature> loadTrace(const std::string& path, const Graph& g) {
-  return parseTrace(readFile(path), path, g);
+std::vector<InputSignature> loadTrace(const std::string& path, const Graph& g,
+                                      std::vector<int>* lines) {
+  return parseTrace(readFile(path), path, g, lines);
 }
 
 InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where) {

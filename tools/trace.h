@@ -11,9 +11,12 @@
 
 namespace gearbox::cli {
 
-std::vector<InputSignature> loadTrace(const std::string& path, const Graph& g);
+// With `lines`, the file line of every iteration (1-based) is appended to it, so a runtime
+// error can name trace.jsonl:LINE.
+std::vector<InputSignature> loadTrace(const std::string& path, const Graph& g,
+                                      std::vector<int>* lines = nullptr);
 std::vector<InputSignature> parseTrace(const std::string& text, const std::string& file,
-                                       const Graph& g);
+                                       const Graph& g, std::vector<int>* lines = nullptr);
 // Parses '{"x": [2, 4]}' into a signature for g; inputs not named keep their declared shape.
 InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where);
 

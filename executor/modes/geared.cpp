@@ -75,7 +75,8 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
       auto plan = compilePlan(host_.sharedGraph(), InputSignature(shapes.begin(), shapes.end()),
                               host_.kernels(),
                               PlanCompileOptions{fmt::format("gear {} compiled up front", gear),
-                                                 /*allocateArena=*/false});
+                                                 /*allocateArena=*/false,
+                                                 /*id=*/gear + 1});
       for (const PlanStep& step : plan->steps)
         if (step.compiled) modeledKernels[gear] += options.cost.kernelCompile(step.kernel->key);
       plans_[gear] = std::move(plan);
@@ -123,7 +124,8 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   stats.modeledDeviceUs += modeled;
   stats.modeledCompileUs += modeled;
   stats.modeled.compileUs += modeled;
-  log->info("Compiled {} of {} gears up front: {} kernels compiled", valid, plans_.size(), kernels);
+  log->info("Compiled {} of {} gears up front: {} {} compiled", valid, plans_.size(), kernels,
+            kernels == 1 ? "kernel" : "kernels");
 }
 
 namespace {
@@ -175,8 +177,11 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     rec.gear = static_cast<int>(*gear);
     return host_.launchStatic(*plans_[*gear], inputs, rec);
   }
-  stats.planCacheMisses++;
-  if (!padAllowed()) set_->match(sig);       // throws the explanatory message
+  // A padded call is counted in paddedCalls, not as a plan-cache miss: a gear served it.
+  if (!padAllowed()) {
+    stats.planCacheMisses++;
+    set_->match(sig);  // throws the explanatory message
+  }
   const size_t gear = set_->padTarget(sig);  // throws when no gear covers the shapes
   if (!plans_[gear])
     fail(ErrorKind::kGear, "shapes [{}] pad up to gear {}, which could not be compiled: {}",

@@ -32,7 +32,9 @@ std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
 std::shared_ptr<Plan> ModeHost::compile(const InputSignature& sig, const std::string& reason,
                                         CallRecord& rec) {
   const auto start = Clock::now();
-  auto plan = compilePlan(s_.graph_, sig, s_.kernels_, PlanCompileOptions{reason});
+  PlanCompileOptions options{reason};
+  options.id = s_.nextPlanId_++;
+  auto plan = compilePlan(s_.graph_, sig, s_.kernels_, options);
   rec.compileSeconds += secondsSince(start);
   for (const PlanStep& step : plan->steps) {
     if (!step.compiled) continue;
@@ -83,6 +85,7 @@ std::optional<MissDescription> ModeHost::onMiss(std::vector<GuardedPlan> cached,
   MissDescription miss =
       describeMiss(*s_.graph_, std::move(cached), sig, s_.stats_.graphCompiles == 0);
   rec.guardFailures = miss.guardFailures;
+  rec.guardFailureDetails = miss.failures;
   const MissDecision d = s_.recompilePolicy_.onMiss(s_.stats_.graphCompiles, miss);
   if (d.action == MissAction::kCompile) return miss;
   if (!d.warning.empty()) compileLogger()->warn("{}", d.warning);

@@ -1,0 +1,117 @@
+#pragma once
+// What `gearbox run` and `gearbox compare` print while and after they run, and the report v1
+// pieces they share (docs/report-schema.json, docs/cli-output.md):
+//   - output levels: quiet (-q, the summary only), default (compiles and recompile reasons,
+//     like TORCH_LOGS=recompiles), verbose (-v, every iteration);
+//   - warnings deduplicated: the first of each is printed, the repeats counted in the summary;
+//   - the end summary grouping recompile reasons by input and dim;
+//   - --jsonl: one record per iteration, streamed (flushed per line) as the run goes;
+//   - --junit: one JUnit testcase per --assert.
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "executor/session.h"
+
+namespace gearbox::cli {
+
+enum class Verbosity { kQuiet, kDefault, kVerbose };
+// What --iterations keeps in the JSON report's per_iteration list.
+enum class IterationDetail { kNone, kCompiles, kAll };
+IterationDetail parseIterationDetail(const std::string& s);  // Error(kConfig) when unknown
+const char* iterationDetailName(IterationDetail d);
+
+// Deduplicated warnings. The compile log's warnings go through here (installWarningSink), so a
+// warning that repeats on every call is printed once and counted.
+class WarningLog {
+ public:
+  struct Entry {
+    std::string message;
+    int64_t count = 0;
+  };
+  // Records a warning; prints it to `os` the first time unless `quietNow`.
+  void add(const std::string& message);
+  void setOutput(std::ostream* os) { os_ = os; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  void clear() { entries_.clear(); }
+
+ private:
+  std::vector<Entry> entries_;
+  std::ostream* os_ = nullptr;
+};
+// The process-wide log the CLI's compile-log sink writes to.
+WarningLog& warningLog();
+// Replaces the compile log's stderr sink by one that feeds warningLog(); warnings are printed to
+// `os` on first sight (nullptr: only counted, for -q).
+void installWarningSink(std::ostream* os);
+
+// One group of recompiles: the calls whose plan compile was caused by this input's dim.
+struct RecompileGroup {
+  std::string input;
+  int dim = -1;  // -1: rank changed
+  int64_t count = 0;
+  int lastIteration = 0;
+  std::vector<int64_t> values;  // distinct sizes seen at the compiles, in first-seen order
+};
+
+// Watches every call of one session as it is made: prints it at the chosen level, groups the
+// recompile reasons, counts fallbacks, and streams --jsonl.
+class RunTracker {
+ public:
+  // `g` (the session's graph, for input names) must outlive the tracker.
+  RunTracker(const Graph& g, bool geared, Verbosity v, bool explain);
+  // Called after each call with its record.
+  void observe(const CallRecord& r, std::ostream& os);
+  // The summary lines (recompiles by input and dim, fallbacks, repeated warnings).
+  // `withWarnings`: also the deduplicated warnings with their counts (compare prints those once).
+  void printSummary(std::ostream& os, const std::string& indent = "  ",
+                    bool withWarnings = true) const;
+  nlohmann::ordered_json summaryJson() const;
+  // Calls at iteration >= n that compiled a plan or a kernel (the compiles_after(N) metric).
+  int64_t compilesAfter(int64_t n) const;
+  // --jsonl: opened before the run (a bad path fails early), one line per call, flushed.
+  void streamTo(const std::string& path);
+  int64_t calls() const { return calls_; }
+
+ private:
+  const Graph* graph_;
+  bool geared_;
+  std::vector<std::string> inputNames_;
+  Verbosity verbosity_;
+  bool explain_;
+  int64_t calls_ = 0, compiles_ = 0, fallbacks_ = 0;
+  int firstFallback_ = -1, lastFallback_ = -1, lastCompile_ = -1;
+  std::vector<int> compileIterations_;  // one entry per call that compiled anything
+  std::vector<RecompileGroup> groups_;
+  int64_t otherRecompiles_ = 0;  // evictions and other reasons without a failed guard
+  std::unique_ptr<std::ofstream> jsonl_;
+  std::string jsonlPath_;
+};
+
+// One per-iteration record of the JSON report (and of --jsonl).
+nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r, bool geared);
+// Structured shapes: {"x1": [2, 2]}.
+nlohmann::ordered_json shapesJson(const Graph& g, const InputSignature& sig);
+
+// The known --assert metric names of a run report (compiles_after(N) is one too).
+const std::vector<std::string>& knownMetrics();
+
+// Writes JUnit XML atomically: one testsuite `suite`, one testcase per assertion.
+struct AssertResult {
+  std::string assertion;
+  bool ok = true;
+  std::string message;  // why it failed
+};
+void writeJunit(const std::string& path, const std::string& suite,
+                const std::vector<AssertResult>& results);
+
+// Checks before a run that `path` can be written: its directory exists and is writable, and the
+// path is not a directory. Error(kIo) naming the option otherwise.
+void checkOutputPath(const std::string& option, const std::string& path);
+
+}  // namespace gearbox::cli
