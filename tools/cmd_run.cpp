@@ -10,6 +10,7 @@
 #include "tools/commands.h"
 #include "tools/run_options.h"
 #include "tools/trace.h"
+#include "tools/visual_options.h"
 
 namespace gearbox::cli {
 
@@ -71,6 +72,7 @@ std::vector<std::vector<Tensor>> runTrace(Session& session,
 
 void registerRun(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
+  auto visual = std::make_shared<VisualOptions>();
   CLI::App* cmd = app.add_subcommand("run",
                                      "Run a model over a trace in one mode and report "
                                      "compiles, cache hits, launches and times");
@@ -81,13 +83,17 @@ void registerRun(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the report as JSON (atomically)");
   cmd->add_option("--assert", o->asserts,
                   "Bound on a report metric, e.g. 'graph_compiles<=3' (exit 1 when broken)");
-  cmd->callback([o] {
+  addTimelineOptions(cmd, *visual);
+  cmd->callback([o, visual] {
+    visual->prepare();
     configureLogFromOptions(*o);
     Graph g = loadGraph(o->model);
     const auto trace = loadTrace(o->trace, g);
     std::optional<ReferenceCheck> check;
     if (o->checkReference) check.emplace(g, o->tolerance);
-    Session session(std::move(g), toSessionOptions(*o, *parseMode(o->mode)));
+    SessionOptions sessionOptions = toSessionOptions(*o, *parseMode(o->mode));
+    visual->attach(sessionOptions, o->mode);
+    Session session(std::move(g), std::move(sessionOptions));
     runTrace(session, trace, *o, std::cout, false, check ? &*check : nullptr);
     printSummary(session, std::cout);
     auto report = reportJson(session, o->model, o->trace);
@@ -101,6 +107,7 @@ void registerRun(CLI::App& app) {
       for (const std::string& f : check->failures()) failures.push_back(f);
     }
     if (!o->json.empty()) writeJsonFile(o->json, report);
+    visual->writeTimeline(std::cout);
     for (const std::string& f : failures) std::cerr << "gearbox: " << f << "\n";
     if (!failures.empty()) gExitCode = 1;
   });

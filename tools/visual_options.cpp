@@ -1,0 +1,62 @@
+#include "tools/visual_options.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <ostream>
+
+#include "graph/error.h"
+#include "graph/npy.h"
+
+namespace gearbox::cli {
+
+void addTimelineOptions(CLI::App* cmd, VisualOptions& v) {
+  cmd->add_option("--timeline", v.timeline,
+                  "Write a timeline of the run as Chrome trace event JSON (open it in "
+                  "https://ui.perfetto.dev or chrome://tracing; docs/timeline.md)");
+  cmd->add_option("--timeline-max-events", v.timelineMaxEvents,
+                  "Events the timeline keeps at most; later ones are counted as dropped")
+      ->check(CLI::Range(1.0, 1e8));
+}
+
+void addHtmlOption(CLI::App* cmd, VisualOptions& v) {
+  cmd->add_option("--html", v.html,
+                  "Write a self-contained HTML report with SVG plots (no network needed)");
+}
+
+void checkOutputPath(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) fail(ErrorKind::kConfig, "{}: empty path", option);
+  if (fs::is_directory(path, ec))
+    fail(ErrorKind::kConfig, "{} {}: is a directory, expected a file name", option, path);
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    fail(ErrorKind::kConfig, "{} {}: directory {} does not exist", option, path, dir.string());
+}
+
+void VisualOptions::prepare() {
+  if (!timeline.empty()) {
+    checkOutputPath("--timeline", timeline);
+    sink = std::make_unique<Timeline>(timelineMaxEvents);
+  }
+  if (!html.empty()) checkOutputPath("--html", html);
+}
+
+void VisualOptions::attach(SessionOptions& s, const std::string& label) const {
+  if (!sink) return;
+  s.timeline = sink.get();
+  s.timelineLabel = label;
+}
+
+void VisualOptions::writeTimeline(std::ostream& os) const {
+  if (!sink) return;
+  writeFileAtomic(timeline, sink->json());
+  os << fmt::format(
+      "timeline: {} ({} events{}; open in https://ui.perfetto.dev)\n", timeline, sink->size(),
+      sink->dropped() ? fmt::format(", {} dropped past --timeline-max-events", sink->dropped())
+                      : "");
+}
+
+}  // namespace gearbox::cli
