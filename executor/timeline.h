@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -102,10 +103,11 @@ class Timeline {
 // when `tl` is null, so an untraced session pays one pointer check.
 class TimelineSpan {
  public:
-  TimelineSpan(Timeline* tl, int pid, std::string name, const char* cat)
+  // `name` is copied only when recording, so an untraced span never allocates.
+  TimelineSpan(Timeline* tl, int pid, const char* name, const char* cat)
       : tl_(tl), pid_(pid), cat_(cat) {
     if (tl_) {
-      name_ = std::move(name);
+      name_ = name;
       start_ = Timeline::Clock::now();
     }
   }
@@ -117,8 +119,8 @@ class TimelineSpan {
   void setName(std::string name) {
     if (tl_) name_ = std::move(name);
   }
-  void arg(std::string key, std::string value) {
-    if (tl_) args_.emplace_back(std::move(key), std::move(value));
+  void arg(std::string_view key, std::string_view value) {
+    if (tl_) args_.emplace_back(std::string(key), std::string(value));
   }
   // Records the span now (once); later calls and the destructor do nothing.
   void end();

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "cli_util.h"
+#include "executor/modes/mode_table.h"
 #include "temp_dir.h"
 
 namespace gearbox::cli {
@@ -70,17 +71,21 @@ TEST(HtmlReport, CompareWritesOneSelfContainedPageWithOneSeriesPerMode) {
   const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(html.empty());
   expectSeriesAsDeclared(html);
-  // Five modes: every per-mode plot has five series; padding waste is geared's alone.
+  // Every mode runs (gears are given): every per-mode plot has one series per mode; padding
+  // waste is the geared mode's alone.
+  const std::string modes = std::to_string(modeTable().size());
   for (const char* plot : {"graph-compiles", "kernel-compiles", "measured-per-call",
                            "modeled-per-call", "modeled-breakdown"})
-    EXPECT_NE(html.find(std::string("data-plot=\"") + plot + "\" data-expected-series=\"5\""),
-              std::string::npos)
+    EXPECT_NE(
+        html.find(std::string("data-plot=\"") + plot + "\" data-expected-series=\"" + modes + "\""),
+        std::string::npos)
         << plot;
   EXPECT_NE(html.find("data-plot=\"padding-waste\" data-expected-series=\"1\""), std::string::npos);
-  for (const char* mode : {"static", "eager", "dynamic", "auto", "geared"})
-    EXPECT_EQ(occurrences(html, std::string("<g class=\"series\" data-mode=\"") + mode + "\""),
-              std::string(mode) == "geared" ? 6 : 5)
-        << mode;
+  for (const ModeInfo& m : modeTable())
+    EXPECT_EQ(occurrences(html, std::string("<g class=\"series\" data-mode=\"") +
+                                    std::string(m.name) + "\""),
+              m.needsGears ? 6 : 5)
+        << m.name;
   // Self-contained: nothing is fetched (no src or href attribute, no remote url).
   EXPECT_EQ(html.find(" src="), std::string::npos);
   EXPECT_EQ(html.find(" href="), std::string::npos);

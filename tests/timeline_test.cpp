@@ -77,7 +77,7 @@ TEST_P(TimelineModes, OneEventPerCountedCompileAndCall) {
   SessionOptions o;
   o.mode = GetParam();
   o.timeline = &tl;
-  if (o.mode == Mode::kGeared) {
+  if (modeInfo(o.mode).needsGears) {
     o.gears.json = R"({"x": {"0": [1, 2, 4, 8]}})";
     o.gears.padFallback = true;
   }
@@ -91,7 +91,7 @@ TEST_P(TimelineModes, OneEventPerCountedCompileAndCall) {
   EXPECT_EQ(countCat(events, "kernel_compile"), st.kernelCompiles);
   EXPECT_EQ(countCat(events, "call"), st.iterations);
   // One MODELED event per call, plus geared mode's up-front compiles.
-  EXPECT_EQ(countCat(events, "modeled"), st.iterations + (o.mode == Mode::kGeared ? 1 : 0));
+  EXPECT_EQ(countCat(events, "modeled"), st.iterations + (modeInfo(o.mode).needsGears ? 1 : 0));
   // The modeled track lies end to end and sums to the session's modeled total.
   double modeledEnd = 0;
   for (const json& e : events)
@@ -118,9 +118,13 @@ TEST_P(TimelineModes, OneEventPerCountedCompileAndCall) {
   EXPECT_EQ(tl.dropped(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, TimelineModes,
-                         ::testing::Values(Mode::kStatic, Mode::kEager, Mode::kDynamic, Mode::kAuto,
-                                           Mode::kGeared),
+std::vector<Mode> everyMode() {
+  std::vector<Mode> modes;
+  for (const ModeInfo& m : modeTable()) modes.push_back(m.mode);
+  return modes;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TimelineModes, ::testing::ValuesIn(everyMode()),
                          [](const auto& info) { return std::string(modeName(info.param)); });
 
 TEST(Timeline, KernelCompilesNestInsideTheirGraphCompile) {

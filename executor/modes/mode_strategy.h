@@ -28,8 +28,8 @@ class ModeHost {
   PlanCache& plans() { return s_.plans_; }
   Device& device() { return *s_.device_; }
   // A measured span on the session's host track of the timeline; inert without one.
-  TimelineSpan span(std::string name, const char* cat) const {
-    return TimelineSpan(s_.options_.timeline, s_.timelinePid_, std::move(name), cat);
+  TimelineSpan span(const char* name, const char* cat) const {
+    return TimelineSpan(s_.options_.timeline, s_.timelinePid_, name, cat);
   }
   Timeline* timeline() const { return s_.options_.timeline; }
   int timelinePid() const { return s_.timelinePid_; }

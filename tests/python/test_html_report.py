@@ -5,6 +5,7 @@ screenshot must not be blank.
 
 Skips, saying so, when chromium is absent -- unless CI=true, where a missing browser fails.
 """
+import json
 import os
 import pathlib
 import re
@@ -15,7 +16,6 @@ import zlib
 
 import pytest
 
-MODES = ["eager", "static", "dynamic", "auto", "geared"]
 GEARS = '{"x": {"0": [1, 2, 4, 8]}, "y": {"0": [1, 2, 4, 8]}}'
 
 
@@ -41,13 +41,15 @@ def report(tmp_path_factory):
     repo = pathlib.Path(__file__).resolve().parents[2]
     build = pathlib.Path(os.environ.get("GEARBOX_BUILD_DIR", repo / "build"))
     out = tmp_path_factory.mktemp("html") / "report.html"
+    report_json = out.with_suffix(".json")
     r = subprocess.run(
         [str(build / "bin" / "gearbox"), "compare", "examples/four_ops.gbx",
          "--trace", "examples/four_ops.trace.jsonl", "--gears", GEARS,
-         "--gear-fallback", "pad", "--repeat", "3", "--html", str(out)],
+         "--gear-fallback", "pad", "--repeat", "3", "--html", str(out), "--json", str(report_json)],
         capture_output=True, text=True, timeout=120, cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
-    return out
+    # The modes compare ran (every mode, since gears are given), from its own JSON report.
+    return out, sorted(json.loads(report_json.read_text())["modes"])
 
 
 def png_pixels(data):
@@ -92,6 +94,7 @@ def png_pixels(data):
 
 def test_report_dom_in_headless_chromium(report, tmp_path):
     browser = find_chromium()
+    report, modes_run = report
     r = subprocess.run(
         chromium_args(browser, tmp_path / "profile") +
         ["--enable-logging=stderr", "--v=0", "--dump-dom", report.as_uri()],
@@ -113,7 +116,7 @@ def test_report_dom_in_headless_chromium(report, tmp_path):
         want = int(re.search(r'data-expected-series="(\d+)"', svg).group(1))
         assert len(modes) == want
         if want > 1:
-            assert sorted(modes) == sorted(MODES), modes
+            assert sorted(modes) == modes_run, modes
     # No console error or uncaught exception from the page (Chromium logs them as CONSOLE).
     console = [l for l in r.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
     assert not console, console
@@ -121,6 +124,7 @@ def test_report_dom_in_headless_chromium(report, tmp_path):
 
 def test_report_screenshot_is_not_blank(report, tmp_path):
     browser = find_chromium()
+    report = report[0]
     shot = tmp_path / "report.png"
     r = subprocess.run(
         chromium_args(browser, tmp_path / "profile") +
