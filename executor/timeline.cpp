@@ -47,20 +47,64 @@ void Timeline::nameThread(int pid, int tid, const std::string& name) {
   meta_.push_back({'M', pid, tid, "thread_name", "", 0, 0, {{"name", name}}});
 }
 
+namespace {
+
+nlohmann::ordered_json eventJson(char ph, int pid, int tid, const std::string& name,
+                                 const char* cat, double ts, double dur,
+                                 const Timeline::Args& args) {
+  nlohmann::ordered_json j;
+  j["name"] = name;
+  j["ph"] = std::string(1, ph);
+  j["pid"] = pid;
+  j["tid"] = tid;
+  if (ph == 'X') {
+    j["cat"] = cat;
+    j["ts"] = ts;
+    j["dur"] = dur;
+  }
+  nlohmann::ordered_json a = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : args) {
+    // sort_index must be a number for the viewers to use it.
+    if (k == "sort_index")
+      a[k] = std::stoi(v);
+    else
+      a[k] = v;
+  }
+  if (!a.empty() || ph == 'M') j["args"] = std::move(a);
+  return j;
+}
+
+// Replaces invalid UTF-8 from outside (model names) instead of throwing.
+std::string dumpJson(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace
+
 void Timeline::complete(int pid, int tid, std::string name, const char* cat, double tsUs,
                         double durUs, Args args) {
+  // Serialised outside the lock; only the append is inside.
+  const std::string text = dumpJson(
+      eventJson('X', pid, tid, name, cat, std::max(0.0, tsUs), std::max(0.0, durUs), args));
   std::lock_guard lock(mu_);
-  if (events_.size() >= maxEvents_) {
+  if (eventCount_ >= maxEvents_) {
     ++dropped_;
     return;
   }
-  events_.push_back({'X', pid, tid, std::move(name), cat, std::max(0.0, tsUs), std::max(0.0, durUs),
-                     std::move(args)});
+  if (!events_.empty()) events_ += ",\n";
+  events_ += text;
+  ++eventCount_;
+  auto it =
+      std::find_if(perCat_.begin(), perCat_.end(), [&](const auto& c) { return c.first == cat; });
+  if (it == perCat_.end())
+    perCat_.emplace_back(cat, 1);
+  else
+    ++it->second;
 }
 
 size_t Timeline::size() const {
   std::lock_guard lock(mu_);
-  return events_.size();
+  return eventCount_;
 }
 
 int64_t Timeline::dropped() const {
@@ -70,41 +114,14 @@ int64_t Timeline::dropped() const {
 
 int64_t Timeline::count(const std::string& cat) const {
   std::lock_guard lock(mu_);
-  return std::count_if(events_.begin(), events_.end(),
-                       [&](const Event& e) { return cat == e.cat; });
+  for (const auto& [name, n] : perCat_)
+    if (name == cat) return n;
+  return 0;
 }
 
 std::string Timeline::json() const {
   std::lock_guard lock(mu_);
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  auto add = [&](const Event& e) {
-    nlohmann::ordered_json j;
-    j["name"] = e.name;
-    j["ph"] = std::string(1, e.ph);
-    j["pid"] = e.pid;
-    j["tid"] = e.tid;
-    if (e.ph == 'X') {
-      j["cat"] = e.cat;
-      j["ts"] = e.ts;
-      j["dur"] = e.dur;
-    }
-    nlohmann::ordered_json args = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : e.args) {
-      // sort_index must be a number for the viewers to use it.
-      if (k == "sort_index")
-        args[k] = std::stoi(v);
-      else
-        args[k] = v;
-    }
-    if (!args.empty() || e.ph == 'M') j["args"] = std::move(args);
-    events.push_back(std::move(j));
-  };
-  for (const Event& e : meta_) add(e);
-  for (const Event& e : events_) add(e);
-  nlohmann::ordered_json doc;
-  doc["traceEvents"] = std::move(events);
-  doc["displayTimeUnit"] = "ns";
-  doc["otherData"] = {
+  nlohmann::ordered_json other = {
       {"tool", "gearbox"},
       {"host_tracks", "measured: steady_clock microseconds since the command started"},
       {"device_tracks",
@@ -112,8 +129,19 @@ std::string Timeline::json() const {
        "per session (docs/cost-model.md)"},
       {"dropped_events", dropped_},
       {"max_events", maxEvents_}};
-  // Replace invalid UTF-8 from outside (model names) instead of throwing.
-  return doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  std::string out = "{\"traceEvents\": [\n";
+  bool first = true;
+  for (const Event& e : meta_) {
+    out += first ? "" : ",\n";
+    out += dumpJson(eventJson(e.ph, e.pid, e.tid, e.name, e.cat, e.ts, e.dur, e.args));
+    first = false;
+  }
+  if (!events_.empty()) {
+    out += first ? "" : ",\n";
+    out += events_;
+  }
+  out += "\n], \"displayTimeUnit\": \"ns\", \"otherData\": " + dumpJson(other) + "}\n";
+  return out;
 }
 
 void TimelineSpan::end() {
