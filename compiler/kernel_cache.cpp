@@ -108,7 +108,9 @@ KernelCache::SpecPtr KernelCache::loadOrCompile(const KernelKey& key, int* compi
   }
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const KernelSpec> spec = compileKernelSpec(key);
-  *secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto end = std::chrono::steady_clock::now();
+  *secs = std::chrono::duration<double>(end - start).count();
+  for (auto& observe : observers_) observe(*spec, start, end);
   // The exact line seed 000's workflow greps for; one per kernel compile.
   compileLogger()->info("To compile op: {}", spec->name);
   if (!hooks_.empty()) {

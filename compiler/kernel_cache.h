@@ -3,6 +3,7 @@
 // locks (oneTBB spin mutexes) live in kernel_cache.cpp, so including this header pulls in no
 // oneTBB header.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,6 +26,11 @@ class KernelStore {
 
 // Observes every kernel actually compiled (for --record-op-info and reports).
 using KernelCompileHook = std::function<void(const KernelSpec&)>;
+// Observes every kernel compile with its measured start and end (executor/timeline.h). Called
+// on the compiling thread with no lock held, so it must be thread-safe itself.
+using KernelCompileObserver =
+    std::function<void(const KernelSpec&, std::chrono::steady_clock::time_point start,
+                       std::chrono::steady_clock::time_point end)>;
 
 struct KernelCacheStats {
   CacheStats cache;
@@ -64,6 +70,8 @@ class KernelCache {
   void countMemoHits(int64_t n);
   void addStore(std::shared_ptr<KernelStore> store) { stores_.push_back(std::move(store)); }
   void addCompileHook(KernelCompileHook hook) { hooks_.push_back(std::move(hook)); }
+  // Add observers before the first get(): the list is read without a lock.
+  void addCompileObserver(KernelCompileObserver o) { observers_.push_back(std::move(o)); }
   KernelCacheStats stats() const;
   size_t capacity() const { return capacity_; }
 
@@ -76,6 +84,7 @@ class KernelCache {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::shared_ptr<KernelStore>> stores_;
   std::vector<KernelCompileHook> hooks_;
+  std::vector<KernelCompileObserver> observers_;
   std::mutex hookMu_;
 };
 

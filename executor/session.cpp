@@ -44,6 +44,20 @@ Session::Session(Graph graph, SessionOptions options)
         fail(ErrorKind::kConfig, "dim mark {}:{}: dim out of range [0, {}]", name, dim, rank - 1);
     }
   }
+  if (Timeline* tl = options_.timeline) {
+    timelinePid_ = tl->addSession(options_.timelineLabel.empty() ? modeName(options_.mode)
+                                                                 : options_.timelineLabel);
+    const int pid = timelinePid_;
+    // Kernel compiles nest inside the graph compile (or gear compile, or eager op) that asked
+    // for them: the same thread and track, a time range inside theirs.
+    kernels_.addCompileObserver([tl, pid](const KernelSpec& spec, Timeline::Clock::time_point start,
+                                          Timeline::Clock::time_point end) {
+      tl->complete(pid, Timeline::currentTid(), "kernel compile " + spec.name, "kernel_compile",
+                   tl->sinceUs(start),
+                   std::chrono::duration<double, std::micro>(end - start).count(),
+                   {{"kernel", spec.name}});
+    });
+  }
   host_ = std::make_unique<ModeHost>(*this);
   mode_ = makeModeStrategy(options_.mode, *host_);
 }
@@ -86,10 +100,19 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   staticPlanRun_ = nullptr;
   paddedFrom_.reset();
   const DeviceCounters before = device_->counters();
+  TimelineSpan span(options_.timeline, timelinePid_, "call (failed)", "call");
   const auto start = Clock::now();
   if (!prepared_) prepare(sig);
   std::vector<Tensor> out = mode_->run(inputs, sig, rec);
   const double total = secondsSince(start);
+  if (options_.timeline) {
+    span.setName(fmt::format("iter {}", rec.iteration));
+    span.arg("shapes", rec.signature);
+    if (rec.planId) span.arg("plan", std::to_string(rec.planId));
+    if (rec.gear >= 0) span.arg("gear", std::to_string(rec.gear) + (rec.padded ? " (padded)" : ""));
+    if (rec.fallback) span.arg("fallback", rec.reason);
+    span.end();
+  }
   const DeviceCounters& after = device_->counters();
   rec.launches += after.launches - before.launches;
   rec.syncs += after.syncs - before.syncs;
@@ -98,6 +121,8 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   rec.runSeconds = std::max(0.0, total - rec.compileSeconds);
 
   modelCall(rec, before, after);
+  if (options_.timeline)
+    traceModeled(fmt::format("iter {}", rec.iteration), rec.signature, rec.modeled);
 
   stats_.iterations++;
   // The caching allocator never returns memory, so what it allocated is what it holds.
@@ -156,10 +181,47 @@ void Session::modelCall(CallRecord& rec, const DeviceCounters& before,
   rec.modeledDeviceUs = m.total();
 }
 
+// The MODELED device track: one event per call, its parts laid out inside it in order, on a
+// clock of its own (modeled microseconds from 0), so it is never read as measured time.
+void Session::traceModeled(const std::string& name, const std::string& detail,
+                           const ModeledTime& m) {
+  Timeline& tl = *options_.timeline;
+  const int pid = timelinePid_ + 1;
+  const std::string source = "MODELED by device profile " + options_.cost.name;
+  tl.complete(
+      pid, Timeline::kDeviceTid, name, "modeled", modeledClockUs_, m.total(),
+      {{"shapes", detail}, {"modeled_us", fmt::format("{:.3f}", m.total())}, {"source", source}});
+  double at = modeledClockUs_;
+  auto part = [&](const char* label, double us) {
+    if (us <= 0) return;
+    tl.complete(pid, Timeline::kDeviceTid, label, "modeled_part", at, us,
+                {{"modeled_us", fmt::format("{:.3f}", us)}});
+    at += us;
+  };
+  part("compile", m.compileUs);
+  part("host dynamic-shape work", m.hostDynamicUs);
+  part("launch+sync+alloc", m.launchSyncUs);
+  const double computeStart = at;
+  part("compute", m.computeUs);
+  // Padding waste is the tail of the compute time spent on padded elements.
+  if (m.paddingWasteUs > 0)
+    tl.complete(pid, Timeline::kDeviceTid, "padding waste", "modeled_part",
+                computeStart + m.computeUs - m.paddingWasteUs, m.paddingWasteUs,
+                {{"modeled_us", fmt::format("{:.3f}", m.paddingWasteUs)}});
+  modeledClockUs_ += m.total();
+}
+
 void Session::prepare(const InputSignature& firstSeen) {
   if (prepared_) return;
+  const double compileBefore = stats_.modeled.compileUs;
   mode_->prepare(firstSeen);
   prepared_ = true;
+  // Geared mode's up-front gear compiles belong to no call: their own event on the track.
+  if (options_.timeline && stats_.modeled.compileUs > compileBefore) {
+    ModeledTime upFront;
+    upFront.compileUs = stats_.modeled.compileUs - compileBefore;
+    traceModeled("up-front compiles", fmt::format("{} gears", stats_.gears), upFront);
+  }
 }
 
 GearedMode& Session::gearedMode() {

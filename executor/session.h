@@ -33,6 +33,7 @@
 #include "executor/cost_model.h"
 #include "executor/device.h"
 #include "executor/modes/mode_table.h"
+#include "executor/timeline.h"
 #include "gears/gear_set.h"
 #include "gears/padding.h"
 
@@ -90,6 +91,12 @@ struct SessionOptions {
   // amortised. `onCall`, when set, sees every record as it is made (streaming reports).
   size_t historyLimit = 0;
   std::function<void(const CallRecord&)> onCall;
+  // Records measured host events and the MODELED device track of every call into this
+  // timeline (executor/timeline.h), under processes named after `timelineLabel` (default: the
+  // mode's name). Owned by the caller; must outlive the session. Null: nothing is recorded
+  // and each traced point costs one pointer check.
+  Timeline* timeline = nullptr;
+  std::string timelineLabel;
 };
 
 // What one call did.
@@ -203,6 +210,11 @@ class Session {
   const Plan* staticPlanRun_ = nullptr;
   std::optional<InputSignature> paddedFrom_;
   void modelCall(CallRecord& rec, const DeviceCounters& before, const DeviceCounters& after);
+  // The timeline's host pid for this session (0 without a timeline; the device pid is +1) and
+  // the MODELED device clock the calls are laid end to end on.
+  int timelinePid_ = 0;
+  double modeledClockUs_ = 0;
+  void traceModeled(const std::string& name, const std::string& detail, const ModeledTime& m);
   std::vector<CallRecord> history_;
   int64_t historyDropped_ = 0;
   uint64_t nextPlanId_ = 1;  // plans are numbered per session (PlanCompileOptions::id)

@@ -12,6 +12,9 @@ pkgs+=(clang libfuzzer-14-dev libclang-rt-14-dev)
 # the test that exports a model with it runs only where it is installed.
 pkgs+=(python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
        pkg-config)
+# The HTML report's browser test (tests/python/test_html_report.py): headless Chromium loads the
+# page, checks its DOM and takes a screenshot.
+pkgs+=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,9 +21,11 @@
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/gear_suggest.h"
+#include "tools/html_report.h"
 #include "tools/run_options.h"
 #include "tools/run_report.h"
 #include "tools/trace.h"
+#include "tools/visual_options.h"
 
 namespace gearbox::cli {
 
@@ -56,6 +58,9 @@ struct ModeResult {
   std::optional<ReferenceCheck> check;  // --check-reference, on the first repeat
   std::unique_ptr<RunTracker> tracker;  // the first repeat's calls (summary, compiles_after)
   std::optional<Error> error;           // why it failed (kept for the exit code)
+  // --html: the first repeat's counters and calls, and every repeat's measured per-call
+  // seconds (compile + run), for the plots.
+  HtmlModeData html;
   bool ok() const { return failure.empty(); }
 };
 
@@ -229,6 +234,7 @@ void registerCompare(CLI::App& app) {
   // The default set: every mode that runs without gear specs, in table order.
   auto modes = std::make_shared<std::string>(joinModeNames(ModeSet::kWithoutGears, ",", ","));
   auto repeat = std::make_shared<int>(5);
+  auto visual = std::make_shared<VisualOptions>();
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run every mode over the same trace and data and compare them side by side");
   addCommonOptions(cmd, *o);
@@ -243,7 +249,10 @@ void registerCompare(CLI::App& app) {
   cmd->add_option("--assert", o->asserts,
                   "Bound on a metric of every mode ('graph_compiles<=5') or of one mode "
                   "('static.graph_compiles<=5'); exit 1 when broken");
-  cmd->callback([o, modes, repeat] {
+  addTimelineOptions(cmd, *visual);
+  addHtmlOption(cmd, *visual);
+  cmd->callback([o, modes, repeat, visual] {
+    visual->prepare();
     // Options, bounds and output paths are checked before anything runs.
     const Verbosity verbosity = verbosityOf(*o);
     const IterationDetail detail = parseIterationDetail(o->iterations);
@@ -295,7 +304,10 @@ void registerCompare(CLI::App& app) {
       // The warning log is the process's; this mode's count is what its first run added.
       int64_t warningsBefore = 0;
       for (int rep = 0; rep < *repeat && r.ok(); ++rep) {
-        Session session(g, toSessionOptions(*o, m));
+        SessionOptions sessionOptions = toSessionOptions(*o, m);
+        // The timeline shows the first repeat of every mode (the others only add samples).
+        if (rep == 0) visual->attach(sessionOptions, modeName(m));
+        Session session(g, std::move(sessionOptions));
         if (rep == 0 && o->checkReference) r.check.emplace(g, o->tolerance);
         RunTracker scratch(session.graph(), modeInfo(m).needsGears, Verbosity::kQuiet, false);
         if (rep == 0) {
@@ -332,6 +344,17 @@ void registerCompare(CLI::App& app) {
         r.compile.push_back(session.stats().compileSeconds);
         r.run.push_back(run);
         r.total.push_back(run + session.stats().compileSeconds);
+        if (!visual->html.empty()) {
+          std::vector<double> perCall;
+          for (const CallRecord& c : session.history())
+            perCall.push_back(c.compileSeconds + c.runSeconds);
+          r.html.callSeconds.push_back(std::move(perCall));
+          if (rep == 0) {
+            r.html.stats = session.stats();
+            r.html.history = session.history();
+            r.html.historyDropped = session.historyDropped();
+          }
+        }
         if (rep == 0) {
           r.report = reportJson(session, o->model, o->trace, {o.get(), r.tracker.get(), detail});
           r.report["warnings"] = totalWarnings() - warningsBefore;
@@ -450,6 +473,29 @@ void registerCompare(CLI::App& app) {
       if (!c.ok) failures.push_back(c.message);
     if (!o->json.empty()) writeJsonFile(o->json, j);
     if (!o->junit.empty()) writeJunit(o->junit, "gearbox compare", checks);
+    visual->writeTimeline(std::cout);
+    if (!visual->html.empty()) {
+      HtmlReport page;
+      page.model = o->model;
+      page.trace = o->trace;
+      page.device = o->device;
+      page.profile = profile.name;
+      page.repeat = *repeat;
+      page.iterations = static_cast<int64_t>(trace.size());
+      page.modelOnly = o->modelOnly;
+      for (ModeResult& r : results) {
+        HtmlModeData& d = r.html;
+        d.mode = modeName(r.mode);
+        d.failure = r.failure;
+        d.compile = {r.compileS.median, r.compileS.min, r.compileS.max};
+        d.run = {r.runS.median, r.runS.min, r.runS.max};
+        d.total = {r.totalS.median, r.totalS.min, r.totalS.max};
+        page.modes.push_back(std::move(d));
+      }
+      page.verdicts = {measuredVerdict(results, *repeat), modeledVerdict(results)};
+      writeHtmlReport(visual->html, page);
+      std::cout << fmt::format("html report: {}\n", visual->html);
+    }
     if (!o->modelOnly && diff > 1e-4)
       fail(ErrorKind::kShape, "modes disagree: max abs difference {}", diff);
     for (const ModeResult& r : results)

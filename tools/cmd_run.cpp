@@ -14,6 +14,7 @@
 #include "tools/run_options.h"
 #include "tools/run_report.h"
 #include "tools/trace.h"
+#include "tools/visual_options.h"
 
 namespace gearbox::cli {
 
@@ -64,6 +65,7 @@ std::vector<std::vector<Tensor>> runTrace(Session& session,
 
 void registerRun(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
+  auto visual = std::make_shared<VisualOptions>();
   CLI::App* cmd = app.add_subcommand("run",
                                      "Run a model over a trace in one mode and report "
                                      "compiles, cache hits, launches and times");
@@ -74,9 +76,11 @@ void registerRun(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the report as JSON (atomically)");
   cmd->add_option("--assert", o->asserts,
                   "Bound on a report metric, e.g. 'graph_compiles<=3' (exit 1 when broken)");
-  cmd->callback([o] {
+  addTimelineOptions(cmd, *visual);
+  cmd->callback([o, visual] {
     // Everything that can be checked before the run is checked first, so a typo fails at once
     // (exit 2) and nothing is written.
+    visual->prepare();
     const Verbosity verbosity = verbosityOf(*o);
     const IterationDetail detail = parseIterationDetail(o->iterations);
     const std::vector<Assertion> asserts = parseAsserts(o->asserts);
@@ -91,7 +95,9 @@ void registerRun(CLI::App& app) {
     const auto trace = loadTrace(o->trace, g, &lines);
     std::optional<ReferenceCheck> check;
     if (o->checkReference) check.emplace(g, o->tolerance);
-    Session session(std::move(g), toSessionOptions(*o, mode));
+    SessionOptions sessionOptions = toSessionOptions(*o, mode);
+    visual->attach(sessionOptions, o->mode);
+    Session session(std::move(g), std::move(sessionOptions));
     RunTracker tracker(session.graph(), modeInfo(mode).needsGears, verbosity, o->explain);
     if (!o->jsonl.empty()) tracker.streamTo(o->jsonl);
     std::optional<Error> error;
@@ -128,6 +134,8 @@ void registerRun(CLI::App& app) {
     }
     if (!o->json.empty()) writeJsonFile(o->json, report);
     if (!o->junit.empty()) writeJunit(o->junit, fmt::format("gearbox run {}", o->mode), results);
+    // The timeline is written on error too: it shows what ran up to the failure.
+    visual->writeTimeline(std::cout);
     if (error) {
       // Hitting the recompile limit under `error` is a policy failing (exit 1), not bad input.
       if (error->kind() != ErrorKind::kLimit) throw *error;

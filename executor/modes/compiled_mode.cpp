@@ -8,18 +8,26 @@ CompiledMode::CompiledMode(ModeHost& host, DynamicDimPolicy::Start start)
 std::vector<Tensor> CompiledMode::run(std::span<const Tensor> inputs, const InputSignature& sig,
                                       CallRecord& rec) {
   SessionStats& stats = host_.stats();
-  if (auto hit = host_.plans().get(sig)) {
+  TimelineSpan lookup = host_.span("plan lookup", "lookup");
+  auto hit = host_.plans().get(sig);
+  if (hit) {
+    lookup.arg("result", "hit (static plan)");
+    lookup.end();
     stats.planCacheHits++;
     return host_.launchStatic(**hit, inputs, rec);
   }
   for (const auto& p : dynamicPlans_) {
     if (signatureAccepts(p->signature, sig)) {
+      lookup.arg("result", "hit (dynamic plan)");
+      lookup.end();
       stats.planCacheHits++;
       rec.planId = p->id;
       return host_.runOpByOp(*p->graph, p.get(), inputs, host_.syncPerOp(),
                              ModeHost::OpKernels::kPlan, rec);
     }
   }
+  lookup.arg("result", "miss");
+  lookup.end();
   stats.planCacheMisses++;
   const bool first = stats.graphCompiles == 0;
   std::vector<GuardedPlan> cached;

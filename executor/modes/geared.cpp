@@ -63,6 +63,14 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   log->info("  ge.dynamicNodeType = {}", set.dynamicNodeTypeOption());
   log->info("  ge.inputShape = {}", set.inputShapeOption());
 
+  // Timeline: the whole up-front compile on the host track, each gear on a track of its own.
+  Timeline* tl = host_.timeline();
+  const int pid = host_.timelinePid();
+  if (tl)
+    for (size_t gear = 0; gear < set.size(); ++gear)
+      tl->nameThread(pid, Timeline::kGearTidBase + static_cast<int>(gear),
+                     fmt::format("gear {} compile", gear));
+  TimelineSpan upFront = host_.span("compile gears up front", "prepare");
   const auto start = std::chrono::steady_clock::now();
   plans_.assign(set.size(), nullptr);
   invalid_.assign(set.size(), "");
@@ -71,6 +79,9 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   // One task per gear; the kernel cache makes sure a shared op shape compiles once.
   parallelFor(set.size(), [&](size_t gear) {
     auto shapes = set.shapes(gear);
+    Timeline::ScopedTid track(Timeline::kGearTidBase + static_cast<int>(gear));
+    TimelineSpan span = host_.span("gear compile", "graph_compile");
+    if (span.on()) span.setName(fmt::format("gear {} compile", gear));
     try {
       auto plan = compilePlan(host_.sharedGraph(), InputSignature(shapes.begin(), shapes.end()),
                               host_.kernels(),
@@ -83,6 +94,9 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
     } catch (const Error& e) {
       // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
       invalid_[gear] = e.what();
+      // Not a counted graph compile: a category of its own.
+      span.setCat("gear_compile_failed");
+      span.arg("error", e.what());
     }
   });
   size_t valid = 0;
@@ -114,6 +128,7 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   if (arenaBytes > 0) stats.allocations++;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  upFront.end();
   set_.emplace(std::move(set));
   stats.gears = static_cast<int64_t>(valid);
   stats.graphCompiles += static_cast<int64_t>(valid);
@@ -169,7 +184,11 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   const Graph& graph = host_.graph();
   SessionStats& stats = host_.stats();
   Device& device = host_.device();
-  if (auto gear = set_->find(sig)) {
+  TimelineSpan lookup = host_.span("gear lookup", "lookup");
+  const auto found = set_->find(sig);
+  lookup.arg("result", found ? "hit" : "miss");
+  lookup.end();
+  if (auto gear = found) {
     if (!plans_[*gear])
       fail(ErrorKind::kGear, "shapes [{}] match gear {}, which could not be compiled: {}",
            signatureToString(graph, sig), *gear, invalid_[*gear]);
@@ -233,6 +252,8 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   std::vector<Tensor> padded = allocateOutputs(plan);
   std::vector<TensorView> ov(padded.size());
   for (size_t i = 0; i < padded.size(); ++i) ov[i] = padded[i].view();
+  TimelineSpan run = host_.span("run", "run");
+  if (run.on()) run.setName(fmt::format("run gear {} padded (one graph launch + sync)", gear));
   device.launch([&] { runStaticPlan(plan, in, ov); }, /*graph=*/true);
   try {
     device.sync();
@@ -243,6 +264,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   }
   for (size_t i = 0; i < in.size(); ++i)
     if (inBytes[i]) device.release(in[i].data, inBytes[i]);
+  run.end();
 
   // Slice every output back to the real sizes the padding analysis traced.
   std::vector<Tensor> out;

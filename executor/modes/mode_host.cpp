@@ -31,11 +31,18 @@ std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
 
 std::shared_ptr<Plan> ModeHost::compile(const InputSignature& sig, const std::string& reason,
                                         CallRecord& rec) {
+  TimelineSpan span = this->span("graph compile", "graph_compile");
   const auto start = Clock::now();
   PlanCompileOptions options{reason};
   options.id = s_.nextPlanId_++;
   auto plan = compilePlan(s_.graph_, sig, s_.kernels_, options);
   rec.compileSeconds += secondsSince(start);
+  if (span.on()) {
+    span.setName(fmt::format("compile plan #{}", plan->id));
+    span.arg("reason", reason);
+    span.arg("kernels_compiled", std::to_string(plan->kernelsCompiled));
+    span.end();
+  }
   for (const PlanStep& step : plan->steps) {
     if (!step.compiled) continue;
     s_.kernelLog_.push_back(step.kernel->name);
@@ -62,6 +69,8 @@ std::vector<Tensor> ModeHost::launchStatic(const Plan& plan, std::span<const Ten
   std::vector<TensorView> in(inputs.size()), ov(out.size());
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].view();
   for (size_t i = 0; i < out.size(); ++i) ov[i] = out[i].view();
+  TimelineSpan span = this->span("run", "run");
+  if (span.on()) span.setName(fmt::format("run plan #{} (one graph launch + sync)", plan.id));
   // One whole-graph launch and one sync: the static plan is issued to the device at once.
   s_.device_->launch([&] { runStaticPlan(plan, in, ov); }, /*graph=*/true);
   s_.device_->sync();
@@ -99,6 +108,8 @@ std::vector<Tensor> ModeHost::runOpByOp(const Graph& g, const Plan* plan,
                                         std::span<const Tensor> inputs, bool syncPerOp,
                                         OpKernels kernels, CallRecord& rec) {
   (void)rec;  // counters come from the device; the kernels compiled go to the session's log
+  TimelineSpan span =
+      this->span(kernels == OpKernels::kUncached ? "fallback run op by op" : "run op by op", "run");
   Device& device = *s_.device_;
   const size_t nv = g.values.size();
   std::vector<TensorView> views(nv);
@@ -167,6 +178,9 @@ std::vector<Tensor> ModeHost::runOpByOp(const Graph& g, const Plan* plan,
           cost.hostShapeInferenceUs + (spec->generic ? cost.hostTilingUs : 0.0);
       s_.callModel_.computeUs += cost.kernelRun(runKey, spec->generic);
       ++step;
+      // Measured: the launch (on the inline device, the kernel itself) and the per-op sync.
+      TimelineSpan launch = this->span("launch", "launch");
+      if (launch.on()) launch.setName("launch " + spec->name);
       // The task names its node itself: on a stream the error surfaces at a later sync.
       device.launch([spec, args = std::move(args), ov, &g, n] {
         try {
@@ -176,6 +190,7 @@ std::vector<Tensor> ModeHost::runOpByOp(const Graph& g, const Plan* plan,
         }
       });
       if (syncPerOp) device.sync();
+      launch.end();
       for (ValueId v : node.inputs) {
         if (--remaining[v] == 0 && bytes[v] > 0) {
           // In-order stream: a block released now is only reused by later launches.

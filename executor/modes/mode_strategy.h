@@ -27,6 +27,12 @@ class ModeHost {
   KernelCache& kernels() { return s_.kernels_; }
   PlanCache& plans() { return s_.plans_; }
   Device& device() { return *s_.device_; }
+  // A measured span on the session's host track of the timeline; inert without one.
+  TimelineSpan span(const char* name, const char* cat) const {
+    return TimelineSpan(s_.options_.timeline, s_.timelinePid_, name, cat);
+  }
+  Timeline* timeline() const { return s_.options_.timeline; }
+  int timelinePid() const { return s_.timelinePid_; }
 
   // Compiles a plan for `sig` (static, or with dynamic dims), recording it in `rec` and the
   // counters as one graph compile.

@@ -13,7 +13,11 @@ class StaticMode final : public ModeStrategy {
 
   std::vector<Tensor> run(std::span<const Tensor> inputs, const InputSignature& sig,
                           CallRecord& rec) override {
-    if (auto hit = host_.plans().get(sig)) {
+    TimelineSpan lookup = host_.span("plan lookup", "lookup");
+    auto hit = host_.plans().get(sig);
+    lookup.arg("result", hit ? "hit" : "miss");
+    lookup.end();
+    if (hit) {
       host_.stats().planCacheHits++;
       return host_.launchStatic(**hit, inputs, rec);
     }

@@ -1,0 +1,557 @@
+#include "tools/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "graph/npy.h"
+
+namespace gearbox::cli {
+
+std::string htmlEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// One colour per mode, the same in every plot (colour-blind-safe Okabe-Ito palette).
+const char* modeColor(size_t i) {
+  static const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                  "#E69F00", "#56B4E9", "#000000", "#F0E442"};
+  return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
+}
+
+// Plots show at most this many points per series: longer traces are bucketed (the caption
+// says so), keeping the page small and quick to draw.
+constexpr size_t kMaxPoints = 800;
+
+std::string num(double v) {
+  if (v == 0) return "0";
+  return fmt::format("{:.4g}", v);
+}
+
+// A "nice" tick step (1, 2 or 5 times a power of ten) for about `n` ticks over `range`.
+double niceStep(double range, int n) {
+  if (range <= 0) return 1;
+  const double raw = range / n;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / p;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+}
+
+struct Point {
+  double x, y, lo, hi;  // lo/hi: the band (min-max over repeats); equal to y without one
+};
+
+struct Series {
+  std::string mode;
+  const char* color;
+  std::vector<Point> points;
+  bool band = false;
+  bool step = false;  // a counter: drawn as a step line
+};
+
+struct PlotFrame {
+  static constexpr double W = 600, H = 320, L = 72, R = 16, T = 44, B = 48;
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  bool logY = false;
+  double px(double x) const { return L + (x - x0) / (x1 - x0 == 0 ? 1 : x1 - x0) * (W - L - R); }
+  double py(double y) const {
+    double v = y, a = y0, b = y1;
+    if (logY) {
+      v = std::log10(std::max(y, y0));
+      a = std::log10(y0);
+      b = std::log10(y1);
+    }
+    return H - B - (v - a) / (b - a == 0 ? 1 : b - a) * (H - T - B);
+  }
+};
+
+std::string svgOpen(const std::string& name, const std::string& title, size_t series) {
+  return fmt::format(
+      "<svg class=\"plot\" data-plot=\"{}\" data-expected-series=\"{}\" width=\"{}\" "
+      "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">\n"
+      "<text class=\"title\" x=\"{}\" y=\"16\">{}</text>\n",
+      name, series, PlotFrame::W, PlotFrame::H, PlotFrame::W, PlotFrame::H, htmlEscape(title),
+      PlotFrame::L, htmlEscape(title));
+}
+
+// Axes with ticks and labels.
+std::string axes(const PlotFrame& f, const std::string& xLabel, const std::string& yLabel,
+                 bool integerX) {
+  std::string s = "<g class=\"axes\">\n";
+  const double bottom = PlotFrame::H - PlotFrame::B, right = PlotFrame::W - PlotFrame::R;
+  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", PlotFrame::L, bottom, right,
+                   bottom);
+  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", PlotFrame::L, PlotFrame::T,
+                   PlotFrame::L, bottom);
+  double xs = niceStep(f.x1 - f.x0, 6);
+  if (integerX) xs = std::max(1.0, std::round(xs));
+  for (double x = std::ceil(f.x0 / xs) * xs; x <= f.x1 + 1e-9; x += xs) {
+    const double X = f.px(x);
+    s += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\"/><text class=\"tick\" x=\"{:.1f}\" "
+        "y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+        X, bottom, X, bottom + 4, X, bottom + 16, num(x));
+  }
+  std::vector<double> yt;
+  if (f.logY) {
+    for (double y = std::pow(10.0, std::floor(std::log10(f.y0))); y <= f.y1 * 1.0001; y *= 10)
+      if (y >= f.y0 * 0.9999) yt.push_back(y);
+  } else {
+    const double ys = niceStep(f.y1 - f.y0, 5);
+    for (double y = std::ceil(f.y0 / ys) * ys; y <= f.y1 + 1e-9; y += ys) yt.push_back(y);
+  }
+  for (double y : yt) {
+    const double Y = f.py(y);
+    s += fmt::format(
+        "<line class=\"grid\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\"/><text "
+        "class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+        PlotFrame::L, Y, right, Y, PlotFrame::L - 4, Y + 4, num(y));
+  }
+  s += fmt::format("<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                   (PlotFrame::L + right) / 2, PlotFrame::H - 10, htmlEscape(xLabel));
+  s += fmt::format(
+      "<text class=\"label\" transform=\"translate(14 {}) rotate(-90)\" "
+      "text-anchor=\"middle\">{}</text>\n",
+      (PlotFrame::T + bottom) / 2, htmlEscape(yLabel));
+  return s + "</g>\n";
+}
+
+std::string legend(const std::vector<std::pair<std::string, const char*>>& entries) {
+  std::string s = "<g class=\"legend\">\n";
+  double x = PlotFrame::L;
+  for (const auto& [label, color] : entries) {
+    s += fmt::format(
+        "<rect x=\"{:.0f}\" y=\"24\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{:.0f}\" "
+        "y=\"34\">{}</text>\n",
+        x, color, x + 16, htmlEscape(label));
+    x += 28 + 7.0 * static_cast<double>(label.size());
+  }
+  return s + "</g>\n";
+}
+
+std::string linePlot(const std::string& name, const std::string& title, const std::string& xLabel,
+                     const std::string& yLabel, const std::vector<Series>& series, bool logY) {
+  PlotFrame f;
+  f.logY = logY;
+  bool any = false;
+  double ymin = 0, ymax = 0, xmax = 0;
+  for (const Series& s : series)
+    for (const Point& p : s.points) {
+      const double lo = std::min(p.y, p.lo), hi = std::max(p.y, p.hi);
+      if (logY && lo <= 0) continue;
+      ymin = any ? std::min(ymin, lo) : lo;
+      ymax = any ? std::max(ymax, hi) : hi;
+      xmax = std::max(xmax, p.x);
+      any = true;
+    }
+  f.x1 = std::max(1.0, xmax);
+  if (logY) {
+    f.y0 = any ? std::pow(10.0, std::floor(std::log10(ymin))) : 1;
+    f.y1 = any ? std::pow(10.0, std::ceil(std::log10(ymax))) : 10;
+    if (f.y1 <= f.y0) f.y1 = f.y0 * 10;
+  } else {
+    f.y0 = 0;
+    f.y1 = any && ymax > 0 ? ymax * 1.05 : 1;
+    const double step = niceStep(f.y1, 5);
+    f.y1 = std::ceil(f.y1 / step) * step;
+  }
+  std::string s = svgOpen(name, title, series.size());
+  std::vector<std::pair<std::string, const char*>> entries;
+  for (const Series& se : series) entries.emplace_back(se.mode, se.color);
+  s += legend(entries);
+  s += axes(f, xLabel, yLabel, true);
+  for (const Series& se : series) {
+    s += fmt::format("<g class=\"series\" data-mode=\"{}\" data-points=\"{}\">\n",
+                     htmlEscape(se.mode), se.points.size());
+    if (se.band && !se.points.empty()) {
+      std::string poly;
+      for (const Point& p : se.points)
+        poly += fmt::format("{:.1f},{:.1f} ", f.px(p.x), f.py(std::max(p.hi, f.logY ? f.y0 : 0)));
+      for (auto it = se.points.rbegin(); it != se.points.rend(); ++it)
+        poly +=
+            fmt::format("{:.1f},{:.1f} ", f.px(it->x), f.py(std::max(it->lo, f.logY ? f.y0 : 0)));
+      s += fmt::format("<polygon class=\"band\" fill=\"{}\" points=\"{}\"/>\n", se.color, poly);
+    }
+    std::string path;
+    double lastY = 0;
+    for (size_t i = 0; i < se.points.size(); ++i) {
+      const Point& p = se.points[i];
+      const double X = f.px(p.x), Y = f.py(f.logY ? std::max(p.y, f.y0) : p.y);
+      if (i == 0)
+        path += fmt::format("M{:.1f},{:.1f}", X, Y);
+      else if (se.step)
+        path += fmt::format(" H{:.1f} V{:.1f}", X, Y);
+      else
+        path += fmt::format(" L{:.1f},{:.1f}", X, Y);
+      lastY = Y;
+    }
+    (void)lastY;
+    s += fmt::format("<path fill=\"none\" stroke=\"{}\" stroke-width=\"2\" d=\"{}\"/>\n", se.color,
+                     path);
+    s += "</g>\n";
+  }
+  return s + "</svg>\n";
+}
+
+// Buckets of consecutive calls so a series has at most kMaxPoints points. Returns the bucket
+// size (1: every call is a point).
+size_t bucketSize(size_t calls) {
+  return calls <= kMaxPoints ? 1 : (calls + kMaxPoints - 1) / kMaxPoints;
+}
+
+double quantile(std::vector<double> v, bool median, bool max) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  if (median) {
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  return max ? v.back() : v.front();
+}
+
+std::string cell(const std::string& s) {
+  return "<td>" + s + "</td>";
+}
+
+std::string secs(double s) {
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.2f} s", s);
+}
+
+std::string machine() {
+  // The machine the measured figures come from, as the team's standard asks.
+  std::string cpu = "unknown CPU";
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  for (int i = 0; i < 64 && std::getline(in, line); ++i) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t c = line.find(':');
+      if (c != std::string::npos) cpu = line.substr(c + 2, 120);
+      break;
+    }
+  }
+  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
+}
+
+const char* kStyle =
+    R"(body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1280px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}tr.modeled td{background:#fbf7ee}
+.note{color:#555;font-size:13px}.plots{display:flex;flex-wrap:wrap;gap:16px}
+svg.plot{border:1px solid #ddd;background:#fff}svg .title{font-size:14px;font-weight:600}
+svg .axes line{stroke:#444;stroke-width:1}svg .axes line.grid{stroke:#e4e4e4}
+svg text{font-size:11px;fill:#222}svg .label{font-size:12px}svg .band{opacity:.18}
+.failed{color:#b00}pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap})";
+
+// Checks the page on load: every plot has the number of series it declares. Sets
+// <body data-check="ok"> or "fail: ..." for the browser test; no network, no other effect.
+const char* kCheckScript = R"(<script>
+window.addEventListener('error', function (e) {
+  document.body.setAttribute('data-script-error', String(e.message));
+});
+(function () {
+  var errs = [];
+  var plots = document.querySelectorAll('svg.plot');
+  if (plots.length === 0) errs.push('no plots');
+  for (var i = 0; i < plots.length; ++i) {
+    var p = plots[i];
+    var n = p.querySelectorAll('g.series').length;
+    var want = Number(p.getAttribute('data-expected-series'));
+    if (n !== want) errs.push(p.getAttribute('data-plot') + ': ' + n + ' series, expected ' + want);
+  }
+  document.body.setAttribute('data-plots', String(plots.length));
+  document.body.setAttribute('data-check', errs.length ? 'fail: ' + errs.join('; ') : 'ok');
+})();
+</script>
+)";
+
+}  // namespace
+
+std::string renderHtmlReport(const HtmlReport& r) {
+  std::vector<const HtmlModeData*> ok;
+  for (const HtmlModeData& m : r.modes)
+    if (m.failure.empty()) ok.push_back(&m);
+  std::map<std::string, const char*> color;
+  for (size_t i = 0; i < r.modes.size(); ++i) color[r.modes[i].mode] = modeColor(i);
+
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+       "'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
+  h += fmt::format("<title>gearbox compare: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
+                   htmlEscape(r.model), kStyle);
+  h += fmt::format("<h1>gearbox compare: {}</h1>\n", htmlEscape(r.model));
+  h += fmt::format(
+      "<p class=\"note\">trace {} ({} iterations), device {}, device profile {} for the "
+      "MODELED figures, measured figures over {} fresh session(s) per mode on {}.{}</p>\n",
+      htmlEscape(r.trace), r.iterations, htmlEscape(r.device), htmlEscape(r.profile), r.repeat,
+      htmlEscape(machine()),
+      r.modelOnly ? " Model only: kernels were NOT executed, measured times are not kernel times."
+                  : "");
+  h += "<p class=\"note\">MEASURED: host times from a steady clock on this machine. MODELED: "
+       "device times computed by the cost model from the device profile (docs/cost-model.md); "
+       "there is no device behind them. The two are never added together.</p>\n";
+
+  // The side-by-side table.
+  h += "<h2>Side by side</h2>\n<table>\n<tr><th></th>";
+  for (const HtmlModeData& m : r.modes) h += "<th>" + htmlEscape(m.mode) + "</th>";
+  h += "</tr>\n";
+  auto row = [&](const std::string& label, auto&& f, const char* cls = "") {
+    h += fmt::format("<tr class=\"{}\"><td>{}</td>", cls, htmlEscape(label));
+    for (const HtmlModeData& m : r.modes)
+      h += m.failure.empty() ? cell(f(m)) : "<td class=\"failed\">failed</td>";
+    h += "</tr>\n";
+  };
+  auto count = [](int64_t SessionStats::*field) {
+    return [field](const HtmlModeData& m) { return std::to_string(m.stats.*field); };
+  };
+  row("graph compiles", count(&SessionStats::graphCompiles));
+  row("kernel compiles", count(&SessionStats::kernelCompiles));
+  row("plan cache hits", count(&SessionStats::planCacheHits));
+  row("kernel cache hits", count(&SessionStats::kernelCacheHits));
+  row("launches", count(&SessionStats::launches));
+  row("syncs", count(&SessionStats::syncs));
+  row("allocations", count(&SessionStats::allocations));
+  row("fallback runs", count(&SessionStats::fallbackRuns));
+  row("peak bytes", count(&SessionStats::peakBytes));
+  auto spread = [](const HtmlSpread& s) {
+    return fmt::format("{} &plusmn;{}", secs(s.median), secs((s.max - s.min) / 2));
+  };
+  const std::string n = fmt::format(" (median, n={})", r.repeat);
+  row("measured host compile" + n, [&](const HtmlModeData& m) { return spread(m.compile); });
+  row("measured runs" + n, [&](const HtmlModeData& m) { return spread(m.run); });
+  row("measured total" + n, [&](const HtmlModeData& m) { return spread(m.total); });
+  auto us = [](double v) { return fmt::format("{:.1f} us", v); };
+  row(
+      "MODELED compile", [&](const HtmlModeData& m) { return us(m.stats.modeled.compileUs); },
+      "modeled");
+  row(
+      "MODELED launch+sync+alloc",
+      [&](const HtmlModeData& m) { return us(m.stats.modeled.launchSyncUs); }, "modeled");
+  row(
+      "MODELED compute", [&](const HtmlModeData& m) { return us(m.stats.modeled.computeUs); },
+      "modeled");
+  row(
+      "MODELED padding waste (of compute)",
+      [&](const HtmlModeData& m) { return us(m.stats.modeled.paddingWasteUs); }, "modeled");
+  row(
+      "MODELED host dynamic-shape work",
+      [&](const HtmlModeData& m) { return us(m.stats.modeled.hostDynamicUs); }, "modeled");
+  row(
+      "MODELED device time", [&](const HtmlModeData& m) { return us(m.stats.modeled.total()); },
+      "modeled");
+  h += "</table>\n";
+  for (const HtmlModeData& m : r.modes)
+    if (!m.failure.empty())
+      h += fmt::format("<p class=\"failed\">{}: {}</p>\n", htmlEscape(m.mode),
+                       htmlEscape(m.failure));
+  if (!r.verdicts.empty()) {
+    h += "<pre>";
+    for (const std::string& v : r.verdicts) h += htmlEscape(v) + "\n";
+    h += "</pre>\n";
+  }
+
+  // Compiles over iterations: the up-front (geared) compiles are the value before iteration 0.
+  size_t longest = 0;
+  for (const HtmlModeData* m : ok) longest = std::max(longest, m->history.size());
+  const size_t bucket = bucketSize(longest);
+  std::vector<Series> graphC, kernelC, measured, modeled;
+  for (const HtmlModeData* m : ok) {
+    const char* c = color[m->mode];
+    Series g{m->mode, c, {}, false, true}, k{m->mode, c, {}, false, true};
+    Series t{m->mode, c, {}, r.repeat > 1, false}, d{m->mode, c, {}, false, false};
+    int64_t graphs = m->stats.graphCompiles, kernels = m->stats.kernelCompiles;
+    for (const CallRecord& rec : m->history) {
+      graphs -= rec.graphCompiled ? 1 : 0;
+      kernels -= static_cast<int64_t>(rec.kernelsCompiled.size());
+    }
+    const double first =
+        m->history.empty() ? 0.0 : static_cast<double>(m->history.front().iteration);
+    g.points.push_back({first, double(graphs), double(graphs), double(graphs)});
+    k.points.push_back({first, double(kernels), double(kernels), double(kernels)});
+    const size_t calls = m->history.size();
+    for (size_t b = 0; b < calls; b += bucket) {
+      const size_t e = std::min(calls, b + bucket);
+      double med = 0, lo = 0, hi = 0, dev = 0;
+      for (size_t i = b; i < e; ++i) {
+        const CallRecord& rec = m->history[i];
+        graphs += rec.graphCompiled ? 1 : 0;
+        kernels += static_cast<int64_t>(rec.kernelsCompiled.size());
+        std::vector<double> samples;
+        for (const auto& rep : m->callSeconds)
+          if (i < rep.size()) samples.push_back(rep[i] * 1e6);
+        // Buckets keep the largest call, so a compile spike stays visible.
+        med = std::max(med, quantile(samples, true, false));
+        lo = std::max(lo, quantile(samples, false, false));
+        hi = std::max(hi, quantile(samples, false, true));
+        dev = std::max(dev, rec.modeledDeviceUs);
+      }
+      const double x = static_cast<double>(m->history[e - 1].iteration) + 1;
+      g.points.push_back({x, double(graphs), double(graphs), double(graphs)});
+      k.points.push_back({x, double(kernels), double(kernels), double(kernels)});
+      const double xc = static_cast<double>(m->history[b].iteration);
+      t.points.push_back({xc, med, lo, hi});
+      d.points.push_back({xc, dev, dev, dev});
+    }
+    graphC.push_back(std::move(g));
+    kernelC.push_back(std::move(k));
+    measured.push_back(std::move(t));
+    modeled.push_back(std::move(d));
+  }
+  h += "<h2>Compiles over iterations</h2>\n<div class=\"plots\">\n";
+  h += linePlot("graph-compiles", "cumulative graph compiles", "iteration", "graph compiles",
+                graphC, false);
+  h += linePlot("kernel-compiles", "cumulative kernel compiles", "iteration", "kernel compiles",
+                kernelC, false);
+  h += "</div>\n";
+  const std::string bucketNote =
+      bucket > 1 ? fmt::format(" Each point is the largest of {} consecutive calls.", bucket) : "";
+  h += "<h2>Per-call time</h2>\n";
+  h += fmt::format(
+      "<p class=\"note\">MEASURED: host time of each call (compile + run), the line the median "
+      "over the {} repeat(s) and the band their min-max. MODELED: the cost model's device time "
+      "of each call. Log scale.{}</p>\n<div class=\"plots\">\n",
+      r.repeat, bucketNote);
+  h += linePlot("measured-per-call", "MEASURED host time per call", "iteration",
+                "microseconds (measured)", measured, true);
+  h += linePlot("modeled-per-call", "MODELED device time per call", "iteration",
+                "microseconds (MODELED)", modeled, true);
+  h += "</div>\n";
+
+  // Padding waste per gear (geared): padded elements over real ones, per gear that padded.
+  for (const HtmlModeData* m : ok) {
+    if (m->stats.gears == 0) continue;
+    std::map<int, std::pair<int64_t, int64_t>> perGear;  // gear -> (real, padded) elements
+    std::map<int, int64_t> callsPerGear, paddedPerGear;
+    std::map<int, double> wasteUs;
+    for (const CallRecord& rec : m->history) {
+      if (rec.gear < 0) continue;
+      callsPerGear[rec.gear]++;
+      if (!rec.padded) continue;
+      paddedPerGear[rec.gear]++;
+      perGear[rec.gear].first += rec.realElements;
+      perGear[rec.gear].second += rec.paddedElements;
+      wasteUs[rec.gear] += rec.modeled.paddingWasteUs;
+    }
+    h += fmt::format("<h2>Padding waste per gear ({})</h2>\n", htmlEscape(m->mode));
+    h += "<p class=\"note\">Per gear: the share of the padded calls' input elements that are "
+         "padding, (padded - real) / padded, and the MODELED compute time spent on them.</p>\n";
+    PlotFrame f;
+    const int64_t gears = m->stats.gears;
+    f.x0 = -0.5;
+    f.x1 = static_cast<double>(gears) - 0.5;
+    f.y0 = 0;
+    f.y1 = 100;
+    std::string s = svgOpen("padding-waste", "padding waste per gear (% of padded elements)", 1);
+    s += legend({{m->mode, color[m->mode]}});
+    s += axes(f, "gear", "padding (% of elements)", true);
+    s += fmt::format("<g class=\"series\" data-mode=\"{}\">\n", htmlEscape(m->mode));
+    const double w = std::max(2.0, (PlotFrame::W - PlotFrame::L - PlotFrame::R) /
+                                       static_cast<double>(std::max<int64_t>(gears, 1)) * 0.6);
+    for (int gear = 0; gear < gears; ++gear) {
+      const auto it = perGear.find(gear);
+      const double pct = it == perGear.end() || it->second.second == 0
+                             ? 0.0
+                             : 100.0 * static_cast<double>(it->second.second - it->second.first) /
+                                   static_cast<double>(it->second.second);
+      const double X = f.px(gear), Y = f.py(pct);
+      s += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+          "fill=\"{}\"><title>gear "
+          "{}: {} calls, {} padded, {:.1f}% padding, {:.1f} us MODELED waste</title></rect>\n",
+          X - w / 2, Y, w, PlotFrame::H - PlotFrame::B - Y, color[m->mode], gear,
+          callsPerGear[gear], paddedPerGear[gear], pct, wasteUs[gear]);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:.0f}%</text>\n", X,
+                       Y - 3, pct);
+    }
+    h += s + "</g>\n</svg>\n";
+  }
+
+  // MODELED breakdown per mode: one stacked bar per mode.
+  {
+    const std::pair<const char*, const char*> parts[] = {{"compile", "#7f7f7f"},
+                                                         {"launch+sync+alloc", "#E69F00"},
+                                                         {"compute", "#0072B2"},
+                                                         {"host dynamic-shape work", "#CC79A7"}};
+    double maxTotal = 0;
+    for (const HtmlModeData* m : ok) maxTotal = std::max(maxTotal, m->stats.modeled.total());
+    h += "<h2>MODELED device time by kind</h2>\n";
+    h += "<p class=\"note\">MODELED by the device profile, over the whole trace; padding waste "
+         "is the hatched part of compute.</p>\n";
+    const double rowH = 30, height = PlotFrame::T + 30 + rowH * static_cast<double>(ok.size()) + 40;
+    std::string s = fmt::format(
+        "<svg class=\"plot\" data-plot=\"modeled-breakdown\" data-expected-series=\"{}\" "
+        "width=\"{}\" height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\" "
+        "aria-label=\"MODELED device time by kind\">\n"
+        "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+        "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"#fff\" "
+        "opacity=\".6\"/></pattern></defs>\n"
+        "<text class=\"title\" x=\"{}\" y=\"16\">MODELED device time by kind (us)</text>\n",
+        ok.size(), PlotFrame::W * 2, height, PlotFrame::W * 2, height, PlotFrame::L);
+    std::vector<std::pair<std::string, const char*>> entries;
+    for (const auto& [label, c] : parts) entries.emplace_back(label, c);
+    s += legend(entries);
+    const double left = 110, width = PlotFrame::W * 2 - left - 120;
+    const double scale = maxTotal > 0 ? width / maxTotal : 0;
+    double y = PlotFrame::T + 10;
+    for (const HtmlModeData* m : ok) {
+      const ModeledTime& t = m->stats.modeled;
+      s += fmt::format("<g class=\"series\" data-mode=\"{}\">\n", htmlEscape(m->mode));
+      s += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">{}</text>\n", left - 6,
+                       y + rowH * 0.6, htmlEscape(m->mode));
+      double x = left;
+      const double values[] = {t.compileUs, t.launchSyncUs, t.computeUs, t.hostDynamicUs};
+      for (size_t p = 0; p < 4; ++p) {
+        const double w = values[p] * scale;
+        if (w <= 0) continue;
+        s += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
+            "fill=\"{}\"><title>{} "
+            "{}: {:.1f} us MODELED</title></rect>\n",
+            x, y, w, rowH * 0.7, parts[p].second, htmlEscape(m->mode), parts[p].first, values[p]);
+        if (p == 2 && t.paddingWasteUs > 0)
+          s += fmt::format(
+              "<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
+              "fill=\"url(#hatch)\"><title>padding waste: {:.1f} us MODELED</title></rect>\n",
+              x + w - t.paddingWasteUs * scale, y, t.paddingWasteUs * scale, rowH * 0.7,
+              t.paddingWasteUs);
+        x += w;
+      }
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\">{:.1f} us</text>\n", x + 6, y + rowH * 0.6,
+                       t.total());
+      s += "</g>\n";
+      y += rowH;
+    }
+    h += s + "</svg>\n";
+  }
+  h += "<p class=\"note\">Written by gearbox compare --html; self-contained (no network).</p>\n";
+  h += kCheckScript;
+  h += "</body>\n</html>\n";
+  return h;
+}
+
+void writeHtmlReport(const std::string& path, const HtmlReport& report) {
+  writeFileAtomic(path, renderHtmlReport(report));
+}
+
+}  // namespace gearbox::cli

@@ -1,0 +1,33 @@
+#pragma once
+// The options that make something to look at: --timeline FILE (run, compare) writes Chrome
+// trace event JSON (executor/timeline.h, docs/timeline.md) and --html FILE (compare) a
+// self-contained report page (tools/html_report.h).
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "executor/session.h"
+
+namespace gearbox::cli {
+
+struct VisualOptions {
+  std::string timeline;  // --timeline FILE
+  size_t timelineMaxEvents = Timeline::kDefaultMaxEvents;
+  std::string html;  // --html FILE (compare)
+  // The timeline the sessions record into; made by prepare() when --timeline is given.
+  std::unique_ptr<Timeline> sink;
+
+  // Checks the output paths before anything runs (a directory that does not exist is found
+  // in milliseconds, not after the trace) and makes the timeline. Error(kConfig).
+  void prepare();
+  // Points `s` at the timeline (when --timeline is given), naming the session's processes.
+  void attach(SessionOptions& s, const std::string& label) const;
+  // Writes the timeline atomically and says so on `os` (with any dropped events).
+  void writeTimeline(std::ostream& os) const;
+};
+
+void addTimelineOptions(CLI::App* cmd, VisualOptions& v);
+void addHtmlOption(CLI::App* cmd, VisualOptions& v);
+
+}  // namespace gearbox::cli
