@@ -3,7 +3,6 @@
 // path is, a kernel store that skips an unwritable entry, forged kernel files, and the memory
 // planner's indexed overlap search against the quadratic original.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
@@ -30,9 +29,12 @@
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "temp_dir.h"
+#include "warning_capture.h"
 
 namespace gearbox {
 namespace {
+
+using testing_util::WarningCapture;
 
 namespace fs = std::filesystem;
 using testing_util::errorOf;
@@ -273,34 +275,6 @@ TEST(Writers, CharacterDevicesAreWrittenInPlaceAndDirectoriesRefused) {
 }
 
 // ---- kernel store: skip an unwritable entry, forged files ---------------------------------------
-
-class WarningCapture {
- public:
-  WarningCapture() : sink_(std::make_shared<Sink>()) {
-    sink_->set_level(spdlog::level::warn);
-    compileLogger()->sinks().push_back(sink_);
-  }
-  ~WarningCapture() {
-    auto& sinks = compileLogger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(sink_->mu);
-    return sink_->lines;
-  }
-
- private:
-  struct Sink : spdlog::sinks::base_sink<std::mutex> {
-    std::mutex mu;
-    std::vector<std::string> lines;
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-      std::lock_guard lock(mu);
-      lines.emplace_back(msg.payload.data(), msg.payload.size());
-    }
-    void flush_() override {}
-  };
-  std::shared_ptr<Sink> sink_;
-};
 
 const std::string kFourOps = std::string(GEARBOX_SOURCE_DIR) + "/examples/four_ops.gbx";
 

@@ -3,7 +3,6 @@
 #include "compiler/kernel_store.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,45 +18,18 @@
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "temp_dir.h"
+#include "warning_capture.h"
 
 namespace gearbox {
 namespace {
+
+using testing_util::WarningCapture;
 
 namespace fs = std::filesystem;
 using testing_util::TempDir;
 using Json = nlohmann::ordered_json;
 
 const std::string kFourOps = std::string(GEARBOX_SOURCE_DIR) + "/examples/four_ops.gbx";
-
-// Collects the warnings of compileLogger() while alive. Tests run on one thread, so editing
-// the logger's sink list here cannot race with a log call.
-class WarningCapture {
- public:
-  WarningCapture() : sink_(std::make_shared<Sink>()) {
-    sink_->set_level(spdlog::level::warn);
-    compileLogger()->sinks().push_back(sink_);
-  }
-  ~WarningCapture() {
-    auto& sinks = compileLogger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(sink_->mu);
-    return sink_->lines;
-  }
-
- private:
-  struct Sink : spdlog::sinks::base_sink<std::mutex> {
-    std::mutex mu;
-    std::vector<std::string> lines;
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-      std::lock_guard lock(mu);
-      lines.emplace_back(msg.payload.data(), msg.payload.size());
-    }
-    void flush_() override {}
-  };
-  std::shared_ptr<Sink> sink_;
-};
 
 size_t countEntries(const fs::path& dir) {
   size_t n = 0;
@@ -191,11 +163,10 @@ std::vector<KeyCase> keyCases() {
        makeKernelKey(OpKind::kTranspose, {f32({2, 3, 4, 5})}, Attrs{{}, {}, Shape{0, 2, 3, 1}})},
       {"TransposeCopy",
        makeKernelKey(OpKind::kTranspose, {f32({1, 4})}, Attrs{{}, {}, Shape{1, 0}})},
-      {"Reshape",
-       makeKernelKey(OpKind::kReshape, {f32({4, 16, 7})}, Attrs{{}, Shape{symbolDim("B"), 8, -1}, {}})},
-      {"ReshapeGeneric",
-       makeKernelKey(OpKind::kReshape, {f32({symbolDim("B"), 16})},
-                     Attrs{{}, Shape{symbolDim("B"), -1, 4}, {}})},
+      {"Reshape", makeKernelKey(OpKind::kReshape, {f32({4, 16, 7})},
+                                Attrs{{}, Shape{symbolDim("B"), 8, -1}, {}})},
+      {"ReshapeGeneric", makeKernelKey(OpKind::kReshape, {f32({symbolDim("B"), 16})},
+                                       Attrs{{}, Shape{symbolDim("B"), -1, 4}, {}})},
   };
 }
 

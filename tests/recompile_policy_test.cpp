@@ -4,16 +4,18 @@
 #include "compiler/recompile_policy.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
 
 #include <mutex>
 
 #include "compiler/compile_log.h"
 #include "executor/session.h"
 #include "graph/error.h"
+#include "warning_capture.h"
 
 namespace gearbox {
 namespace {
+
+using testing_util::WarningCapture;
 
 Graph twoInputs() {
   GraphBuilder b("pair");
@@ -116,35 +118,6 @@ TEST(RecompilePolicy, OnLimitNamesRoundTrip) {
     EXPECT_EQ(parseOnRecompileLimit(onRecompileLimitName(p)), p);
   EXPECT_EQ(parseOnRecompileLimit("sometimes"), std::nullopt);
 }
-
-// Collects compileLogger() warnings while alive (tests run on one thread).
-class WarningCapture {
- public:
-  WarningCapture() : sink_(std::make_shared<Sink>()) {
-    sink_->set_level(spdlog::level::warn);
-    compileLogger()->sinks().push_back(sink_);
-  }
-  ~WarningCapture() {
-    auto& sinks = compileLogger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(sink_->mu);
-    return sink_->lines;
-  }
-
- private:
-  struct Sink : spdlog::sinks::base_sink<std::mutex> {
-    std::mutex mu;
-    std::vector<std::string> lines;
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-      std::lock_guard lock(mu);
-      lines.emplace_back(msg.payload.data(), msg.payload.size());
-    }
-    void flush_() override {}
-  };
-  std::shared_ptr<Sink> sink_;
-};
 
 // Every mode that compiles plans: a miss over the limit falls back with the miss's reason,
 // warns once in the same words, and under kError fails with the same words.
