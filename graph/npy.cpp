@@ -334,7 +334,7 @@ std::string resolveSymlinks(const std::string& path) {
 
 // Writes into an existing character device or FIFO (/dev/null, a pipe to another process):
 // replacing it with a regular file would break it for everyone else.
-void writeInPlace(const std::string& path, const std::string& contents) {
+void writeInPlace(const std::string& path, const std::function<void(const ByteSink&)>& produce) {
   // O_NONBLOCK: a FIFO without a reader fails with ENXIO instead of blocking forever.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
@@ -344,16 +344,21 @@ void writeInPlace(const std::string& path, const std::string& contents) {
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = errnoText();
-      ::close(fd);
-      fail(ErrorKind::kIo, "cannot write '{}': {}", path, why);
-    }
-    done += static_cast<size_t>(n);
+  try {
+    produce([&](std::string_view piece) {
+      size_t done = 0;
+      while (done < piece.size()) {
+        const ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          fail(ErrorKind::kIo, "cannot write '{}': {}", path, errnoText());
+        }
+        done += static_cast<size_t>(n);
+      }
+    });
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
 }
@@ -416,14 +421,20 @@ size_t removeStaleTempFiles(const std::string& dir, const std::string& prefix,
   return removed;
 }
 
-void writeFileAtomic(const std::string& requested, const std::string& contents, TempSweep sweep) {
+void writeFileAtomic(const std::string& path, const std::string& contents, TempSweep sweep) {
+  writeFileAtomicStream(
+      path, [&](const ByteSink& sink) { sink(contents); }, sweep);
+}
+
+void writeFileAtomicStream(const std::string& requested,
+                           const std::function<void(const ByteSink&)>& produce, TempSweep sweep) {
   // Writers never replace what the path is: a symlink is followed and its target replaced, a
   // character device or FIFO is written in place, anything else that is not a regular file is
   // refused (docs/architecture.md, "Files gearbox writes").
   const std::string path = resolveSymlinks(requested);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return writeInPlace(path, contents);
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return writeInPlace(path, produce);
     fail(ErrorKind::kIo, "cannot write '{}': it is {}, not a regular file", requested,
          fileTypeName(st.st_mode));
   }
@@ -446,31 +457,46 @@ void writeFileAtomic(const std::string& requested, const std::string& contents, 
   auto abandon = [&](std::string_view step) {
     const std::string why = errnoText();
     if (fd >= 0) ::close(fd);
+    fd = -1;
     ::unlink(tmp.c_str());
     fail(ErrorKind::kIo, "cannot write '{}': {} failed: {}", path, step, why);
   };
-  size_t done = 0;
+  size_t done = 0;  // over all pieces: the injected limits count the whole file
   const int64_t injected = injectedWriteLimit();
   const int64_t killAt = injectedKillPoint();
-  while (done < contents.size()) {
-    size_t chunk = contents.size() - done;
-    if (killAt >= 0) {
-      if (done >= static_cast<size_t>(killAt)) ::kill(::getpid(), SIGKILL);
-      chunk = std::min(chunk, static_cast<size_t>(killAt) - done);
-    }
-    if (injected >= 0) {
-      if (done >= static_cast<size_t>(injected)) {
-        errno = ENOSPC;
+  const ByteSink sink = [&](std::string_view piece) {
+    size_t at = 0;
+    while (at < piece.size()) {
+      size_t chunk = piece.size() - at;
+      if (killAt >= 0) {
+        if (done >= static_cast<size_t>(killAt)) ::kill(::getpid(), SIGKILL);
+        chunk = std::min(chunk, static_cast<size_t>(killAt) - done);
+      }
+      if (injected >= 0) {
+        if (done >= static_cast<size_t>(injected)) {
+          errno = ENOSPC;
+          abandon("write");
+        }
+        chunk = std::min(chunk, static_cast<size_t>(injected) - done);
+      }
+      const ssize_t n = ::write(fd, piece.data() + at, chunk);
+      if (n < 0) {
+        if (errno == EINTR) continue;
         abandon("write");
       }
-      chunk = std::min(chunk, static_cast<size_t>(injected) - done);
+      at += static_cast<size_t>(n);
+      done += static_cast<size_t>(n);
     }
-    const ssize_t n = ::write(fd, contents.data() + done, chunk);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      abandon("write");
+  };
+  try {
+    produce(sink);
+  } catch (...) {
+    // abandon() has already closed and removed the temp file when the sink failed.
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
     }
-    done += static_cast<size_t>(n);
+    throw;
   }
   // fsync before rename: otherwise a crash can leave the new name pointing at empty data.
   if (::fsync(fd) != 0) abandon("fsync");

@@ -4,7 +4,9 @@
 // naming the file. save() writes atomically (temp file + rename).
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "graph/tensor.h"
 
@@ -23,6 +25,13 @@ void saveNpy(const std::string& path, const Tensor& t);
 enum class TempSweep { kSiblings, kNone };
 void writeFileAtomic(const std::string& path, const std::string& contents,
                      TempSweep sweep = TempSweep::kSiblings);
+// The streaming form: `produce` is called once with a sink that takes the contents piece by
+// piece, so a report with a million per-iteration records is never held whole in memory. An
+// Error thrown by `produce` or by the sink removes the temp file and leaves `path` untouched.
+using ByteSink = std::function<void(std::string_view)>;
+void writeFileAtomicStream(const std::string& path,
+                           const std::function<void(const ByteSink&)>& produce,
+                           TempSweep sweep = TempSweep::kSiblings);
 // Removes from `dir` the temp files of writeFileAtomic (NAME.tmp.PID.N, NAME starting with
 // `prefix`) whose writer is gone: no process PID exists (kill(PID, 0) fails with ESRCH) and
 // the file is older than `minAgeSeconds`. The age guard keeps a writer in another pid namespace

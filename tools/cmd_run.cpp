@@ -18,11 +18,15 @@
 
 namespace gearbox::cli {
 
-std::vector<std::vector<Tensor>> runTrace(Session& session,
-                                          const std::vector<InputSignature>& trace,
+namespace {
+// The calls `run` keeps in the session when --history-limit is not given: the tracker observes
+// each call as it is made, so only the newest is read back.
+constexpr size_t kRunHistoryWindow = 256;
+}  // namespace
+
+std::vector<std::vector<Tensor>> runTrace(Session& session, const TraceNext& next,
                                           const RunOptions& o, std::ostream& os, bool keepOutputs,
-                                          ReferenceCheck* check, RunTracker* tracker,
-                                          const std::vector<int>* traceLines) {
+                                          ReferenceCheck* check, RunTracker* tracker) {
   std::vector<std::vector<Tensor>> outputs;
   // Without a tracker of the caller's, one at the options' level (the Python bindings).
   std::optional<RunTracker> own;
@@ -31,9 +35,11 @@ std::vector<std::vector<Tensor>> runTrace(Session& session,
                 o.quiet ? Verbosity::kQuiet : Verbosity::kVerbose, o.explain);
     tracker = &*own;
   }
+  TraceEntry entry;
+  if (!next(entry)) fail(ErrorKind::kParse, "{}: the trace has no iterations", o.trace);
   // The mode's up-front work (geared: every gear compiled before the first call; non-geared
   // dynamic dims take the first iteration's sizes).
-  session.prepare(trace.front());
+  session.prepare(entry.sig);
   if (modeInfo(session.options().mode).needsGears) {
     if (!o.quiet) {
       os << fmt::format("compiled {} {} up front ({} {}):\n", session.stats().gears,
@@ -43,24 +49,41 @@ std::vector<std::vector<Tensor>> runTrace(Session& session,
       for (const std::string& line : session.gearOptionLines()) os << "  " << line << "\n";
     }
   }
-  for (size_t i = 0; i < trace.size(); ++i) {
+  int64_t i = 0;
+  do {
     try {
       if (o.iterMarkers) compileLogger()->info("To compile op|=====iter{}", i);
-      auto inputs = makeInputs(session.graph(), trace[i], o.seed + i);
+      auto inputs = makeInputs(session.graph(), entry.sig, o.seed + static_cast<uint64_t>(i));
       auto out = session.run(inputs);
       if (check) check->check(inputs, out);
       if (keepOutputs) outputs.push_back(std::move(out));
       tracker->observe(session.history().back(), os);
     } catch (const Error& e) {
       // Name where it happened: the mode, the iteration and the trace line it came from.
-      const std::string where = traceLines && i < traceLines->size() && !o.trace.empty()
-                                    ? fmt::format(" ({}:{})", o.trace, (*traceLines)[i])
-                                    : "";
+      const std::string where =
+          entry.line > 0 && !o.trace.empty() ? fmt::format(" ({}:{})", o.trace, entry.line) : "";
       throw Error(e.kind(), fmt::format("{} mode, iteration {}{}: {}",
                                         modeName(session.options().mode), i, where, e.what()));
     }
-  }
+    ++i;
+  } while (next(entry));
   return outputs;
+}
+
+std::vector<std::vector<Tensor>> runTrace(Session& session,
+                                          const std::vector<InputSignature>& trace,
+                                          const RunOptions& o, std::ostream& os, bool keepOutputs,
+                                          ReferenceCheck* check, RunTracker* tracker,
+                                          const std::vector<int>* traceLines) {
+  size_t i = 0;
+  const TraceNext next = [&](TraceEntry& e) {
+    if (i >= trace.size()) return false;
+    e.sig = trace[i];
+    e.line = traceLines && i < traceLines->size() ? (*traceLines)[i] : 0;
+    ++i;
+    return true;
+  };
+  return runTrace(session, next, o, os, keepOutputs, check, tracker);
 }
 
 void registerRun(CLI::App& app) {
@@ -91,22 +114,31 @@ void registerRun(CLI::App& app) {
     if (!o->junit.empty()) checkOutputPath("--junit", o->junit);
     configureLogFromOptions(*o);
     Graph g = loadGraph(o->model);
-    std::vector<int> lines;
-    const auto trace = loadTrace(o->trace, g, &lines);
+    // Every line is checked before the first call; the run then streams the file again, so
+    // memory stays flat whatever the trace's length (docs/hardening.md, "Scale").
+    checkTrace(o->trace, g);
     std::optional<ReferenceCheck> check;
     if (o->checkReference) check.emplace(g, o->tolerance);
     SessionOptions sessionOptions = toSessionOptions(*o, mode);
+    // Without --history-limit the session keeps a short window (the tracker sees every call
+    // and streams the report's records), not every call.
+    if (o->historyLimit == 0) sessionOptions.historyLimit = kRunHistoryWindow;
     visual->attach(sessionOptions, o->mode);
     Session session(std::move(g), std::move(sessionOptions));
     RunTracker tracker(session.graph(), modeInfo(mode).needsGears, verbosity, o->explain);
     if (!o->jsonl.empty()) tracker.streamTo(o->jsonl);
+    if (!o->json.empty() && o->historyLimit == 0 && detail != IterationDetail::kNone)
+      tracker.spoolIterations(detail);
     std::optional<Error> error;
     try {
-      runTrace(session, trace, *o, std::cout, false, check ? &*check : nullptr, &tracker, &lines);
+      TraceReader reader(o->trace, session.graph());
+      runTrace(
+          session, [&](TraceEntry& e) { return reader.next(e); }, *o, std::cout, false,
+          check ? &*check : nullptr, &tracker);
     } catch (const Error& e) {
       error = e;
     }
-    printSummary(session, std::cout);
+    printSummary(session, std::cout, &tracker);
     tracker.printSummary(std::cout);
     auto report = reportJson(session, o->model, o->trace, {o.get(), &tracker, detail});
     std::vector<AssertResult> results;
@@ -132,7 +164,7 @@ void registerRun(CLI::App& app) {
       results.push_back({"reference_check", check->ok(),
                          check->ok() ? "" : fmt::format("{} failures", check->failures().size())});
     }
-    if (!o->json.empty()) writeJsonFile(o->json, report);
+    if (!o->json.empty()) writeReportFile(o->json, report, &tracker);
     if (!o->junit.empty()) writeJunit(o->junit, fmt::format("gearbox run {}", o->mode), results);
     // The timeline is written on error too: it shows what ran up to the failure.
     visual->writeTimeline(std::cout);

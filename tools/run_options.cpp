@@ -70,8 +70,9 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
                   "A shape outside the gears: error, or pad up to the smallest covering gear")
       ->check(CLI::IsMember({"error", "pad"}));
   cmd->add_option("--history-limit", o.historyLimit,
-                  "Keep only the last N per-iteration records (flat memory over long traces; the "
-                  "JSON report then holds the last N and per_iteration_dropped; 0 = all)")
+                  "Keep only the last N per-iteration records in the JSON report (it then "
+                  "holds the last N to 2N and per_iteration_dropped; 0 = all). `run` streams "
+                  "the records either way, in flat memory; compare holds them")
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--max-pad-bytes", o.maxPadBytes,
                   "Largest padded inputs + outputs one padded call may allocate (default 1 GiB)")
@@ -178,7 +179,9 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
   } else {
     c["gears"] = nullptr;
   }
-  c["history_limit"] = s.historyLimit;
+  // The user's limit: without one the CLI keeps only a short window itself and streams the
+  // records (RunTracker::spoolIterations), which is not a limit on the report.
+  c["history_limit"] = o ? o->historyLimit : s.historyLimit;
   c["iterations"] = o ? o->iterations : "all";
   return c;
 }
@@ -195,7 +198,11 @@ nlohmann::ordered_json modeledJson(const ModeledTime& m) {
   return j;
 }
 
-double medianRunSeconds(const Session& s) {
+double medianRunSeconds(const Session& s, const RunTracker* tracker) {
+  // Exact while the session still holds every call; otherwise the tracker's histogram, which
+  // saw them all.
+  const bool complete = s.historyDropped() == 0;
+  if (!complete && tracker && tracker->calls() > 0) return tracker->medianRunSeconds();
   std::vector<double> t;
   for (const CallRecord& r : s.history()) t.push_back(r.runSeconds);
   if (t.empty()) return 0;
@@ -231,7 +238,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["fallback_runs"] = st.fallbackRuns;
   j["peak_bytes"] = st.peakBytes;
   j["measured_host_compile_seconds"] = st.compileSeconds;
-  j["measured_median_run_seconds"] = medianRunSeconds(s);
+  j["measured_median_run_seconds"] = medianRunSeconds(s, extras.tracker);
   j["device_profile"] = s.options().cost.name;
   j["modeled_device_us"] = st.modeledDeviceUs;
   j["modeled_compile_us"] = st.modeledCompileUs;
@@ -254,13 +261,16 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   }
   j["passes_fired"] = st.passesFired;
   // Only with --history-limit: how many early iterations the report no longer lists.
-  if (s.options().historyLimit > 0) j["per_iteration_dropped"] = s.historyDropped();
+  const size_t userLimit = extras.options ? extras.options->historyLimit : s.options().historyLimit;
+  if (userLimit > 0) j["per_iteration_dropped"] = s.historyDropped();
   if (extras.tracker) {
     j["recompile_summary"] = extras.tracker->summaryJson();
     auto& w = j["warning_messages"] = nlohmann::ordered_json::array();
     for (const WarningLog::Entry& e : warningLog().entries())
       w.push_back({{"message", e.message}, {"count", e.count}});
   }
+  // Streamed records are spliced in by writeReportFile, after every other key.
+  if (extras.tracker && extras.tracker->spooling()) return j;
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
   const bool geared = modeInfo(st.mode).needsGears;
   for (const CallRecord& r : s.history()) {
@@ -280,7 +290,7 @@ std::string formatSeconds(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-void printSummary(const Session& s, std::ostream& os) {
+void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker) {
   const SessionStats& st = s.stats();
   os << fmt::format("mode {}, device {}, {} {}\n", modeName(st.mode),
                     deviceKindName(s.options().device), st.iterations,
@@ -305,7 +315,7 @@ void printSummary(const Session& s, std::ostream& os) {
     for (const std::string& line : s.gearOptionLines()) os << "  " << line << "\n";
   }
   os << fmt::format("  measured: host compile {}, median run per call {}\n",
-                    formatSeconds(st.compileSeconds), formatSeconds(medianRunSeconds(s)));
+                    formatSeconds(st.compileSeconds), formatSeconds(medianRunSeconds(s, tracker)));
   const ModeledTime& m = st.modeled;
   os << fmt::format(
       "  modeled device time ({}, not measured): {:.1f} us = compile {:.1f} + "
@@ -428,6 +438,21 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
 
 void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j) {
   writeFileAtomic(path, j.dump(2) + "\n");
+}
+
+void writeReportFile(const std::string& path, const nlohmann::ordered_json& report,
+                     const RunTracker* tracker) {
+  if (!tracker || !tracker->spooling() || !report.is_object() || report.empty())
+    return writeJsonFile(path, report);
+  writeFileAtomicStream(path, [&](const ByteSink& sink) {
+    std::string head = report.dump(2);  // "{\n  ...\n}": the closing brace is dropped
+    head.resize(head.rfind('}'));
+    while (!head.empty() && head.back() == '\n') head.pop_back();
+    sink(head);
+    sink(",\n  \"per_iteration\": [");
+    tracker->copySpool(sink);
+    sink("\n  ]\n}\n");
+  });
 }
 
 }  // namespace gearbox::cli

@@ -2,6 +2,7 @@
 // Options shared by `gearbox run` and `gearbox compare`, and the report both print.
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "executor/session.h"
 #include "tools/reference_check.h"
 #include "tools/run_report.h"
+#include "tools/trace.h"
 
 namespace gearbox::cli {
 
@@ -81,11 +83,13 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o);
 // {"name": "gearbox", "version": "..."}
 nlohmann::ordered_json toolJson();
 Verbosity verbosityOf(const RunOptions& o);  // Error(kConfig) for -q with -v
-double medianRunSeconds(const Session& s);
+// The median measured run time: exact over the session's history while it holds every call,
+// else from the tracker's histogram of every call (within 0.5%).
+double medianRunSeconds(const Session& s, const RunTracker* tracker = nullptr);
 // The MODELED breakdown as JSON: compile_us, launch_sync_us, compute_us, padding_waste_us,
 // padding_waste_pct (of compute), host_dynamic_us, total_us.
 nlohmann::ordered_json modeledJson(const ModeledTime& m);
-void printSummary(const Session& s, std::ostream& os);
+void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker = nullptr);
 
 // --assert 'graph_compiles<=3', 'compiles_after(10)==0', and in compare 'static.launches<=9'.
 struct Assertion {
@@ -107,10 +111,16 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
 
 // Runs every trace iteration through the session with deterministic inputs (seed + i),
 // printing what the output level asks for (through `tracker` when given; without one, one line
-// per iteration unless quiet). An Error during a call is rethrown naming the mode, the
-// iteration and, with `traceLines`, the trace file:line. Returns the outputs of every call when
-// `keepOutputs` (compare checks the modes agree). With `check`, every call's outputs are
-// compared with the reference executor's on the same inputs.
+// per iteration unless quiet). `next` yields the iterations one at a time (a TraceReader
+// streams a file; the vector form below wraps one in memory). An Error during a call is
+// rethrown naming the mode, the iteration and the trace file:line (when the entry has one).
+// Returns the outputs of every call when `keepOutputs` (compare checks the modes agree). With
+// `check`, every call's outputs are compared with the reference executor's on the same inputs.
+using TraceNext = std::function<bool(TraceEntry&)>;
+std::vector<std::vector<Tensor>> runTrace(Session& session, const TraceNext& next,
+                                          const RunOptions& o, std::ostream& os,
+                                          bool keepOutputs = false, ReferenceCheck* check = nullptr,
+                                          RunTracker* tracker = nullptr);
 std::vector<std::vector<Tensor>> runTrace(Session& session,
                                           const std::vector<InputSignature>& trace,
                                           const RunOptions& o, std::ostream& os,
@@ -120,6 +130,10 @@ std::vector<std::vector<Tensor>> runTrace(Session& session,
 
 // Writes JSON to a file atomically.
 void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j);
+// Writes a run report atomically; when `tracker` spooled the per_iteration records, they are
+// streamed from its temp file into the report's last key, so the report is never held whole.
+void writeReportFile(const std::string& path, const nlohmann::ordered_json& report,
+                     const RunTracker* tracker);
 
 // Formats seconds for humans: "412 ns", "3.1 us", "2.4 ms", "1.20 s".
 std::string formatSeconds(double s);

@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -175,9 +179,67 @@ std::string sizesText(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+void LogHistogram::add(double seconds) {
+  // Bucket i holds [1e-9 * 1.01^i, 1e-9 * 1.01^(i+1)); out-of-range times go to the end buckets.
+  const double x = seconds > 1e-9 ? std::log(seconds / 1e-9) / std::log(1.01) : 0.0;
+  const int i = static_cast<int>(std::clamp(x, 0.0, static_cast<double>(kBuckets - 1)));
+  ++buckets_[static_cast<size_t>(i)];
+  ++count_;
+}
+
+double LogHistogram::median() const {
+  if (count_ == 0) return 0;
+  // The lower median's bucket, reported at its geometric middle.
+  const int64_t rank = (count_ + 1) / 2;
+  int64_t seen = 0;
+  for (int i = 0; i < kBuckets; ++i) {
+    seen += buckets_[static_cast<size_t>(i)];
+    if (seen >= rank) return 1e-9 * std::pow(1.01, i + 0.5);
+  }
+  return 0;
+}
+
+void RunTracker::spoolIterations(IterationDetail detail) {
+  spoolDetail_ = detail;
+  // Unlinked at once: the records vanish with the process, even a killed one.
+  const char* env = std::getenv("TMPDIR");
+  std::string name = std::string(env && *env ? env : "/tmp") + "/gearbox-report-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0)
+    fail(ErrorKind::kIo, "cannot create a temp file for the report's records in {}: {}",
+         env && *env ? env : "/tmp", std::strerror(errno));
+  ::unlink(name.c_str());
+  spool_.reset(::fdopen(fd, "w+"));
+  if (!spool_) {
+    ::close(fd);
+    fail(ErrorKind::kIo, "cannot open the report's temp file: {}", std::strerror(errno));
+  }
+}
+
+void RunTracker::copySpool(const ByteSink& sink) const {
+  std::FILE* f = spool_.get();
+  if (std::fflush(f) != 0 || std::fseek(f, 0, SEEK_SET) != 0)
+    fail(ErrorKind::kIo, "cannot read back the report's records: {}", std::strerror(errno));
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) sink(std::string_view(buf, n));
+  if (std::ferror(f))
+    fail(ErrorKind::kIo, "cannot read back the report's records: {}", std::strerror(errno));
+}
+
 void RunTracker::observe(const CallRecord& r, std::ostream& os) {
   ++calls_;
+  runTimes_.add(r.runSeconds);
   const bool compiled = r.graphCompiled || !r.kernelsCompiled.empty();
+  if (spool_ && spoolDetail_ != IterationDetail::kNone &&
+      (spoolDetail_ == IterationDetail::kAll || compiled)) {
+    const std::string rec =
+        (spooled_ ? ",\n    " : "\n    ") + iterationJson(*graph_, r, geared_).dump();
+    if (std::fwrite(rec.data(), 1, rec.size(), spool_.get()) != rec.size())
+      fail(ErrorKind::kIo, "cannot write the report's records to a temp file: {}",
+           std::strerror(errno));
+    ++spooled_;
+  }
   if (compiled) {
     compileIterations_.push_back(r.iteration);
     lastCompile_ = r.iteration;

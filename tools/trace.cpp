@@ -1,6 +1,13 @@
 #include "tools/trace.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 
 #include "graph/checked.h"
 #include "graph/error.h"
@@ -51,6 +58,30 @@ InputSignature signatureFromJson(const nlohmann::json& obj, const Graph& g,
   return sig;
 }
 
+// One trace line: nullopt for a blank or '#' line, the checked signature otherwise.
+std::optional<InputSignature> parseTraceLine(std::string_view l, const std::string& file, int line,
+                                             const Graph& g) {
+  while (!l.empty() && (l.back() == '\r' || l.back() == ' ' || l.back() == '\t'))
+    l.remove_suffix(1);
+  const size_t first = l.find_first_not_of(" \t");
+  if (first == std::string_view::npos || l[first] == '#') return std::nullopt;
+  const std::string where = file + ":" + std::to_string(line);
+  nlohmann::json j;
+  checkJsonDepth(l, where);
+  try {
+    j = nlohmann::json::parse(l);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kParse, "{}: invalid JSON: {}", where, e.what());
+  }
+  InputSignature sig = signatureFromJson(j, g, where, true);
+  try {
+    checkSignature(g, sig);
+  } catch (const Error& e) {
+    fail(ErrorKind::kShape, "{}: {}", where, e.what());
+  }
+  return sig;
+}
+
 }  // namespace
 
 std::vector<InputSignature> parseTrace(const std::string& text, const std::string& file,
@@ -61,31 +92,13 @@ std::vector<InputSignature> parseTrace(const std::string& text, const std::strin
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
-    std::string l = text.substr(pos, nl - pos);
+    const std::string_view l(text.data() + pos, nl - pos);
     pos = nl + 1;
     ++line;
-    while (!l.empty() && (l.back() == '\r' || l.back() == ' ' || l.back() == '\t')) l.pop_back();
-    size_t first = l.find_first_not_of(" \t");
-    if (first == std::string::npos || l[first] == '#') {
-      if (nl == text.size()) break;
-      continue;
+    if (auto sig = parseTraceLine(l, file, line, g)) {
+      out.push_back(std::move(*sig));
+      if (lines) lines->push_back(line);
     }
-    const std::string where = file + ":" + std::to_string(line);
-    nlohmann::json j;
-    checkJsonDepth(l, where);
-    try {
-      j = nlohmann::json::parse(l);
-    } catch (const nlohmann::json::exception& e) {
-      fail(ErrorKind::kParse, "{}: invalid JSON: {}", where, e.what());
-    }
-    InputSignature sig = signatureFromJson(j, g, where, true);
-    try {
-      checkSignature(g, sig);
-    } catch (const Error& e) {
-      fail(ErrorKind::kShape, "{}: {}", where, e.what());
-    }
-    out.push_back(std::move(sig));
-    if (lines) lines->push_back(line);
     if (nl == text.size()) break;
   }
   if (out.empty()) fail(ErrorKind::kParse, "{}: the trace has no iterations", file);
@@ -95,6 +108,77 @@ std::vector<InputSignature> parseTrace(const std::string& text, const std::strin
 std::vector<InputSignature> loadTrace(const std::string& path, const Graph& g,
                                       std::vector<int>* lines) {
   return parseTrace(readFile(path), path, g, lines);
+}
+
+TraceReader::TraceReader(const std::string& path, const Graph& g) : path_(path), graph_(&g) {
+  fd_ = openRegularFile(path, "trace");
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) > kMaxInputFileBytes) {
+    ::close(fd_);
+    fd_ = -1;
+    fail(ErrorKind::kIo, "cannot read trace '{}': it is {} bytes, above the limit of {} bytes",
+         path, static_cast<uint64_t>(st.st_size), kMaxInputFileBytes);
+  }
+}
+
+TraceReader::~TraceReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool TraceReader::readLine(std::string& line) {
+  line.clear();
+  for (;;) {
+    const size_t nl = buf_.find('\n', pos_);
+    if (nl != std::string::npos) {
+      line.append(buf_, pos_, nl - pos_);
+      pos_ = nl + 1;
+      break;
+    }
+    line.append(buf_, pos_, std::string::npos);
+    buf_.clear();
+    pos_ = 0;
+    if (line.size() > kMaxTraceLineBytes)
+      fail(ErrorKind::kParse, "{}:{}: line longer than {} bytes", path_, line_ + 1,
+           kMaxTraceLineBytes);
+    if (eof_) {
+      if (line.empty()) return false;
+      break;  // a last line without '\n'
+    }
+    char chunk[1 << 16];
+    const ssize_t n = ::read(fd_, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(ErrorKind::kIo, "cannot read trace '{}': {}", path_, std::strerror(errno));
+    }
+    if (n == 0) eof_ = true;
+    buf_.assign(chunk, static_cast<size_t>(n));
+  }
+  if (line.size() > kMaxTraceLineBytes)
+    fail(ErrorKind::kParse, "{}:{}: line longer than {} bytes", path_, line_ + 1,
+         kMaxTraceLineBytes);
+  ++line_;
+  return true;
+}
+
+bool TraceReader::next(TraceEntry& e) {
+  std::string l;
+  while (readLine(l)) {
+    if (auto sig = parseTraceLine(l, path_, line_, *graph_)) {
+      e.sig = std::move(*sig);
+      e.line = line_;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t checkTrace(const std::string& path, const Graph& g) {
+  TraceReader reader(path, g);
+  TraceEntry e;
+  int64_t n = 0;
+  while (reader.next(e)) ++n;
+  if (n == 0) fail(ErrorKind::kParse, "{}: the trace has no iterations", path);
+  return n;
 }
 
 InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where) {
