@@ -196,6 +196,12 @@ KernelKey keyFromJson(const Json& j) {
 }
 
 Json kernelDescriptorJson(const KernelSpec& spec, const std::string& created) {
+  Json j = kernelDescriptorBody(spec, created);
+  j["hash"] = fnv1a64Hex(j.dump());
+  return j;
+}
+
+Json kernelDescriptorBody(const KernelSpec& spec, const std::string& created) {
   Json j;
   j["format"] = kKernelDescriptorFormat;
   j["version"] = kKernelStoreVersion;
@@ -210,7 +216,6 @@ Json kernelDescriptorJson(const KernelSpec& spec, const std::string& created) {
   k["work"] = spec.work;
   k["params"] = ops::paramsToJson(spec);
   j["kernel"] = std::move(k);
-  j["hash"] = fnv1a64Hex(j.dump());
   return j;
 }
 

@@ -49,6 +49,8 @@ std::string fnv1a64Hex(std::string_view bytes);
 // The descriptor of `spec` as a JSON object; `created` is an ISO 8601 UTC time. The "hash"
 // field covers the compact dump of every other field.
 nlohmann::ordered_json kernelDescriptorJson(const KernelSpec& spec, const std::string& created);
+// The same without the "hash" key: what validation compares (no dump, no hash per kernel).
+nlohmann::ordered_json kernelDescriptorBody(const KernelSpec& spec, const std::string& created);
 // kernelDescriptorJson, pretty-printed, with a trailing newline: the file contents.
 std::string serializeKernelDescriptor(const KernelSpec& spec, const std::string& created);
 

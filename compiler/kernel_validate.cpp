@@ -14,16 +14,16 @@ void validateAgainstRecompiled(const KernelSpec& loaded) {
   } catch (const Error& e) {
     fail(ErrorKind::kIo, "its key does not compile: {}", e.what());
   }
-  // The same "created" stamp on both sides, so only the compiled content is compared.
-  const std::string a = serializeKernelDescriptor(loaded, "");
-  const std::string b = serializeKernelDescriptor(*fresh, "");
-  if (a == b) return;
+  // The same "created" stamp on both sides, so only the compiled content is compared; the
+  // values are compared as JSON trees (a bundle of 300,000 kernels validates each one).
+  const nlohmann::ordered_json oa = kernelDescriptorBody(loaded, "");
+  const nlohmann::ordered_json ob = kernelDescriptorBody(*fresh, "");
+  if (oa == ob) return;
   // Name the first differing field: a JSON patch from the file's spec to the compiled one.
-  const nlohmann::json ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+  const nlohmann::json ja = nlohmann::json::parse(oa.dump()), jb = nlohmann::json::parse(ob.dump());
   const nlohmann::json patch = nlohmann::json::diff(ja, jb);
   for (const auto& op : patch) {
     const std::string path = op.value("path", "");
-    if (path == "/hash") continue;
     const nlohmann::json::json_pointer ptr(path);
     fail(ErrorKind::kIo,
          "kernel '{}' differs from the spec compiled from its key at {} (file: {}, compiled: {})",
