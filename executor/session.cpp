@@ -131,6 +131,7 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   stats_.syncs += rec.syncs;
   stats_.allocations += rec.allocations;
   stats_.compileSeconds += rec.compileSeconds;
+  stats_.runSeconds += rec.runSeconds;
   stats_.modeledDeviceUs += rec.modeledDeviceUs;
   stats_.modeledCompileUs += rec.modeledCompileUs;
   stats_.modeled += rec.modeled;

@@ -140,6 +140,7 @@ struct SessionStats {
   // memory held (eager, dynamic, fallback runs: the pool keeps every block it allocated).
   int64_t peakBytes = 0;
   double compileSeconds = 0;    // measured
+  double runSeconds = 0;        // measured, every call's run (history() may hold only the last)
   double modeledDeviceUs = 0;   // MODELED, compile + run
   double modeledCompileUs = 0;  // MODELED, the compile part
   ModeledTime modeled;          // MODELED, split by kind; includes geared up-front compiles

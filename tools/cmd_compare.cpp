@@ -339,8 +339,8 @@ void registerCompare(CLI::App& app) {
           }
           break;
         }
-        double run = 0;
-        for (const CallRecord& c : session.history()) run += c.runSeconds;
+        // Every call's, also under --history-limit (history() then holds only the last ones).
+        const double run = session.stats().runSeconds;
         r.compile.push_back(session.stats().compileSeconds);
         r.run.push_back(run);
         r.total.push_back(run + session.stats().compileSeconds);
