@@ -15,6 +15,7 @@
 #include "compiler/compile_log.h"
 #include "graph/error.h"
 #include "graph/npy.h"
+#include "tools/html_report.h"
 
 namespace gearbox::cli {
 
@@ -403,28 +404,7 @@ const std::vector<std::string>& knownMetrics() {
   return names;
 }
 
-namespace {
-std::string xmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters; a message never needs them.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
-          out += ' ';
-        else
-          out += c;
-    }
-  }
-  return out;
-}
-}  // namespace
-
+// JUnit XML escapes the same five characters as HTML (htmlEscape's &#39; is valid XML too).
 void writeJunit(const std::string& path, const std::string& suite,
                 const std::vector<AssertResult>& results) {
   int failures = 0;
@@ -432,15 +412,16 @@ void writeJunit(const std::string& path, const std::string& suite,
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", results.size(), failures);
   x += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n",
-                   xmlEscape(suite), results.size(), failures);
+                   htmlEscape(suite), results.size(), failures);
   for (const AssertResult& r : results) {
-    x += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xmlEscape(suite),
-                     xmlEscape(r.assertion));
+    x += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", htmlEscape(suite),
+                     htmlEscape(r.assertion));
     if (r.ok) {
       x += "/>\n";
       continue;
     }
-    x += fmt::format(">\n      <failure message=\"{}\"/>\n    </testcase>\n", xmlEscape(r.message));
+    x +=
+        fmt::format(">\n      <failure message=\"{}\"/>\n    </testcase>\n", htmlEscape(r.message));
   }
   x += "  </testsuite>\n</testsuites>\n";
   writeFileAtomic(path, x);

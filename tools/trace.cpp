@@ -58,6 +58,16 @@ InputSignature signatureFromJson(const nlohmann::json& obj, const Graph& g,
   return sig;
 }
 
+// Depth-checked first (graph/json_limits.h), then parsed; Error(kParse) naming `where`.
+nlohmann::json parseJson(std::string_view text, const std::string& where) {
+  checkJsonDepth(text, where);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kParse, "{}: invalid JSON: {}", where, e.what());
+  }
+}
+
 // One trace line: nullopt for a blank or '#' line, the checked signature otherwise.
 std::optional<InputSignature> parseTraceLine(std::string_view l, const std::string& file, int line,
                                              const Graph& g) {
@@ -66,14 +76,7 @@ std::optional<InputSignature> parseTraceLine(std::string_view l, const std::stri
   const size_t first = l.find_first_not_of(" \t");
   if (first == std::string_view::npos || l[first] == '#') return std::nullopt;
   const std::string where = file + ":" + std::to_string(line);
-  nlohmann::json j;
-  checkJsonDepth(l, where);
-  try {
-    j = nlohmann::json::parse(l);
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kParse, "{}: invalid JSON: {}", where, e.what());
-  }
-  InputSignature sig = signatureFromJson(j, g, where, true);
+  InputSignature sig = signatureFromJson(parseJson(l, where), g, where, true);
   try {
     checkSignature(g, sig);
   } catch (const Error& e) {
@@ -182,14 +185,7 @@ int64_t checkTrace(const std::string& path, const Graph& g) {
 }
 
 InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where) {
-  nlohmann::json j;
-  checkJsonDepth(json, where);
-  try {
-    j = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kParse, "{}: invalid JSON: {}", where, e.what());
-  }
-  return signatureFromJson(j, g, where, false);
+  return signatureFromJson(parseJson(json, where), g, where, false);
 }
 
 }  // namespace gearbox::cli
