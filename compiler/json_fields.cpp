@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace gearbox {
 
@@ -120,7 +121,7 @@ int64_t dimsProduct(const Shape& s, int begin, int end) {
   return p;
 }
 
-Json attrsToJson(const Attrs& attrs) {
+Json attrsToJson(OpKind op, const Attrs& attrs) {
   Json j = Json::object();
   if (attrs.dim) j["dim"] = *attrs.dim;
   // Reshape's target keeps -2 (kCopyInputDim) as written; symbols never reach a key's attrs.
@@ -131,10 +132,35 @@ Json attrsToJson(const Attrs& attrs) {
   };
   if (attrs.shape) j["shape"] = dims(*attrs.shape);
   if (attrs.perm) j["perm"] = dims(*attrs.perm);
+  // Typed attributes, every one given (defaults included: a descriptor states the whole key).
+  const auto decls = opAttrDecls(op);
+  for (size_t i = 0; i < decls.size(); ++i) {
+    const int slot = static_cast<int>(i);
+    if (!attrs.has(slot)) continue;
+    const std::string name(decls[i].name);
+    switch (decls[i].type) {
+      case AttrType::kInt: j[name] = attrs.i(slot); break;
+      // JSON has no infinity: clip's open bounds are written as strings.
+      case AttrType::kFloat:
+        if (std::isfinite(attrs.f(slot))) {
+          j[name] = attrs.f(slot);
+        } else {
+          j[name] = formatAttrFloat(attrs.f(slot));
+        }
+        break;
+      case AttrType::kInts: {
+        Json a = Json::array();
+        for (int64_t v : attrs.ints(slot)) a.push_back(v);
+        j[name] = std::move(a);
+        break;
+      }
+      default: break;
+    }
+  }
   return j;
 }
 
-Attrs attrsFromJson(const Json& j, const std::string& where, ErrorKind kind) {
+Attrs attrsFromJson(OpKind op, const Json& j, const std::string& where, ErrorKind kind) {
   if (!j.is_object()) fail(kind, "field '{}' must be an object", where);
   Attrs attrs;
   auto dims = [&](const char* name) {
@@ -150,16 +176,49 @@ Attrs attrsFromJson(const Json& j, const std::string& where, ErrorKind kind) {
     return s;
   };
   for (const auto& [name, value] : j.items()) {
-    if (name == "dim") {
-      if (!value.is_number_integer()) fail(kind, "field '{}.dim' must be an integer", where);
-      attrs.dim = value.get<int64_t>();
-    } else if (name == "shape") {
-      attrs.shape = dims("shape");
-    } else if (name == "perm") {
-      attrs.perm = dims("perm");
-    } else {
-      fail(kind, "field '{}': unknown attribute '{}'", where, name);
+    const int slot = findAttr(op, name);
+    if (slot < 0) fail(kind, "field '{}': {} has no attribute '{}'", where, opTextName(op), name);
+    switch (opAttrDecls(op)[slot].type) {
+      case AttrType::kDim:
+        if (!value.is_number_integer()) fail(kind, "field '{}.dim' must be an integer", where);
+        attrs.dim = value.get<int64_t>();
+        break;
+      case AttrType::kShape: attrs.shape = dims("shape"); break;
+      case AttrType::kPerm: attrs.perm = dims("perm"); break;
+      case AttrType::kInt:
+        if (!value.is_number_integer())
+          fail(kind, "field '{}' must be an integer", joinField(where, name.c_str()));
+        attrs.setInt(slot, value.get<int64_t>());
+        break;
+      case AttrType::kFloat: {
+        double f = 0;
+        if (value.is_number()) {
+          f = value.get<double>();
+        } else if (value == "inf" || value == "-inf") {
+          f = value == "inf" ? HUGE_VAL : -HUGE_VAL;
+        } else {
+          fail(kind, "field '{}' must be a number, \"inf\" or \"-inf\"",
+               joinField(where, name.c_str()));
+        }
+        attrs.setFloat(slot, f);
+        break;
+      }
+      case AttrType::kInts: {
+        const std::vector<int64_t> v = getIntArray(j, name.c_str(), where, kind);
+        if (v.size() > static_cast<size_t>(kMaxAttrInts))
+          fail(kind, "field '{}' has {} entries, above {}", joinField(where, name.c_str()),
+               v.size(), kMaxAttrInts);
+        attrs.setInts(slot, v);
+        break;
+      }
     }
+  }
+  // A descriptor or record written by another version may leave a default out; a missing
+  // required attribute is an error naming the field.
+  try {
+    normalizeAttrs(op, attrs, where);
+  } catch (const Error& e) {
+    fail(kind, "field '{}': {}", where, e.what());
   }
   return attrs;
 }

@@ -36,8 +36,8 @@ DType dtypeField(const Json& j, const char* name, const std::string& where, Erro
 
 // A kernel key's attributes as a JSON object ({"dim": 1}, {"shape": [4, 8, -1]},
 // {"perm": [0, 2, 1]}) and back; unknown attributes are an error naming the field.
-Json attrsToJson(const Attrs& attrs);
-Attrs attrsFromJson(const Json& j, const std::string& where, ErrorKind kind);
+Json attrsToJson(OpKind op, const Attrs& attrs);
+Attrs attrsFromJson(OpKind op, const Json& j, const std::string& where, ErrorKind kind);
 
 // Multiplies non-negative extents; -1 on a negative factor or overflow, so a damaged file
 // can never turn into a wrapped-around size.

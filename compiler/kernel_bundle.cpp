@@ -160,11 +160,11 @@ KernelKey opInfoToKey(const Json& j, const std::string& file) {
     for (size_t i = 0; i < as.size(); ++i) {
       const std::string where = fmt::format("attrs[{}]", i);
       const std::string name = getString(as[i], "name", where, pe);
-      if (name != "dim" && name != "shape" && name != "perm")
+      if (findAttr(*kind, name) < 0)
         fail(pe, "field '{}.name': unknown attribute '{}'", where, name);
       attrObject[name] = field(as[i], "value", where, pe);
     }
-    const Attrs attrs = attrsFromJson(attrObject, "attrs", pe);
+    const Attrs attrs = attrsFromJson(*kind, attrObject, "attrs", pe);
     KernelKey key = makeKernelKey(*kind, types, attrs);
     key.format = format;
     return key;

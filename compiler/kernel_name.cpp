@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace gearbox {
@@ -103,6 +104,13 @@ bool parseAttr(std::string_view part, ParsedKernelName& parsed, bool* isAttr) {
     if (!parsed.perm || parsed.perm->empty()) return false;
     for (int64_t p : *parsed.perm)
       if (p < 0) return false;
+  } else if (const size_t eq = part.find('=');
+             eq != std::string_view::npos && part[0] >= 'a' && part[0] <= 'z') {
+    // A typed attribute of ops.def: "name=v0_v1" (ints, or one float like "inf" or "1e-05").
+    const std::string_view attrName = part.substr(0, eq);
+    for (char c : attrName)
+      if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
+    parsed.attrs.emplace_back(std::string(attrName), std::string(part.substr(eq + 1)));
   } else {
     *isAttr = false;
   }
@@ -142,16 +150,39 @@ void appendKernelName(std::string& s, OpKind kind, DType dtype, std::string_view
     s += "__perm";
     appendDims(s, *attrs.perm, false);
   }
+  // Typed attributes in declaration order; defaults are left out (keys hold them filled in, so
+  // the name stays unique per key).
+  const auto decls = opAttrDecls(kind);
+  for (size_t i = 0; i < decls.size(); ++i) {
+    const int slot = static_cast<int>(i);
+    if (!attrs.has(slot) || attrIsDefault(kind, attrs, slot)) continue;
+    s += "__";
+    s += decls[i].name;
+    s += '=';
+    if (decls[i].type == AttrType::kFloat) {
+      s += formatAttrFloat(attrs.f(slot));
+      continue;
+    }
+    bool first = true;
+    for (int64_t v : attrs.ints(slot)) {
+      if (!first) s += '_';
+      first = false;
+      appendNumber(s, v);
+    }
+  }
 }
 
 std::optional<ParsedKernelName> parseKernelName(std::string_view name) {
   std::vector<std::string_view> parts = splitOn(name, "__");
   ParsedKernelName parsed;
-  if (parts.size() > 1) {
+  // Attribute sections trail the inputs; read them from the back.
+  while (parts.size() > 1) {
     bool isAttr = false;
     if (!parseAttr(parts.back(), parsed, &isAttr)) return std::nullopt;
-    if (isAttr) parts.pop_back();
+    if (!isAttr) break;
+    parts.pop_back();
   }
+  std::reverse(parsed.attrs.begin(), parsed.attrs.end());
   // The first part carries op, dtype and format in front of input 0.
   std::vector<std::string_view> head = splitOn(parts[0], "_");
   if (head.size() < 4 || head[0].empty() || head[1].empty() || head[2].empty()) return std::nullopt;

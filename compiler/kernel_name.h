@@ -11,7 +11,9 @@
 //           "IndexSelect_float_ND_4_5__3_int32__dim0";
 //   attr  = "dim{d}" (index_select, cat, cat_gather; d wrapped to [0, rank)),
 //           "shape{d0}_{d1}..." (reshape; -1 = inferred, -2 = the input's dim at that
-//           position), or "perm{p0}_{p1}..." (transpose).
+//           position), or "perm{p0}_{p1}..." (transpose); then one section per typed
+//           attribute that is not its default, "{name}={v0}_{v1}..." for ints and
+//           "{name}={v}" for a float: "Conv2d_float_ND_1_3_8_8__4_3_3_3__strides=2_2".
 
 #include <cstdint>
 #include <optional>
@@ -43,6 +45,8 @@ struct ParsedKernelName {
   std::optional<int64_t> dim;                 // the `dim` attribute, when present
   std::optional<std::vector<int64_t>> shape;  // reshape's `shape` attribute
   std::optional<std::vector<int64_t>> perm;   // transpose's `perm` attribute
+  // Typed attributes other than the defaults, in order: ("strides", "2_2"), ("max", "6").
+  std::vector<std::pair<std::string, std::string>> attrs;
 };
 
 // Parses a kernel name; nullopt for names in any other format (e.g. other tools' logs). Accepts

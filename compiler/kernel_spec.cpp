@@ -33,10 +33,7 @@ size_t KernelKey::hash() const {
     mix(static_cast<uint64_t>(t.dtype));
     mix(t.shape.hash());
   }
-  mix(attrs.dim.has_value());
-  mix(static_cast<uint64_t>(attrs.dim.value_or(0)));
-  mix(attrs.shape ? attrs.shape->hash() : 0);
-  mix(attrs.perm ? attrs.perm->hash() : 0);
+  mix(attrs.hash());
   return static_cast<size_t>(h);
 }
 
@@ -64,7 +61,7 @@ void finishKey(KernelKey& key, OpKind kind, const Attrs& attrs, const Where& whe
   key.format = "ND";
   key.attrs = attrs;
   key.dtype = key.inputs.empty() ? DType::kF32 : key.inputs[0].dtype;
-  if (opAttr(kind) == OpAttr::kShape && attrs.shape && !key.inputs.empty()) {
+  if (attrs.shape && !key.inputs.empty()) {
     // A named dim of a reshape target means "the input's dim here": the key records the size
     // when it is static, else kCopyInputDim, so the key (and its name) never holds a symbol.
     Shape& target = *key.attrs.shape;
@@ -72,7 +69,7 @@ void finishKey(KernelKey& key, OpKind kind, const Attrs& attrs, const Where& whe
     for (int i = 0; i < target.rank(); ++i)
       if (isSymbolDim(target[i])) target[i] = (i < in.rank() && in[i] >= 0) ? in[i] : kCopyInputDim;
   }
-  if (opAttr(kind) == OpAttr::kDim && attrs.dim && !key.inputs.empty()) {
+  if (attrs.dim && !key.inputs.empty()) {
     const Shape& s = key.inputs[0].shape;
     const int64_t r = s.rank(), d = *attrs.dim;
     if (r == 0 || d < -r || d >= r)

@@ -170,7 +170,7 @@ Json keyToJson(const KernelKey& key) {
     inputs.push_back(
         Json{{"dtype", dtypeKernelName(t.dtype)}, {"shape", shapeToJson(t.shape, true)}});
   j["inputs"] = std::move(inputs);
-  j["attrs"] = attrsToJson(key.attrs);
+  j["attrs"] = attrsToJson(key.kind, key.attrs);
   return j;
 }
 
@@ -191,7 +191,7 @@ KernelKey keyFromJson(const Json& j) {
     t.shape = shapeFromJson(field(inputs[i], "shape", where, io), where + ".shape", io);
     key.inputs.push_back(t);
   }
-  key.attrs = attrsFromJson(field(j, "attrs", "key", io), "key.attrs", io);
+  key.attrs = attrsFromJson(key.kind, field(j, "attrs", "key", io), "key.attrs", io);
   return key;
 }
 

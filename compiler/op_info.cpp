@@ -94,10 +94,12 @@ Json opInfoJson(const KernelKey& key) {
   j["outputs"] = std::move(outputs);
   // aclnn's attribute records: scalar dims are int64, dim lists are listInt.
   Json attrs = Json::array();
-  const Json attrObject = attrsToJson(key.attrs);  // named: items() refers into it
+  const Json attrObject = attrsToJson(key.kind, key.attrs);  // named: items() refers into it
   for (const auto& [name, value] : attrObject.items())
     attrs.push_back(Json{{"name", name},
-                         {"dtype", value.is_array() ? "listInt" : "int64"},
+                         {"dtype", value.is_array()            ? "listInt"
+                                   : value.is_number_integer() ? "int64"
+                                                               : "float"},
                          {"index", attrs.size()},
                          {"value", value}});
   j["attrs"] = std::move(attrs);

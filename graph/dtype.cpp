@@ -1,7 +1,6 @@
 #include "graph/dtype.h"
 
 #include "graph/error.h"
-#include "graph/op.h"
 
 namespace gearbox {
 
@@ -41,48 +40,6 @@ const char* errorKindName(ErrorKind kind) {
     case ErrorKind::kLimit: return "recompile limit";
   }
   return "error";
-}
-
-namespace {
-struct OpInfo {
-  std::string_view text, kernel;
-  int arity;
-  OpAttr attr;
-  IndexInput index;
-};
-constexpr OpInfo kOps[] = {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
-  {text, kernel, arity, OpAttr::k##attr, IndexInput::k##index},
-#include "graph/ops.def"
-#undef GEARBOX_OP
-};
-static_assert(std::size(kOps) == kOpCount);
-}  // namespace
-
-std::string_view opTextName(OpKind k) {
-  return kOps[static_cast<int>(k)].text;
-}
-std::string_view opKernelName(OpKind k) {
-  return kOps[static_cast<int>(k)].kernel;
-}
-std::optional<OpKind> parseOpKind(std::string_view text) {
-  for (int i = 0; i < kOpCount; ++i)
-    if (kOps[i].text == text) return static_cast<OpKind>(i);
-  return std::nullopt;
-}
-std::optional<OpKind> parseOpKernelName(std::string_view kernelName) {
-  for (int i = 0; i < kOpCount; ++i)
-    if (kOps[i].kernel == kernelName) return static_cast<OpKind>(i);
-  return std::nullopt;
-}
-int opArity(OpKind k) {
-  return kOps[static_cast<int>(k)].arity;
-}
-OpAttr opAttr(OpKind k) {
-  return kOps[static_cast<int>(k)].attr;
-}
-IndexInput opIndexInput(OpKind k) {
-  return kOps[static_cast<int>(k)].index;
 }
 
 }  // namespace gearbox

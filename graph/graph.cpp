@@ -48,7 +48,7 @@ std::string InferContext::inputName(size_t i) const {
 }
 
 // One declaration per op, implemented in graph/ops/<op>.cpp.
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
   TensorType infer##e(const InferContext& ctx);
 #include "graph/ops.def"
 #undef GEARBOX_OP
@@ -57,8 +57,8 @@ namespace {
 
 TensorType inferOp(const InferContext& ctx) {
   switch (ctx.kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
-  case OpKind::k##e:                                    \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  case OpKind::k##e:                                               \
     return infer##e(ctx);
 #include "graph/ops.def"
 #undef GEARBOX_OP
@@ -69,6 +69,15 @@ TensorType inferOp(const InferContext& ctx) {
 }  // namespace
 
 TensorType inferNode(const InferContext& ctx) {
+  // Input counts come from ops.def, so no op file has to check them.
+  const size_t n = ctx.inputs.size();
+  const int lo = opMinInputs(ctx.kind), hi = opMaxInputs(ctx.kind);
+  if (n < static_cast<size_t>(lo) || (hi >= 0 && n > static_cast<size_t>(hi))) {
+    if (lo == hi) fail(ErrorKind::kShape, "{}: expects {} inputs, got {}", ctx.where(), lo, n);
+    if (hi < 0)
+      fail(ErrorKind::kShape, "{}: expects at least {} inputs, got {}", ctx.where(), lo, n);
+    fail(ErrorKind::kShape, "{}: expects {} to {} inputs, got {}", ctx.where(), lo, hi, n);
+  }
   TensorType t = inferOp(ctx);
   // Every op's output size passes the one size limit here, so no op file has to remember it and
   // no kernel or planner ever sees a shape whose byte count could wrap.
@@ -182,6 +191,9 @@ ValueId GraphBuilder::op(OpKind kind, std::vector<ValueId> inputs, Attrs attrs, 
   n.output = id;
   g_.values.push_back(Value{std::move(name), {}, nid});
   g_.nodes.push_back(std::move(n));
+  // Defaults are filled in here, once, so two nodes (and kernel keys) never differ only by a
+  // default, and a missing required attribute is an error at the call that built the node.
+  normalizeAttrs(kind, g_.nodes[nid].attrs, g_.describeNode(nid));
   // Infer now so later builder calls see the type and errors point at the offending call.
   g_.values[id].type = inferAt(g_, nid);
   return id;

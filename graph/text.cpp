@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <limits>
@@ -15,34 +16,17 @@
 namespace gearbox {
 namespace {
 
-// The attribute an op takes (ops.def's attribute column), as written in the IR.
-std::string_view attrName(OpAttr a) {
-  switch (a) {
-    case OpAttr::kNone: break;
-    case OpAttr::kDim: return "dim";
-    case OpAttr::kShape: return "shape";
-    case OpAttr::kPerm: return "perm";
+// How an attribute is written, for "expected" messages: "dim=<int>", "strides=[<ints>]".
+std::string attrSyntax(const AttrDecl& d) {
+  switch (d.type) {
+    case AttrType::kDim:
+    case AttrType::kInt: return fmt::format("{}=<int>", d.name);
+    case AttrType::kShape: return fmt::format("{}=[<dims>]", d.name);
+    case AttrType::kPerm:
+    case AttrType::kInts: return fmt::format("{}=[<ints>]", d.name);
+    case AttrType::kFloat: return fmt::format("{}=<number>", d.name);
   }
-  return "";
-}
-
-std::string_view attrSyntax(OpAttr a) {
-  switch (a) {
-    case OpAttr::kNone: break;
-    case OpAttr::kDim: return "dim=<int>";
-    case OpAttr::kShape: return "shape=[<dims>]";
-    case OpAttr::kPerm: return "perm=[<ints>]";
-  }
-  return "";
-}
-
-bool hasAttr(const Attrs& a) {
-  return a.dim || a.shape || a.perm;
-}
-
-// One dim list as the IR prints it: "[B, 8, -1]".
-std::string dimList(const Shape& s) {
-  return s.toString();
+  return std::string(d.name);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -402,51 +386,85 @@ class Parser {
     expectPunct('(');
     std::vector<ValueId> inputs{useValue(next())};
     Attrs attrs;
-    const OpAttr attr = opAttr(kind);
+    const auto decls = opAttrDecls(kind);
+    bool anyAttr = false;
+    std::vector<bool> seen(decls.size(), false);
     for (;;) {
       const Token& t = peek();
       if (isPunct(t, ')')) {
-        if (attr != OpAttr::kNone && !hasAttr(attrs))
-          expected(t, fmt::format("', {}' ({} needs attribute {})", attrSyntax(attr), opName,
-                                  attrName(attr)));
+        for (size_t s = 0; s < decls.size(); ++s)
+          if (!seen[s] && decls[s].presence == AttrPresence::kRequired)
+            expected(t, fmt::format("', {}' ({} needs attribute {})", attrSyntax(decls[s]), opName,
+                                    decls[s].name));
         next();
         break;
       }
       expectPunct(',', "',' or ')'");
       const Token& arg = peek();
       if (arg.kind == Tok::kValue) {
-        if (hasAttr(attrs)) expected(arg, "an attribute (values come before attributes)");
+        if (anyAttr) expected(arg, "an attribute (values come before attributes)");
         inputs.push_back(useValue(next()));
         continue;
       }
       if (arg.kind != Tok::kIdent) expected(arg, "a value like %x or an attribute like dim=1");
-      if (attr == OpAttr::kNone)
+      if (decls.empty())
         expected(arg, fmt::format("a value like %x ({} takes no attributes)", opName));
-      if (arg.text != attrName(attr))
-        expected(arg, fmt::format("attribute '{}' ({} has no attribute '{}')", attrName(attr),
-                                  opName, arg.text));
-      if (hasAttr(attrs))
-        expected(arg, fmt::format("')' (attribute {} is already given)", arg.text));
+      const int slot = findAttr(kind, arg.text);
+      if (slot < 0) {
+        std::string names;
+        for (const AttrDecl& d : decls)
+          names += (names.empty() ? "'" : "', '") + std::string(d.name);
+        expected(arg,
+                 fmt::format("attribute {}' ({} has no attribute '{}')", names, opName, arg.text));
+      }
+      if (seen[slot]) expected(arg, fmt::format("')' (attribute {} is already given)", arg.text));
+      seen[slot] = true;
+      anyAttr = true;
       next();
       expectPunct('=');
-      if (attr == OpAttr::kDim) {
-        const Token& v = next();
-        int64_t dim = 0;
-        const auto r = std::from_chars(v.text.data(), v.text.data() + v.text.size(), dim);
-        if (v.kind != Tok::kNumber || r.ec != std::errc() || r.ptr != v.text.data() + v.text.size())
-          expected(v, "an integer dim like 1 or -1");
-        attrs.dim = dim;
-      } else {
-        // shape=[B, 8, -1] reads like a type's dims; perm=[0, 2, 1] takes plain integers.
-        const Shape dims = parseDimList(attr == OpAttr::kPerm);
-        if (attr == OpAttr::kShape) {
-          attrs.shape = dims;
-        } else {
-          attrs.perm = dims;
-        }
-      }
+      parseAttrValue(decls[slot], slot, attrs);
     }
     return b_->op(kind, std::move(inputs), attrs, name.text, SourceLoc{file_, name.line});
+  }
+
+  int64_t parseInteger(const Token& v, std::string_view what) {
+    int64_t x = 0;
+    const auto r = std::from_chars(v.text.data(), v.text.data() + v.text.size(), x);
+    if (v.kind != Tok::kNumber || r.ec != std::errc() || r.ptr != v.text.data() + v.text.size())
+      expected(v, what);
+    return x;
+  }
+
+  void parseAttrValue(const AttrDecl& d, int slot, Attrs& attrs) {
+    switch (d.type) {
+      case AttrType::kDim: attrs.dim = parseInteger(next(), "an integer dim like 1 or -1"); break;
+      // shape=[B, 8, -1] reads like a type's dims; perm=[0, 2, 1] takes plain integers.
+      case AttrType::kShape: attrs.shape = parseDimList(false); break;
+      case AttrType::kPerm: attrs.perm = parseDimList(true); break;
+      case AttrType::kInt: attrs.setInt(slot, parseInteger(next(), "an integer")); break;
+      case AttrType::kFloat: {
+        const Token& v = next();
+        attrs.setFloat(slot, parseElement<double>(v, DType::kF32));
+        if (std::isnan(attrs.f(slot))) expected(v, "a number (not nan)");
+        break;
+      }
+      case AttrType::kInts: {
+        expectPunct('[');
+        std::vector<int64_t> v;
+        if (!isPunct(peek(), ']')) {
+          for (;;) {
+            if (v.size() == static_cast<size_t>(kMaxAttrInts))
+              expected(peek(), fmt::format("']' (at most {} entries)", kMaxAttrInts));
+            v.push_back(parseInteger(next(), "an integer"));
+            if (isPunct(peek(), ']')) break;
+            expectPunct(',', "',' or ']'");
+          }
+        }
+        expectPunct(']');
+        attrs.setInts(slot, v);
+        break;
+      }
+    }
   }
 
   ValueId parseConst(const Token& name) {
@@ -529,7 +547,7 @@ class Parser {
     const char* last = first + t.text.size();
     const bool numeric =
         t.kind == Tok::kNumber || (t.kind == Tok::kIdent && (t.text == "inf" || t.text == "nan"));
-    const std::string what = std::is_same_v<T, float>
+    const std::string what = std::is_floating_point_v<T>
                                  ? std::string("an f32 number")
                                  : fmt::format("an {} integer", dtypeName(dtype));
     if (!numeric) expected(t, what);
@@ -604,9 +622,7 @@ std::string printGraph(const Graph& g) {
       out += fmt::format("{}(", opTextName(n.kind));
       for (size_t i = 0; i < n.inputs.size(); ++i)
         out += fmt::format("{}%{}", i ? ", " : "", g.values[n.inputs[i]].name);
-      if (n.attrs.dim) out += fmt::format(", dim={}", *n.attrs.dim);
-      if (n.attrs.shape) out += fmt::format(", shape={}", dimList(*n.attrs.shape));
-      if (n.attrs.perm) out += fmt::format(", perm={}", dimList(*n.attrs.perm));
+      out += formatAttrs(n.kind, n.attrs);
       out += ')';
     }
     out += '\n';

@@ -221,13 +221,56 @@ class PyBuilder {
     return b_.constant(std::move(owned), name);
   }
   ValueId op(const std::string& kind, const std::vector<ValueId>& inputs,
-             std::optional<int64_t> dim, const std::string& name) {
+             std::optional<int64_t> dim, const std::string& name, const py::dict& attrs = {}) {
     const auto k = parseOpKind(kind);
     if (!k) fail(ErrorKind::kParse, "unknown op '{}'", kind);
     for (ValueId v : inputs) check(v);
-    Attrs attrs;
-    attrs.dim = dim;
-    return b_.op(*k, inputs, attrs, name);
+    Attrs a;
+    a.dim = dim;
+    // Every attribute the op declares in graph/ops.def, by name and type.
+    for (const auto& [key, value] : attrs) {
+      const std::string attrName = py::str(key).cast<std::string>();
+      const int slot = findAttr(*k, attrName);
+      if (slot < 0) fail(ErrorKind::kConfig, "{}: no attribute '{}'", kind, attrName);
+      const std::string what = fmt::format("{} attribute {}", kind, attrName);
+      auto integer = [&](const py::handle& h) {
+        if (!py::isinstance<py::int_>(h) || py::isinstance<py::bool_>(h))
+          fail(ErrorKind::kConfig, "{}: expected an int", what);
+        try {
+          return h.cast<int64_t>();
+        } catch (const py::cast_error&) {
+          fail(ErrorKind::kConfig, "{}: integer out of range", what);
+        }
+      };
+      auto integers = [&](const py::handle& h) {
+        if (!py::isinstance<py::list>(h) && !py::isinstance<py::tuple>(h))
+          fail(ErrorKind::kConfig, "{}: expected a list of ints", what);
+        std::vector<int64_t> v;
+        for (const py::handle& e : h) v.push_back(integer(e));
+        if (v.size() > static_cast<size_t>(kMaxAttrInts))
+          fail(ErrorKind::kConfig, "{}: at most {} entries", what, kMaxAttrInts);
+        return v;
+      };
+      switch (opAttrDecls(*k)[slot].type) {
+        case AttrType::kDim: a.dim = integer(value); break;
+        case AttrType::kShape: a.shape = shapeFromPython(value, what); break;
+        case AttrType::kPerm: {
+          const std::vector<int64_t> v = integers(value);
+          if (v.size() > static_cast<size_t>(kMaxRank))
+            fail(ErrorKind::kConfig, "{}: at most {} entries", what, kMaxRank);
+          a.perm = Shape(v.begin(), v.end());
+          break;
+        }
+        case AttrType::kInt: a.setInt(slot, integer(value)); break;
+        case AttrType::kInts: a.setInts(slot, integers(value)); break;
+        case AttrType::kFloat:
+          if (!py::isinstance<py::float_>(value) && !py::isinstance<py::int_>(value))
+            fail(ErrorKind::kConfig, "{}: expected a number", what);
+          a.setFloat(slot, value.cast<double>());
+          break;
+      }
+    }
+    return b_.op(*k, inputs, a, name);
   }
   void output(ValueId v) {
     check(v);
@@ -584,7 +627,10 @@ PYBIND11_MODULE(_gearbox, m) {
       .def("input", &PyBuilder::input, py::arg("name"), py::arg("dtype"), py::arg("shape"))
       .def("constant", &PyBuilder::constant, py::arg("data"), py::arg("name") = "")
       .def("op", &PyBuilder::op, py::arg("kind"), py::arg("inputs"), py::arg("dim") = py::none(),
-           py::arg("name") = "")
+           py::arg("name") = "", py::arg("attrs") = py::dict(),
+           "Any op of gearbox.op_names(); attrs maps attribute names to values as the op "
+           "declares them (ints, int lists, floats; docs/IR.md), e.g. "
+           "op('conv2d', [x, w], attrs={'strides': [2, 2]}).")
       .def(
           "add",
           [](PyBuilder& b, ValueId x, ValueId y, const std::string& name) {

@@ -59,6 +59,18 @@ void listKernels(const KernelsOptions& o) {
     if (a.perm) return "perm=" + list(*a.perm);
     return "-";
   };
+  // Typed attributes as the IR writes them (defaults left out), after the legacy ones above.
+  auto describeKeyAttrs = [&](const KernelKey& k) {
+    std::string legacy = describeAttrs(k.attrs);
+    Attrs typed = k.attrs;
+    typed.dim.reset();
+    typed.shape.reset();
+    typed.perm.reset();
+    std::string rest = formatAttrs(k.kind, typed);  // ", name=value, ..."
+    if (rest.empty()) return legacy;
+    rest = rest.substr(2);
+    return legacy == "-" ? rest : legacy + ", " + rest;
+  };
   for (const KernelFileInfo& f : files) {
     total += f.bytes;
     if (!f.spec) {
@@ -68,7 +80,7 @@ void listKernels(const KernelsOptions& o) {
     const KernelSpec& s = *f.spec;
     rows.push_back(Row{std::string(opKernelName(s.key.kind)),
                        std::string(dtypeKernelName(s.key.dtype)), describeShapes(s),
-                       describeAttrs(s.key.attrs), std::to_string(f.bytes), f.created, f.file});
+                       describeKeyAttrs(s.key), std::to_string(f.bytes), f.created, f.file});
   }
   Row header{"OP", "DTYPE", "SHAPES", "ATTRS", "BYTES", "CREATED", "FILE"};
   size_t w[6] = {};

@@ -10,7 +10,8 @@ namespace ops {
 
 void compileStatic(KernelSpec& spec) {
   switch (spec.key.kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) GEARBOX_OP_CASE(e, compile##e(spec))
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  GEARBOX_OP_CASE(e, compile##e(spec))
 #include "graph/ops.def"
 #undef GEARBOX_OP
   }
@@ -24,7 +25,7 @@ Json paramsToJson(const KernelSpec& spec) {
   }
   p["kind"] = opKernelName(spec.key.kind);
   switch (spec.key.kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
   GEARBOX_OP_CASE(e, (paramsToJson##e(spec, p), p))
 #include "graph/ops.def"
 #undef GEARBOX_OP
@@ -44,7 +45,7 @@ void paramsFromJson(const Json& p, KernelSpec& spec) {
     fail(ErrorKind::kIo, "params kind does not match op {}", opKernelName(spec.key.kind));
   }
   switch (spec.key.kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
   GEARBOX_OP_CASE(e, paramsFromJson##e(p, spec))
 #include "graph/ops.def"
 #undef GEARBOX_OP
@@ -53,7 +54,8 @@ void paramsFromJson(const Json& p, KernelSpec& spec) {
 
 void checkParams(const KernelSpec& spec) {
   switch (spec.key.kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) GEARBOX_OP_CASE(e, checkParams##e(spec))
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  GEARBOX_OP_CASE(e, checkParams##e(spec))
 #include "graph/ops.def"
 #undef GEARBOX_OP
   }
@@ -61,7 +63,8 @@ void checkParams(const KernelSpec& spec) {
 
 std::string opInfoInputName(OpKind kind, size_t i, size_t n) {
   switch (kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) GEARBOX_OP_CASE(e, opInfoInputName##e(i, n))
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  GEARBOX_OP_CASE(e, opInfoInputName##e(i, n))
 #include "graph/ops.def"
 #undef GEARBOX_OP
   }
@@ -72,7 +75,8 @@ std::string opInfoInputName(OpKind kind, size_t i, size_t n) {
 
 KernelCost kernelCost(const KernelKey& key) {
   switch (key.kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) GEARBOX_OP_CASE(e, ops::kernelCost##e(key))
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  GEARBOX_OP_CASE(e, ops::kernelCost##e(key))
 #include "graph/ops.def"
 #undef GEARBOX_OP
   }

@@ -14,7 +14,7 @@
 
 namespace gearbox::ops {
 
-#define GEARBOX_OP(e, text, kernel, arity, attr, index)                                        \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index)                             \
   /* Every static-shape decision for spec.key (output already inferred, shapes static): the */ \
   /* params, spec.work and spec.tasks. */                                                      \
   void compile##e(KernelSpec& spec);                                                           \

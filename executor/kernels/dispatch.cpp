@@ -29,9 +29,9 @@ void checkView(const KernelSpec& spec, const char* what, size_t i, const TensorT
 void run(const KernelSpec& spec, const void* const* inputs, void* output) {
   bool ran = false;
   switch (spec.key.kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
-  case OpKind::k##e:                                    \
-    ran = run##e(spec, inputs, output);                 \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  case OpKind::k##e:                                               \
+    ran = run##e(spec, inputs, output);                            \
     break;
 #include "graph/ops.def"
 #undef GEARBOX_OP
@@ -125,8 +125,8 @@ void runOp(OpKind kind, const Attrs& attrs, std::span<const TensorView> ins,
   if (kind == OpKind::kConst) fail(ErrorKind::kShape, "reference: const is data, not a kernel");
   checkTypes(kind, attrs, ins, out);
   switch (kind) {
-#define GEARBOX_OP(e, text, kernel, arity, attr, index) \
-  case OpKind::k##e:                                    \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  case OpKind::k##e:                                               \
     return ref##e(attrs, ins, out);
 #include "graph/ops.def"
 #undef GEARBOX_OP

@@ -10,7 +10,7 @@
 
 namespace gearbox::kernels {
 
-#define GEARBOX_OP(e, text, kernel, arity, attr, index)                                         \
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index)                              \
   namespace ref {                                                                               \
   /* Reference kernel: plain loops over static views already checked against shape inference */ \
   /* (the dispatcher does it); attribute dims are not wrapped yet. */                           \
