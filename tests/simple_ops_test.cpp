@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compiler/kernel_spec.h"
+#include "compiler/kernel_store.h"
 #include "executor/kernels.h"
 #include "expect_error.h"
 #include "gears/padding.h"
@@ -210,6 +211,94 @@ TEST(SimpleOps, PaddingRules) {
                        "  %y = batch_norm(%x, %s, %s, %s, %s)\n  return %y",
                        1)
                 .find("dim 1 (the channels) is padded"),
+            std::string::npos);
+}
+
+// kernel_meta: every new op's descriptor reads back to the compiled spec, and params that do not
+// follow from the key are refused even under a correct hash.
+std::vector<KernelKey> descriptorKeys() {
+  const TensorType x{DType::kF32, {2, 3, 4, 5}};
+  std::vector<KernelKey> keys;
+  // Defaults filled as GraphBuilder fills them, so the compiled key states every attribute.
+  auto makeKernelKey = [](OpKind k, const std::vector<TensorType>& in, Attrs a) {
+    normalizeAttrs(k, a, "test");
+    return gearbox::makeKernelKey(k, in, a);
+  };
+  Attrs clip;
+  clip.setFloat(attr::Clip::min, -0.5);
+  keys.push_back(makeKernelKey(OpKind::kClip, {x}, clip));
+  keys.push_back(makeKernelKey(OpKind::kSigmoid, {x}, {}));
+  keys.push_back(makeKernelKey(OpKind::kFlatten, {x}, {}));
+  Attrs axes;
+  axes.setInts(attr::Unsqueeze::axes, {0});
+  keys.push_back(makeKernelKey(OpKind::kUnsqueeze, {x}, axes));
+  keys.push_back(makeKernelKey(OpKind::kSqueeze, {{DType::kI64, {1, 3}}}, axes));
+  Attrs slice;
+  slice.setInts(attr::Slice::starts, {-1, 1});
+  slice.setInts(attr::Slice::ends, {std::numeric_limits<int64_t>::min(), 4});
+  slice.setInts(attr::Slice::axes, {3, 1});
+  slice.setInts(attr::Slice::steps, {-2, 1});
+  keys.push_back(makeKernelKey(OpKind::kSlice, {x}, slice));
+  Attrs pad;
+  pad.setInts(attr::Pad::pads, {0, 0, 1, -1, 0, 0, 2, 1});
+  pad.setFloat(attr::Pad::value, 1.5);
+  keys.push_back(makeKernelKey(OpKind::kPad, {x}, pad));
+  const TensorType c{DType::kF32, {3}};
+  keys.push_back(makeKernelKey(OpKind::kBatchNorm, {x, c, c, c, c}, {}));
+  return keys;
+}
+
+TEST(SimpleOps, DescriptorsRoundTrip) {
+  for (const KernelKey& key : descriptorKeys()) {
+    const auto spec = compileKernelSpec(key);
+    const KernelDescriptor d = parseKernelDescriptor(serializeKernelDescriptor(*spec, "t"));
+    EXPECT_TRUE(d.spec->key == spec->key) << spec->name;
+    EXPECT_EQ(d.spec->name, spec->name);
+    EXPECT_EQ(d.spec->tasks, spec->tasks);
+    EXPECT_EQ(d.spec->work, spec->work);
+    ASSERT_EQ(d.spec->params.index(), spec->params.index()) << spec->name;
+    std::visit(
+        [&](const auto& p) {
+          using P = std::decay_t<decltype(p)>;
+          if constexpr (std::is_same_v<P, ElementwiseParams>) {
+            EXPECT_EQ(p.numel, std::get<P>(d.spec->params).numel) << spec->name;
+          } else if constexpr (std::is_same_v<P, SliceParams> || std::is_same_v<P, PadParams> ||
+                               std::is_same_v<P, BatchNormParams>) {
+            EXPECT_TRUE(p == std::get<P>(d.spec->params)) << spec->name;
+          } else {
+            ADD_FAILURE() << spec->name << ": unexpected params kind";
+          }
+        },
+        spec->params);
+  }
+}
+
+TEST(SimpleOps, ParamsThatDoNotFollowFromTheKeyAreRefused) {
+  const std::vector<KernelKey> keys = descriptorKeys();
+  auto damaged = [](const KernelKey& key, const char* field, int index, int64_t value) {
+    const auto spec = compileKernelSpec(key);
+    nlohmann::ordered_json j = kernelDescriptorJson(*spec, "t");
+    j.erase("hash");
+    auto& f = j["kernel"]["params"][field];
+    if (index < 0) {
+      f = value;
+    } else {
+      f[index] = value;
+    }
+    j["hash"] = fnv1a64Hex(j.dump());
+    return errorOf([&] { parseKernelDescriptor(j); }, ErrorKind::kIo);
+  };
+  EXPECT_EQ(damaged(keys[5], "offset", -1, 1000),
+            "Slice params do not fit the key: offset, dims or strides differ from the ones the key "
+            "gives");
+  EXPECT_NE(damaged(keys[5], "in_strides", 0, 7).find("Slice params do not fit the key"),
+            std::string::npos);
+  EXPECT_EQ(damaged(keys[6], "begins", 0, -40),
+            "Pad params do not fit the key: dims or begins differ from the ones the key gives");
+  EXPECT_EQ(damaged(keys[7], "inner", -1, 21),
+            "BatchNormalization params do not fit the key: outer, channels or inner differ from "
+            "the key's shapes");
+  EXPECT_NE(damaged(keys[2], "numel", -1, 121).find("Flatten params do not fit the key"),
             std::string::npos);
 }
 
