@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <iostream>
 #include <ostream>
 
 #include "compiler/compile_log.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
+#include "graph/json_limits.h"
 #include "graph/npy.h"
 
 namespace gearbox::cli {
@@ -158,10 +161,16 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
   c["static_dims"] = marks(s.staticDims);
   if (modeInfo(s.mode).needsGears) {
     nlohmann::ordered_json g;
+    // The report is written for a failed run too, so the gears text may be the one the session
+    // refused: a document nested too deep is kept as a string, since building (and later
+    // dumping and destroying) it as JSON recurses once per level (graph/json_limits.h).
     try {
+      checkJsonDepth(s.gears.json, "gears JSON");
       g["spec"] = nlohmann::ordered_json::parse(s.gears.json);
+    } catch (const Error&) {
+      g["spec"] = s.gears.json;
     } catch (const nlohmann::json::exception&) {
-      g["spec"] = s.gears.json;  // validated by the session already; kept as given
+      g["spec"] = s.gears.json;  // malformed: kept as given
     }
     g["merge"] = s.gears.merge == MergePolicy::kProduct ? "product" : "zip";
     g["fallback"] = s.gears.padFallback ? "pad" : "error";

@@ -17,8 +17,14 @@ std::unique_ptr<ModeStrategy> makeGearedMode(ModeHost& host) {
   return std::make_unique<GearedMode>(host);
 }
 
-GearedMode::GearedMode(ModeHost& host)
-    : host_(host), config_(GearConfig::fromGraph(host.graph())) {}
+GearedMode::GearedMode(ModeHost& host) : host_(host), config_(GearConfig::fromGraph(host.graph())) {
+  // Bad gears text fails when the session is built, not at its first call. prepare() applies
+  // the text again, after any set_dim_gears calls, so here it goes into a scratch copy.
+  if (const std::string& text = host.options().gears.json; !text.empty()) {
+    GearConfig scratch = config_;
+    applyGearsJson(scratch, text);
+  }
+}
 
 void GearedMode::setDimGears(const std::string& input, const DimGearList& gears) {
   if (set_) fail(ErrorKind::kGear, "gears are already compiled; set_dim_gears must come first");
