@@ -217,6 +217,9 @@ CostModel loadDeviceProfile(const std::string& nameOrFile) {
 }
 
 void applyCostOverride(CostModel& m, const std::string& assignment) {
+  // Checked before the text becomes a JSON string (or a profile name in a report), which
+  // nlohmann's dump refuses by throwing; the message leaves the bad bytes out.
+  checkUtf8(assignment, "--cost");
   const auto eq = assignment.find('=');
   if (eq == std::string::npos)
     fail(ErrorKind::kConfig, "--cost expects key=value, got '{}'", assignment);

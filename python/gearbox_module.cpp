@@ -77,7 +77,8 @@ py::dict parseGuard(const std::string& text) {
 // Converts JSON to Python objects through the json module: the reports are small and this keeps
 // their key order and types exactly as the CLI's --json writes them.
 py::object toPython(const nlohmann::ordered_json& j) {
-  return py::module_::import("json").attr("loads")(j.dump());
+  // Invalid UTF-8 (a file name in another encoding) becomes U+FFFD instead of an exception.
+  return py::module_::import("json").attr("loads")(cli::dumpJson(j));
 }
 
 py::object dimToPython(int64_t d) {
@@ -521,6 +522,20 @@ PYBIND11_MODULE(_gearbox, m) {
       py::object inst = py::handle(error.ptr())(e.what());
       inst.attr("kind") = errorKindId(e.kind());
       inst.attr("label") = errorKindName(e.kind());
+      PyErr_SetObject(error.ptr(), inst.ptr());
+    } catch (const py::builtin_exception&) {
+      throw;  // pybind11's own (cast errors, StopIteration, ...) keep their Python types
+    } catch (const py::error_already_set&) {
+      throw;  // a Python exception raised inside a call passes through unchanged
+    } catch (const std::bad_alloc&) {
+      throw;  // MemoryError
+    } catch (const std::exception& e) {
+      // The one error boundary, as the CLI's main: any other C++ exception (a JSON type error,
+      // a filesystem error) is a gearbox.Error, not a bare RuntimeError. Its kind is "config":
+      // these come from values handed in, never from a broken invariant.
+      py::object inst = py::handle(error.ptr())(e.what());
+      inst.attr("kind") = errorKindId(ErrorKind::kConfig);
+      inst.attr("label") = errorKindName(ErrorKind::kConfig);
       PyErr_SetObject(error.ptr(), inst.ptr());
     }
   });

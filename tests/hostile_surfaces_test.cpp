@@ -107,5 +107,53 @@ TEST(HostileSurfaces, SessionRefusesBadGearsTextWhenBuiltNotAtItsFirstCall) {
   }
 }
 
+// ---- 2. bytes that are not UTF-8 -------------------------------------------------------------
+
+TEST(HostileSurfaces, InvalidUtf8InCostIsAnExit2NamingTheOption) {
+  for (const std::string& cost : {std::string("name=\xff"), std::string("sync_policy=\xff"),
+                                  std::string("kernel_compile_us.\xc3=3"),
+                                  std::string("launch_us=\xed\xa0\x80"), std::string("\xc0\xaf")}) {
+    for (const std::string& cmd : {"run " + kSeed + " -q", "suggest-gears " + kSeed}) {
+      const RunResult r = runBounded(cmd + " --cost " + shellQuote(cost));
+      EXPECT_EQ(r.exitCode, 2) << cmd << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "--cost: not valid UTF-8 text")) << r.output;
+    }
+  }
+}
+
+TEST(HostileSurfaces, Utf8CheckRefusesOverlongSurrogatesAndTruncatedSequences) {
+  EXPECT_TRUE(isValidUtf8("plain ascii"));
+  EXPECT_TRUE(isValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(isValidUtf8("\xff"));
+  EXPECT_FALSE(isValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(isValidUtf8("\xe0\x80\xaf"));      // overlong, 3 bytes
+  EXPECT_FALSE(isValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(isValidUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(isValidUtf8("\xe2\x82"));          // truncated
+  EXPECT_FALSE(isValidUtf8("caf\xe9"));           // Latin-1
+  const std::string msg = errorOf([] { checkUtf8("ab\xe9", "--cost"); }, ErrorKind::kConfig);
+  EXPECT_EQ(msg, "--cost: not valid UTF-8 text (byte 0xe9 at offset 2)");
+}
+
+TEST(HostileSurfaces, LatinOneModelAndTraceFileNamesKeepTheJsonReport) {
+  // The run finishes and its report is written, with U+FFFD for the bytes that are not UTF-8,
+  // in run, compare and suggest-gears alike.
+  TempDir dir;
+  const std::string model = dir.file("m\xe9.gbx"), trace = dir.file("t\xe9.jsonl");
+  fs::copy_file(example("seed001_add.gbx"), model);
+  fs::copy_file(example("seed001_add.trace.jsonl"), trace);
+  const std::string args = shellQuote(model) + " --trace " + shellQuote(trace);
+  const std::string json = dir.file("r.json");
+  for (const std::string& cmd : {"run " + args + " -q", "compare " + args + " -q --repeat 1",
+                                 "suggest-gears " + args + " --no-references"}) {
+    fs::remove(json);
+    const RunResult r = runBounded(cmd + " --json " + shellQuote(json));
+    EXPECT_EQ(r.exitCode, 0) << cmd << "\n" << r.output;
+    ASSERT_TRUE(fs::exists(json)) << cmd;
+    const auto j = nlohmann::json::parse(readFile(json));
+    EXPECT_TRUE(contains(j.dump(), "m\xef\xbf\xbd.gbx")) << cmd;
+  }
+}
+
 }  // namespace
 }  // namespace gearbox

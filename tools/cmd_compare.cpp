@@ -120,7 +120,7 @@ void printTable(const std::vector<ModeResult>& results, int repeat, std::ostream
     os << line << "\n";
   };
   auto count = [&](const char* key) {
-    return [key](const ModeResult& r) { return r.report[key].dump(); };
+    return [key](const ModeResult& r) { return dumpJson(r.report[key]); };
   };
   row("graph compiles", count("graph_compiles"));
   row("kernel compiles", count("kernel_compiles"));

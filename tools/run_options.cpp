@@ -414,7 +414,7 @@ AssertResult evaluateAssert(const Assertion& a, const nlohmann::ordered_json& re
     shown = fmt::format("{}", tracker->compilesAfter(a.after));
   } else if (report.contains(a.metric) && report[a.metric].is_number()) {
     v = report[a.metric].get<double>();
-    shown = report[a.metric].dump();
+    shown = dumpJson(report[a.metric]);
   } else {
     r.ok = false;
     r.message = fmt::format("assertion failed: {} ({} is not in the {} report)", a.text, a.metric,
@@ -446,7 +446,7 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
 }
 
 void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j) {
-  writeFileAtomic(path, j.dump(2) + "\n");
+  writeFileAtomic(path, dumpJson(j, 2) + "\n");
 }
 
 void writeReportFile(const std::string& path, const nlohmann::ordered_json& report,
@@ -454,7 +454,7 @@ void writeReportFile(const std::string& path, const nlohmann::ordered_json& repo
   if (!tracker || !tracker->spooling() || !report.is_object() || report.empty())
     return writeJsonFile(path, report);
   writeFileAtomicStream(path, [&](const ByteSink& sink) {
-    std::string head = report.dump(2);  // "{\n  ...\n}": the closing brace is dropped
+    std::string head = dumpJson(report, 2);  // "{\n  ...\n}": the closing brace is dropped
     head.resize(head.rfind('}'));
     while (!head.empty() && head.back() == '\n') head.pop_back();
     sink(head);

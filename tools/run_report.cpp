@@ -235,7 +235,7 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
   if (spool_ && spoolDetail_ != IterationDetail::kNone &&
       (spoolDetail_ == IterationDetail::kAll || compiled)) {
     const std::string rec =
-        (spooled_ ? ",\n    " : "\n    ") + iterationJson(*graph_, r, geared_).dump();
+        (spooled_ ? ",\n    " : "\n    ") + dumpJson(iterationJson(*graph_, r, geared_));
     if (std::fwrite(rec.data(), 1, rec.size(), spool_.get()) != rec.size())
       fail(ErrorKind::kIo, "cannot write the report's records to a temp file: {}",
            std::strerror(errno));
@@ -282,7 +282,7 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
   if (jsonl_) {
     const nlohmann::ordered_json it = iterationJson(*graph_, r, geared_);
     // One line per call, flushed: a reader tailing the file sees the run as it goes.
-    *jsonl_ << it.dump() << "\n" << std::flush;
+    *jsonl_ << dumpJson(it) << "\n" << std::flush;
     if (!*jsonl_) fail(ErrorKind::kIo, "--jsonl {}: write failed", jsonlPath_);
   }
   if (verbosity_ == Verbosity::kVerbose || (verbosity_ == Verbosity::kDefault && compiled))
@@ -425,6 +425,10 @@ void writeJunit(const std::string& path, const std::string& suite,
   }
   x += "  </testsuite>\n</testsuites>\n";
   writeFileAtomic(path, x);
+}
+
+std::string dumpJson(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 void checkOutputPath(const std::string& option, const std::string& path) {
