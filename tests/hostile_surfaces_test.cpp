@@ -155,5 +155,78 @@ TEST(HostileSurfaces, LatinOneModelAndTraceFileNamesKeepTheJsonReport) {
   }
 }
 
+// ---- 3. numbers from outside need a range ---------------------------------------------------
+
+TEST(HostileSurfaces, ProfileValuesOutsideTheirPhysicalRangeAreRefusedNamingKeyAndValue) {
+  for (const auto& [assignment, shown] :
+       {std::pair{"launch_us=1e308", "launch_us = 1e+308 is outside its physical range"},
+        std::pair{"memory_gbps=5e-324", "memory_gbps = 5e-324 is outside"},
+        std::pair{"generic_kernel_efficiency=5e-324", "generic_kernel_efficiency = 5e-324"},
+        std::pair{"generic_kernel_efficiency=1.5", "generic_kernel_efficiency = 1.5"},
+        std::pair{"kernel_compile_us.MatMul=1e308", "kernel_compile_us.MatMul = 1e+308"},
+        std::pair{"kernel_compile_log2_flops_us.MatMul=1e10", "= 10000000000 is outside"},
+        std::pair{"peak_gflops.float=1e-300", "peak_gflops.float = 1e-300"},
+        std::pair{"sync_us=-1", "sync_us = -1 is outside"}}) {
+    CostModel m;
+    const std::string msg = errorOf([&] { applyCostOverride(m, assignment); }, ErrorKind::kConfig);
+    EXPECT_TRUE(contains(msg, shown)) << assignment << ": " << msg;
+  }
+  // The same in a profile file, through the CLI: exit 2 naming the file, key and value.
+  TempDir dir;
+  const std::string profile = dir.file("p.json");
+  write(profile, R"({"peak_gflops": {"float": 100}, "launch_us": {"value": 1e308}})");
+  const RunResult r = runBounded("run " + kSeed + " -q --device-profile " + shellQuote(profile));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, profile + ": launch_us = 1e+308 is outside")) << r.output;
+  // The bundled profiles are inside every range.
+  for (const std::string& name : bundledProfiles()) EXPECT_NO_THROW(loadDeviceProfile(name));
+}
+
+TEST(HostileSurfaces, ExtremeButAllowedProfileValuesKeepEveryModeledFigureFinite) {
+  TempDir dir;
+  const std::string json = dir.file("r.json");
+  const RunResult r =
+      runBounded("run " + kSeed +
+                 " -q --mode dynamic --cost launch_us=1e9 --cost memory_gbps=1e-6 --cost "
+                 "generic_kernel_efficiency=0.01 --cost peak_gflops.float=1e-6 --json " +
+                 shellQuote(json));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const auto j = nlohmann::json::parse(readFile(json));
+  ASSERT_TRUE(j["modeled_device_us"].is_number()) << j["modeled_device_us"];
+  EXPECT_TRUE(std::isfinite(j["modeled_device_us"].get<double>()));
+  EXPECT_TRUE(std::isfinite(j["modeled"]["total_us"].get<double>()));
+}
+
+TEST(HostileSurfaces, AssertBoundsMustBeFiniteNumbersWithoutControlCharacters) {
+  for (const auto& [bound, shown] :
+       {std::pair{std::string("graph_compiles<=nan"), "'nan' is not a number"},
+        std::pair{std::string("graph_compiles<=-inf"), "must be a finite number"},
+        std::pair{std::string("graph_compiles<=-nan"), "must be a finite number"},
+        std::pair{std::string("graph_compiles<=-1e999"), "is not a number"},
+        std::pair{std::string("graph_compiles<=\v5"), "control character 0x0b at offset 16"},
+        std::pair{std::string("graph_\x01"
+                              "compiles<=5"),
+                  "control character 0x01 at offset 6"},
+        std::pair{std::string("graph_compiles<=\xff"), "--assert: not valid UTF-8"}}) {
+    const RunResult r = runBounded("run " + kSeed + " -q --assert " + shellQuote(bound));
+    EXPECT_EQ(r.exitCode, 2) << bound << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, shown)) << bound << "\n" << r.output;
+  }
+  // Spaces around the bound are still fine.
+  EXPECT_EQ(runBounded("run " + kSeed + " -q --assert 'graph_compiles <= 5 '").exitCode, 0);
+}
+
+TEST(HostileSurfaces, MaxGearsMinusOneAndRepeatOutsideItsRangeAreClearErrors) {
+  const RunResult r = runBounded("suggest-gears " + kSeed + " --max-gears -1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--max-gears -1 is negative")) << r.output;
+  EXPECT_FALSE(contains(r.output, "18446744073709551615")) << r.output;
+  for (const char* repeat : {"0", "-1", "1001", "99999999999"}) {
+    const RunResult c = runBounded("compare " + kSeed + " -q --repeat " + repeat);
+    EXPECT_EQ(c.exitCode, 2) << repeat << "\n" << c.output;
+    EXPECT_TRUE(contains(c.output, "--repeat")) << repeat << "\n" << c.output;
+  }
+}
+
 }  // namespace
 }  // namespace gearbox

@@ -21,12 +21,16 @@ namespace {
 struct SuggestCliOptions {
   std::string model, trace, deviceProfile, output, json, merge = "zip";
   std::vector<std::string> costOverrides;
-  size_t maxGears = kMaxGears;
+  // Signed, so "-1" is read as -1 and refused, not as 2^64-1.
+  int64_t maxGears = static_cast<int64_t>(kMaxGears);
   bool noReferences = false, noPasses = false;
 };
 
 void runSuggest(const SuggestCliOptions& o) {
-  if (o.maxGears > kMaxGears)
+  if (o.maxGears < 0)
+    fail(ErrorKind::kConfig, "--max-gears {} is negative: TorchAir needs 2 to {} gears per dim",
+         o.maxGears, kMaxGears);
+  if (o.maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "--max-gears {} is above TorchAir's limit of {} gears", o.maxGears,
          kMaxGears);
   const MergePolicy merge = parseMergePolicy(o.merge);
@@ -36,7 +40,7 @@ void runSuggest(const SuggestCliOptions& o) {
   const Graph g = loadGraph(o.model);
   const auto trace = loadTrace(o.trace, g);
   SuggestOptions so;
-  so.maxGears = o.maxGears;
+  so.maxGears = static_cast<size_t>(o.maxGears);
   so.merge = merge;
   so.references = !o.noReferences;
   so.runPasses = !o.noPasses;

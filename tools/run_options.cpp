@@ -340,6 +340,14 @@ std::vector<Assertion> parseAsserts(const std::vector<std::string>& asserts,
                                     const std::vector<std::string>& modes) {
   std::vector<Assertion> out;
   for (const std::string& text : asserts) {
+    // The text goes into messages, the JSON report and JUnit XML attributes: control
+    // characters (which strtod would also skip as leading space, e.g. \v) and bytes that are
+    // not UTF-8 are refused up front, without echoing them.
+    checkUtf8(text, "--assert");
+    for (size_t i = 0; i < text.size(); ++i)
+      if (static_cast<unsigned char>(text[i]) < 0x20 || text[i] == 0x7f)
+        fail(ErrorKind::kConfig, "--assert: control character 0x{:02x} at offset {}",
+             static_cast<unsigned char>(text[i]), i);
     Assertion a;
     a.text = text;
     // The operator starts at the first comparison character; "<=" and friends are two long.
@@ -388,11 +396,19 @@ std::vector<Assertion> parseAsserts(const std::vector<std::string>& asserts,
     a.metric = metric;
     try {
       size_t used = 0;
+      // stod would skip leading whitespace itself; the bound starts with its sign or digit.
+      if (rhs.empty() || !(std::isdigit(static_cast<unsigned char>(rhs[0])) || rhs[0] == '-' ||
+                           rhs[0] == '+' || rhs[0] == '.'))
+        throw std::invalid_argument("not a number");
       a.bound = std::stod(rhs, &used);
       if (used != rhs.size()) throw std::invalid_argument("trailing");
     } catch (const std::exception&) {
       fail(ErrorKind::kConfig, "--assert '{}': '{}' is not a number", text, rhs);
     }
+    // nan compares false with everything (the bound would always fail) and inf bounds nothing.
+    if (!std::isfinite(a.bound))
+      fail(ErrorKind::kConfig, "--assert '{}': the bound must be a finite number, got '{}'", text,
+           rhs);
     out.push_back(std::move(a));
   }
   return out;

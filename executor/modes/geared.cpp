@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "compiler/compile_log.h"
@@ -142,6 +143,11 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   // MODELED device cost of the up-front compile (serial, as a device compiles).
   double modeled = static_cast<double>(valid) * options.cost.graphCompile(graph.nodes.size());
   for (double us : modeledKernels) modeled += us;
+  if (!std::isfinite(modeled))
+    fail(ErrorKind::kConfig,
+         "device profile '{}': the MODELED compile time of the gears is not finite; the "
+         "profile's compile figures are too large to model",
+         options.cost.name);
   stats.modeledDeviceUs += modeled;
   stats.modeledCompileUs += modeled;
   stats.modeled.compileUs += modeled;
