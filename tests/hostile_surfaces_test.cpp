@@ -228,5 +228,25 @@ TEST(HostileSurfaces, MaxGearsMinusOneAndRepeatOutsideItsRangeAreClearErrors) {
   }
 }
 
+// ---- 4. suggest-gears memory -----------------------------------------------------------------
+
+TEST(HostileSurfaces, SuggestGearsMemoryDoesNotDependOnTheLargestSize) {
+  // Two calls, sizes 1 and 1e9 (and 2^37): the vLLM candidate would list every 16th size up to
+  // the largest. Under a 1 GB address-space limit the command must still finish at once.
+  TempDir dir;
+  for (const char* largest : {"1000000000", "137438953472"}) {
+    const std::string trace = dir.file(std::string("t") + largest + ".jsonl");
+    write(trace, std::string("{\"x1\": [1, 2], \"x2\": [1, 2]}\n{\"x1\": [") + largest +
+                     ", 2], \"x2\": [" + largest + ", 2]}\n");
+    const RunResult r = runShell("ulimit -v 1000000; exec " + kBinary + " suggest-gears " +
+                                     shellQuote(example("seed001_add.gbx")) + " --trace " +
+                                     shellQuote(trace) + " --no-references",
+                                 30);
+    EXPECT_EQ(r.exitCode, 0) << largest << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "vLLM capture sizes")) << r.output;
+    EXPECT_TRUE(contains(r.output, "more than 16384 gears, not costed")) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace gearbox
