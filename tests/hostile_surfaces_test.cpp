@@ -248,5 +248,18 @@ TEST(HostileSurfaces, SuggestGearsMemoryDoesNotDependOnTheLargestSize) {
   }
 }
 
+// ---- 5. self-reference -----------------------------------------------------------------------
+
+TEST(HostileSurfaces, SelfReferenceIsAnUndefinedValueInEveryBuild) {
+  for (const std::string& body :
+       {std::string("%y = relu(%y)\n  return %y"),
+        std::string("%c = const f32[2] [1, 1]\n  %y = add(%y, %c)\n  return %y"),
+        std::string("%y = add(%x, %y)\n  return %y")}) {
+    const std::string text = "graph g(%x: f32[2]) {\n  " + body + "\n}\n";
+    const std::string msg = errorOf([&] { parseGraph(text, "self.gbx"); }, ErrorKind::kParse);
+    EXPECT_TRUE(contains(msg, "undefined '%y'")) << body << "\n" << msg;
+  }
+}
+
 }  // namespace
 }  // namespace gearbox
