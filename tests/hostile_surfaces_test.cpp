@@ -261,5 +261,58 @@ TEST(HostileSurfaces, SelfReferenceIsAnUndefinedValueInEveryBuild) {
   }
 }
 
+// ---- 6. outputs that are inputs, FIFOs -------------------------------------------------------
+
+TEST(HostileSurfaces, AnOutputPathThatIsAnInputIsRefusedBeforeAnythingIsOpened) {
+  TempDir dir;
+  const std::string model = dir.file("m.gbx"), trace = dir.file("t.jsonl");
+  fs::copy_file(example("seed001_add.gbx"), model);
+  fs::copy_file(example("seed001_add.trace.jsonl"), trace);
+  fs::create_symlink(trace, dir.file("link.jsonl"));
+  const std::string traceText = readFile(trace), modelText = readFile(model);
+  const std::string args = shellQuote(model) + " --trace " + shellQuote(trace);
+  using Case = std::pair<std::string, std::string>;
+  for (const auto& [cmd, shown] : std::vector<Case>{
+           std::pair{"run " + args + " -q --jsonl " + shellQuote(trace),
+                     "--jsonl " + trace + " is the same file as --trace"},
+           std::pair{"run " + args + " -q --jsonl " + shellQuote(dir.file("link.jsonl")),
+                     "is the same file as --trace"},
+           std::pair{"run " + args + " -q --json " + shellQuote(model),
+                     "--json " + model + " is the same file as MODEL"},
+           std::pair{"run " + args + " -q --junit " + shellQuote(trace), "--junit"},
+           std::pair{"run " + args + " -q --timeline " + shellQuote(trace), "--timeline"},
+           std::pair{"compare " + args + " -q --repeat 1 --json " + shellQuote(trace), "--json"},
+           std::pair{"compare " + args + " -q --repeat 1 --html " + shellQuote(model), "--html"},
+           std::pair{"suggest-gears " + args + " -o " + shellQuote(trace), "-o " + trace},
+           std::pair{"suggest-gears " + args + " --json " + shellQuote(model), "--json"},
+           std::pair{"print " + shellQuote(model) + " --dot " + shellQuote(model), "--dot"}}) {
+    const RunResult r = runBounded(cmd);
+    EXPECT_EQ(r.exitCode, 2) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, shown)) << cmd << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "refusing to overwrite an input")) << cmd << "\n" << r.output;
+    EXPECT_EQ(readFile(trace), traceText) << cmd;
+    EXPECT_EQ(readFile(model), modelText) << cmd;
+  }
+}
+
+TEST(HostileSurfaces, JsonlIntoAFifoWithNoReaderIsRefusedNotAHang) {
+  TempDir dir;
+  const std::string fifo = dir.file("f");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const RunResult r = runBounded("run " + kSeed + " -q --jsonl " + shellQuote(fifo), 20);
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--jsonl " + fifo + ": it is a FIFO and nothing is reading it"))
+      << r.output;
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // With a reader the records stream through it.
+  const RunResult ok =
+      runShell("cat " + shellQuote(fifo) + " > " + shellQuote(dir.file("got")) + " & exec " +
+                   kBinary + " run " + kSeed + " -q --jsonl " + shellQuote(fifo),
+               20);
+  EXPECT_EQ(ok.exitCode, 0) << ok.output;
+}
+
 }  // namespace
 }  // namespace gearbox

@@ -260,6 +260,12 @@ void registerCompare(CLI::App& app) {
       fail(ErrorKind::kConfig, "--jsonl is for gearbox run (compare runs several sessions)");
     if (!o->json.empty()) checkOutputPath("--json", o->json);
     if (!o->junit.empty()) checkOutputPath("--junit", o->junit);
+    checkOutputsAreNotInputs({{"--json", o->json},
+                              {"--junit", o->junit},
+                              {"--timeline", visual->timeline},
+                              {"--html", visual->html},
+                              {"--log", o->logFile}},
+                             inputPaths(*o));
     // Modes that need gears join the comparison whenever gears are given.
     if (!o->gears.empty() || !o->padTo.empty()) {
       const std::vector<Mode> asked = parseModes(*modes);

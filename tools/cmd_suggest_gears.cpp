@@ -33,6 +33,8 @@ void runSuggest(const SuggestCliOptions& o) {
   if (o.maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "--max-gears {} is above TorchAir's limit of {} gears", o.maxGears,
          kMaxGears);
+  checkOutputsAreNotInputs({{"-o", o.output}, {"--json", o.json}},
+                           {{"MODEL", o.model}, {"--trace", o.trace}});
   const MergePolicy merge = parseMergePolicy(o.merge);
   CostModel cost =
       loadDeviceProfile(o.deviceProfile.empty() ? std::string(kDefaultProfile) : o.deviceProfile);

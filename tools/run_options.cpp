@@ -124,6 +124,14 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   return s;
 }
 
+NamedPaths inputPaths(const RunOptions& o) {
+  NamedPaths in = {{"MODEL", o.model}, {"--trace", o.trace}};
+  if (o.gears.size() > 1 && o.gears[0] == '@') in.emplace_back("--gears", o.gears.substr(1));
+  in.emplace_back("--device-profile", o.deviceProfile);
+  in.emplace_back("--cost-model", o.costModel);
+  return in;
+}
+
 void configureLogFromOptions(const RunOptions& o) {
   // Warnings go through the deduplicating sink (tools/run_report.h) instead of stderr directly.
   configureLogging(LogOptions{o.logFile, o.logStdout, true});

@@ -1,7 +1,9 @@
 #include "tools/run_report.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/sinks/base_sink.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -291,8 +293,20 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
 
 void RunTracker::streamTo(const std::string& path) {
   checkOutputPath("--jsonl", path);
+  // A FIFO with no reader would block the open below forever (every other writer refuses
+  // it, graph/npy.h). A non-blocking open tells: ENXIO when nothing reads. Holding that
+  // descriptor while the stream opens keeps the FIFO's reader count honest for the open.
+  struct stat st {};
+  int probe = -1;
+  if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+    probe = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (probe < 0 && errno == ENXIO)
+      fail(ErrorKind::kIo, "--jsonl {}: it is a FIFO and nothing is reading it", path);
+    if (probe < 0) fail(ErrorKind::kIo, "--jsonl {}: {}", path, std::strerror(errno));
+  }
   jsonlPath_ = path;
   jsonl_ = std::make_unique<std::ofstream>(path, std::ios::trunc);
+  if (probe >= 0) ::close(probe);
   if (!*jsonl_) fail(ErrorKind::kIo, "--jsonl {}: cannot open for writing", path);
 }
 
@@ -442,6 +456,22 @@ void checkOutputPath(const std::string& option, const std::string& path) {
     fail(ErrorKind::kIo, "{} {}: directory {} does not exist", option, path, dir.string());
   if (::access(dir.c_str(), W_OK) != 0)
     fail(ErrorKind::kIo, "{} {}: directory {} is not writable", option, path, dir.string());
+}
+
+void checkOutputsAreNotInputs(const NamedPaths& outputs, const NamedPaths& inputs) {
+  namespace fs = std::filesystem;
+  for (const auto& [outOption, out] : outputs) {
+    if (out.empty()) continue;
+    for (const auto& [inOption, in] : inputs) {
+      if (in.empty()) continue;
+      // An output that does not exist yet cannot be an input (an input must exist to be read);
+      // equivalent() compares device and inode, so links and other spellings are found too.
+      std::error_code ec;
+      if (fs::exists(out, ec) && fs::equivalent(out, in, ec) && !ec)
+        fail(ErrorKind::kConfig, "{} {} is the same file as {} {}: refusing to overwrite an input",
+             outOption, out, inOption, in);
+    }
+  }
 }
 
 }  // namespace gearbox::cli
