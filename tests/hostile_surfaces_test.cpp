@@ -314,5 +314,34 @@ TEST(HostileSurfaces, JsonlIntoAFifoWithNoReaderIsRefusedNotAHang) {
   EXPECT_EQ(ok.exitCode, 0) << ok.output;
 }
 
+// ---- 7. control characters in XML and HTML ---------------------------------------------------
+
+TEST(HostileSurfaces, HtmlEscapeReplacesControlCharactersForXmlAndHtml) {
+  EXPECT_EQ(cli::htmlEscape("a\x01"
+                            "b\x1b"
+                            "c\x7f"
+                            "d"),
+            "a\xef\xbf\xbd"
+            "b\xef\xbf\xbd"
+            "c\xef\xbf\xbd"
+            "d");
+  EXPECT_EQ(cli::htmlEscape("tab\there\nnew<&>\"'"), "tab\there\nnew&lt;&amp;&gt;&quot;&#39;");
+}
+
+TEST(HostileSurfaces, ControlBytesFromAModelPathStayOutOfTheHtmlPage) {
+  TempDir dir;
+  const std::string model = dir.file("m\x01x\x1b.gbx");
+  fs::copy_file(example("seed001_add.gbx"), model);
+  const std::string html = dir.file("r.html");
+  const RunResult r = runBounded("compare " + shellQuote(model) + " --trace " +
+                                 shellQuote(example("seed001_add.trace.jsonl")) +
+                                 " -q --repeat 1 --html " + shellQuote(html));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const std::string page = readFile(html);
+  EXPECT_EQ(page.find('\x01'), std::string::npos);
+  EXPECT_EQ(page.find('\x1b'), std::string::npos);
+  EXPECT_TRUE(contains(page, "m\xef\xbf\xbdx\xef\xbf\xbd.gbx"));
+}
+
 }  // namespace
 }  // namespace gearbox
