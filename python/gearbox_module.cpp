@@ -349,7 +349,11 @@ class PySession {
  public:
   PySession(const PyGraph& g, const std::string& mode, const py::kwargs& kw)
       : graph_(g.g), options_(runOptionsFromKwargs(kw)) {
-    session_ = std::make_unique<Session>(*graph_, sessionOptions(options_, modeFromPython(mode)));
+    const Mode m = modeFromPython(mode);
+    // As the CLI's run: gears given to a mode that takes none would be silently ignored.
+    if (!options_.gears.empty() && !modeInfo(m).needsGears)
+      fail(ErrorKind::kConfig, "gears= is for mode=\"geared\" (the {} mode ignores gears)", mode);
+    session_ = std::make_unique<Session>(*graph_, sessionOptions(options_, m));
   }
 
   // run(x1, x2) in graph input order, or run(x1=..., x2=...), or run({"x1": ...}).

@@ -343,5 +343,34 @@ TEST(HostileSurfaces, ControlBytesFromAModelPathStayOutOfTheHtmlPage) {
   EXPECT_TRUE(contains(page, "m\xef\xbf\xbdx\xef\xbf\xbd.gbx"));
 }
 
+// ---- 8. late checks --------------------------------------------------------------------------
+
+TEST(HostileSurfaces, SuggestGearsChecksJsonPathBeforeWritingOutput) {
+  TempDir dir;
+  const std::string out = dir.file("g.json");
+  const RunResult r = runBounded("suggest-gears " + kSeed + " -o " + shellQuote(out) + " --json " +
+                                 shellQuote(dir.file("missing/r.json")));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--json")) << r.output;
+  EXPECT_FALSE(fs::exists(out)) << "-o was written before --json's path was checked";
+}
+
+TEST(HostileSurfaces, CalibrateChecksItsOutputBeforeMeasuring) {
+  TempDir dir;
+  const RunResult r = runBounded("calibrate -o " + shellQuote(dir.file("missing/p.json")));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "-o ")) << r.output;
+  EXPECT_FALSE(contains(r.output, "peak_gflops")) << "measured before the check:\n" << r.output;
+}
+
+TEST(HostileSurfaces, PadToOutsideGearedModeIsAnError) {
+  const RunResult r =
+      runBounded("run " + shellQuote(example("seed002_masked_loss.gbx")) + " --trace " +
+                 shellQuote(example("seed002_masked_loss.trace.jsonl")) +
+                 " -q --mode static --pad-to pred=5,20,4");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--pad-to is for --mode geared")) << r.output;
+}
+
 }  // namespace
 }  // namespace gearbox

@@ -110,6 +110,8 @@ void registerRun(CLI::App& app) {
     const Mode mode = *parseMode(o->mode);
     if (!o->gears.empty() && !modeInfo(mode).needsGears)
       fail(ErrorKind::kConfig, "--gears is for --mode geared (the {} mode ignores gears)", o->mode);
+    if (!o->padTo.empty() && !modeInfo(mode).needsGears)
+      fail(ErrorKind::kConfig, "--pad-to is for --mode geared (the {} mode pads nothing)", o->mode);
     if (!o->json.empty()) checkOutputPath("--json", o->json);
     if (!o->junit.empty()) checkOutputPath("--junit", o->junit);
     if (!o->jsonl.empty()) checkOutputPath("--jsonl", o->jsonl);

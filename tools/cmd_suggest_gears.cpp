@@ -27,12 +27,16 @@ struct SuggestCliOptions {
 };
 
 void runSuggest(const SuggestCliOptions& o) {
+  // Everything that can be checked before the search is: a bad --json path must not fail
+  // after -o has been written.
   if (o.maxGears < 0)
     fail(ErrorKind::kConfig, "--max-gears {} is negative: TorchAir needs 2 to {} gears per dim",
          o.maxGears, kMaxGears);
   if (o.maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "--max-gears {} is above TorchAir's limit of {} gears", o.maxGears,
          kMaxGears);
+  if (!o.output.empty()) checkOutputPath("-o", o.output);
+  if (!o.json.empty()) checkOutputPath("--json", o.json);
   checkOutputsAreNotInputs({{"-o", o.output}, {"--json", o.json}},
                            {{"MODEL", o.model}, {"--trace", o.trace}});
   const MergePolicy merge = parseMergePolicy(o.merge);
