@@ -527,8 +527,18 @@ PYBIND11_MODULE(_gearbox, m) {
       inst.attr("kind") = errorKindId(e.kind());
       inst.attr("label") = errorKindName(e.kind());
       PyErr_SetObject(error.ptr(), inst.ptr());
+    } catch (const py::cast_error& e) {
+      // An option value .cast<>() could not take: a str holding lone surrogates (bytes that
+      // were not UTF-8, decoded with surrogateescape) or a value of the wrong type.
+      py::object inst = py::handle(error.ptr())(
+          std::string("an option value could not be converted (the wrong type, or text that is "
+                      "not UTF-8): ") +
+          e.what());
+      inst.attr("kind") = errorKindId(ErrorKind::kConfig);
+      inst.attr("label") = errorKindName(ErrorKind::kConfig);
+      PyErr_SetObject(error.ptr(), inst.ptr());
     } catch (const py::builtin_exception&) {
-      throw;  // pybind11's own (cast errors, StopIteration, ...) keep their Python types
+      throw;  // pybind11's others (StopIteration, IndexError, ...) keep their Python types
     } catch (const py::error_already_set&) {
       throw;  // a Python exception raised inside a call passes through unchanged
     } catch (const std::bad_alloc&) {

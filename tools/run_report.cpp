@@ -464,10 +464,12 @@ void checkOutputsAreNotInputs(const NamedPaths& outputs, const NamedPaths& input
     if (out.empty()) continue;
     for (const auto& [inOption, in] : inputs) {
       if (in.empty()) continue;
-      // An output that does not exist yet cannot be an input (an input must exist to be read);
-      // equivalent() compares device and inode, so links and other spellings are found too.
+      // An output that does not exist yet cannot be an input (an input must exist to be read),
+      // and one that is not a regular file (/dev/null, a FIFO) is written in place, never
+      // truncated. equivalent() compares device and inode, so links and other spellings of
+      // the same file are found too.
       std::error_code ec;
-      if (fs::exists(out, ec) && fs::equivalent(out, in, ec) && !ec)
+      if (fs::is_regular_file(out, ec) && fs::equivalent(out, in, ec) && !ec)
         fail(ErrorKind::kConfig, "{} {} is the same file as {} {}: refusing to overwrite an input",
              outOption, out, inOption, in);
     }

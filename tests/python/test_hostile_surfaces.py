@@ -96,6 +96,15 @@ def test_any_cpp_exception_reaches_python_as_gearbox_error():
     g = gearbox.load(SEED)
     with pytest.raises(gearbox.Error):
         gearbox.Session(g, mode="geared", gears={"x1\udcff": {"0": [2, 4]}})
+    # Text with lone surrogates (os.fsdecode of bytes that are not UTF-8) in every string
+    # option, and a value of the wrong type: gearbox.Error, kind config.
+    for kwargs in ({"gears": "{\"x\udcff\": 1}"}, {"cost": ["name=\udcff"]},
+                   {"device_profile": "a\udcff"}, {"dynamic_dims": "x\udcff:0"},
+                   {"recompile_limit": "many"}):
+        mode = "geared" if "gears" in kwargs else "static"
+        with pytest.raises(gearbox.Error) as e:
+            gearbox.Session(g, mode=mode, **kwargs)
+        assert e.value.kind == "config", (kwargs, e.value)
 
 
 # ---- the importer's file rules -----------------------------------------------------------------
