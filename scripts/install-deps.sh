@@ -8,10 +8,13 @@ pkgs=(cmake g++ make libeigen3-dev libtbb-dev libspdlog-dev libfmt-dev libgtest-
 # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes.
 pkgs+=(clang libfuzzer-14-dev libclang-rt-14-dev)
 # The Python module, its tests and `gearbox import` (docs/python.md, docs/import.md); pkg-config
-# for the installed-package check. python3-torch is deliberately not here (several hundred MB):
-# the test that exports a model with it runs only where it is installed.
+# for the installed-package check.
 pkgs+=(python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
        pkg-config)
+# Real networks (issue 20): scripts/export_models.py exports torchvision's ShuffleNetV2,
+# ResNet-18 and MobileNetV2 with seeded random weights, and the tests compare gearbox with
+# torch; ONNX's own backend node tests come from libonnx-testdata.
+pkgs+=(python3-torch python3-torchvision libonnx-testdata)
 # The HTML report's browser test (tests/python/test_html_report.py): headless Chromium loads the
 # page, checks its DOM and takes a screenshot.
 pkgs+=(chromium)
