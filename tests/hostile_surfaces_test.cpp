@@ -2,10 +2,12 @@
 // not UTF-8, numbers without a physical range, outputs that are inputs, FIFOs, control
 // characters in XML/HTML. Each test is named for the finding; commands run under timeout(1)
 // so a regression to a hang fails instead of blocking.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -306,12 +308,18 @@ TEST(HostileSurfaces, JsonlIntoAFifoWithNoReaderIsRefusedNotAHang) {
   struct stat st {};
   ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
-  // With a reader the records stream through it.
-  const RunResult ok =
-      runShell("cat " + shellQuote(fifo) + " > " + shellQuote(dir.file("got")) + " & exec " +
-                   kBinary + " run " + kSeed + " -q --jsonl " + shellQuote(fifo),
-               20);
+  // With a reader the records stream through it. The reader is this test, opened before the
+  // run starts (a background `cat` could lose the race to the run's probe and then block
+  // forever with no writer); seed001's seven records fit in the pipe buffer.
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  const RunResult ok = runBounded("run " + kSeed + " -q --jsonl " + shellQuote(fifo), 20);
   EXPECT_EQ(ok.exitCode, 0) << ok.output;
+  char buf[65536];
+  const ssize_t n = ::read(reader, buf, sizeof buf);
+  ::close(reader);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::count(buf, buf + n, '\n'), 7);
 }
 
 // ---- 7. control characters in XML and HTML ---------------------------------------------------
