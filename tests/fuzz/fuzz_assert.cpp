@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "executor/modes/mode_table.h"
 #include "fuzz_common.h"
 #include "graph/json_limits.h"
 #include "tools/html_report.h"
@@ -35,7 +36,7 @@ GEARBOX_FUZZ_TARGET({
     lines.push_back(input.substr(start, end - start));
     start = end + 1;
   }
-  const auto asserts = gearbox::cli::parseAsserts(lines, {"static", "geared"});
+  const auto asserts = gearbox::cli::parseAsserts(lines, gearbox::modeNames());
   nlohmann::ordered_json report = nlohmann::ordered_json::object();
   double v = 0;
   for (const std::string& m : gearbox::cli::knownMetrics()) report[m] = v++;
