@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Exports the torchvision CNNs of issue 20 to ONNX, with a reference input/output pair each.
+
+    /usr/bin/python3 scripts/export_models.py OUT_DIR [--models resnet18,...] [--dynamic-hw]
+                     [--width small] [--size 224] [--batch 2] [--import]
+
+For each model M, OUT_DIR gets
+    M.onnx        opset 13, input "x" [batch, 3, H, W], output "y"; dim 0 is dynamic ("batch"),
+                  and with --dynamic-hw dims 2 and 3 too ("height", "width")
+    M.x.npy       a reference input, float32 [--batch, 3, --size, --size]
+    M.y.npy       torch's output for it (eval mode), float32
+and with --import also M.gbx (+ its .npy constants), written by `gearbox import` (the CLI named
+by --gearbox, default build/bin/gearbox).
+
+Models are built from torchvision's constructors with random weights under torch.manual_seed(0)
+(no downloads), in eval() mode, so BatchNorm uses its running statistics. Those are randomised
+too: fresh BatchNorm layers have mean 0 and variance 1, which would make the BatchNorm import
+untestable (any scale/shift mix-up would still pass). Everything is seeded, so two runs write the
+same arrays; the .onnx bytes also match for the same torch version.
+
+--width small shrinks what the constructors allow, to keep CI fast: ShuffleNetV2 gets stage
+widths [8, 16, 32, 64, 128] (still 16 channel shuffles), MobileNetV2 width_mult=0.25, and every
+model 10 classes. ResNet-18's BasicBlock has fixed widths, so only its classifier shrinks.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+MODELS = ("shufflenet_v2_x0_5", "resnet18", "mobilenet_v2")
+
+
+def build(name, width):
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    small = width == "small"
+    classes = 10 if small else 1000
+    if name == "shufflenet_v2_x0_5":
+        if small:
+            from torchvision.models.shufflenetv2 import ShuffleNetV2
+
+            model = ShuffleNetV2([4, 8, 4], [8, 16, 32, 64, 128], num_classes=classes)
+        else:
+            model = torchvision.models.shufflenet_v2_x0_5(weights=None)
+    elif name == "resnet18":
+        model = torchvision.models.resnet18(weights=None, num_classes=classes)
+    elif name == "mobilenet_v2":
+        model = torchvision.models.mobilenet_v2(
+            weights=None, num_classes=classes, width_mult=0.25 if small else 1.0
+        )
+    else:
+        raise SystemExit(f"export_models.py: unknown model {name} (known: {', '.join(MODELS)})")
+    # Non-trivial running statistics (see the module docstring); drawn after the weights, from
+    # the same seeded generator, so the whole model is a function of the seed.
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    return model.eval()
+
+
+def export(name, out_dir, dynamic_hw, width, size, batch):
+    import numpy as np
+    import torch
+
+    model = build(name, width)
+    torch.manual_seed(1)
+    x = torch.randn(batch, 3, size, size)
+    with torch.no_grad():
+        y = model(x)
+    axes = {0: "batch", 2: "height", 3: "width"} if dynamic_hw else {0: "batch"}
+    path = os.path.join(out_dir, f"{name}.onnx")
+    torch.onnx.export(
+        model, x, path, input_names=["x"], output_names=["y"], opset_version=13,
+        dynamic_axes={"x": axes, "y": {0: "batch"}}, do_constant_folding=True,
+    )
+    np.save(os.path.join(out_dir, f"{name}.x.npy"), x.numpy())
+    np.save(os.path.join(out_dir, f"{name}.y.npy"), y.numpy())
+    return path
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out_dir")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    p.add_argument("--dynamic-hw", action="store_true", help="dims 2, 3 dynamic too")
+    p.add_argument("--width", choices=("full", "small"), default="full")
+    p.add_argument("--size", type=int, default=224, help="reference input height and width")
+    p.add_argument("--batch", type=int, default=2, help="reference input batch")
+    p.add_argument("--import", dest="do_import", action="store_true",
+                   help="then run `gearbox import` on each export")
+    p.add_argument("--gearbox", default=os.path.join(os.path.dirname(__file__), "..", "build",
+                                                     "bin", "gearbox"))
+    args = p.parse_args(argv)
+    os.makedirs(args.out_dir, exist_ok=True)
+    status = 0
+    for name in args.models.split(","):
+        path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size, args.batch)
+        print(f"wrote {path}")
+        if args.do_import:
+            gbx = os.path.join(args.out_dir, f"{name}.gbx")
+            r = subprocess.run([args.gearbox, "import", path, "-o", gbx])
+            status = status or r.returncode
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
