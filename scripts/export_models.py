@@ -2,7 +2,7 @@
 """Exports the torchvision CNNs of issue 20 to ONNX, with a reference input/output pair each.
 
     /usr/bin/python3 scripts/export_models.py OUT_DIR [--models resnet18,...] [--dynamic-hw]
-                     [--width small] [--size 224] [--batch 2] [--import]
+                     [--width small] [--size 224] [--batch 2] [--keep-batchnorm] [--import]
 
 For each model M, OUT_DIR gets
     M.onnx        opset 13, input "x" [batch, 3, H, W], output "y"; dim 0 is dynamic ("batch"),
@@ -18,6 +18,9 @@ too: fresh BatchNorm layers have mean 0 and variance 1, which would make the Bat
 untestable (any scale/shift mix-up would still pass). Everything is seeded, so two runs write the
 same arrays; the .onnx bytes also match for the same torch version.
 
+--keep-batchnorm exports BatchNormalization nodes (inference form, running statistics) instead
+of letting the exporter fold them into the convolutions, so an import sees the ops as written.
+
 --width small shrinks what the constructors allow, to keep CI fast: ShuffleNetV2 gets stage
 widths [8, 16, 32, 64, 128] (still 16 channel shuffles), MobileNetV2 width_mult=0.25, and every
 model 10 classes. ResNet-18's BasicBlock has fixed widths, so only its classifier shrinks.
@@ -26,6 +29,7 @@ import argparse
 import os
 import subprocess
 import sys
+import warnings
 
 MODELS = ("shufflenet_v2_x0_5", "resnet18", "mobilenet_v2")
 
@@ -64,7 +68,7 @@ def build(name, width):
     return model.eval()
 
 
-def export(name, out_dir, dynamic_hw, width, size, batch):
+def export(name, out_dir, dynamic_hw, width, size, batch, keep_batchnorm=False):
     import numpy as np
     import torch
 
@@ -75,13 +79,23 @@ def export(name, out_dir, dynamic_hw, width, size, batch):
         y = model(x)
     axes = {0: "batch", 2: "height", 3: "width"} if dynamic_hw else {0: "batch"}
     path = os.path.join(out_dir, f"{name}.onnx")
-    torch.onnx.export(
-        model, x, path, input_names=["x"], output_names=["y"], opset_version=13,
-        dynamic_axes={"x": axes, "y": {0: "batch"}}, do_constant_folding=True,
-    )
+    with warnings.catch_warnings():
+        # PRESERVE warns about constant folding for models in training mode; ours is in eval().
+        warnings.filterwarnings("ignore", message="It is recommended that constant folding")
+        _onnx_export(torch, model, x, path, axes, keep_batchnorm)
     np.save(os.path.join(out_dir, f"{name}.x.npy"), x.numpy())
     np.save(os.path.join(out_dir, f"{name}.y.npy"), y.numpy())
     return path
+
+
+def _onnx_export(torch, model, x, path, axes, keep_batchnorm):
+    torch.onnx.export(
+        model, x, path, input_names=["x"], output_names=["y"], opset_version=13,
+        dynamic_axes={"x": axes, "y": {0: "batch"}}, do_constant_folding=True,
+        # PRESERVE keeps each module's mode: eval() BatchNorm is exported as it is, unfused.
+        training=torch.onnx.TrainingMode.PRESERVE if keep_batchnorm else
+        torch.onnx.TrainingMode.EVAL,
+    )
 
 
 def main(argv=None):
@@ -92,6 +106,8 @@ def main(argv=None):
     p.add_argument("--width", choices=("full", "small"), default="full")
     p.add_argument("--size", type=int, default=224, help="reference input height and width")
     p.add_argument("--batch", type=int, default=2, help="reference input batch")
+    p.add_argument("--keep-batchnorm", action="store_true",
+                   help="export BatchNormalization nodes instead of folding them into Conv")
     p.add_argument("--import", dest="do_import", action="store_true",
                    help="then run `gearbox import` on each export")
     p.add_argument("--gearbox", default=os.path.join(os.path.dirname(__file__), "..", "build",
@@ -100,7 +116,8 @@ def main(argv=None):
     os.makedirs(args.out_dir, exist_ok=True)
     status = 0
     for name in args.models.split(","):
-        path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size, args.batch)
+        path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size, args.batch,
+                      args.keep_batchnorm)
         print(f"wrote {path}")
         if args.do_import:
             gbx = os.path.join(args.out_dir, f"{name}.gbx")
