@@ -302,7 +302,7 @@ class _Importer:
             raise _Unsupported(f"{where}: dtype {array.dtype} (gearbox has f32, i32, i64)")
         out = self.value(onnx_name)
         fname = f"{self.stem}.{self.names[onnx_name]}.npy"
-        self.files[fname] = np.ascontiguousarray(array)
+        self.files[fname] = np.array(array, order="C")  # ascontiguousarray makes 0-D 1-D
         self.known.setdefault(onnx_name, array)
         self.shapes.setdefault(onnx_name, list(array.shape))
         self.emitted.add(onnx_name)
@@ -1024,49 +1024,59 @@ def _transpose(im, node):
 
 
 def _gemm(im, node):
-    # Y = alpha * A' @ B' + beta * C, A' = A or A^T, B' = B or B^T. Expressible when the
-    # transposes and scales can be folded into constants, or a transpose op exists.
+    # Y = alpha * A' @ B' + beta * C, A' = A or A^T, B' = B or B^T. Transposes and scales are
+    # folded into constant operands; a non-constant operand gets a transpose op, and a scale
+    # a mul by a scalar const.
     alpha, beta = im.attr(node, "alpha", 1.0), im.attr(node, "beta", 1.0)
     trans = [im.attr(node, "transA", 0), im.attr(node, "transB", 0)]
-    operands, shapes = [], []
+    etype = im.etypes.get(node.input[0], 1)
+    operands, shapes, scale_after = [], [], alpha
     for k in range(2):
         name = node.input[k]
         c = im.const_of(name)
         dims = list(im.shape(name))
         if trans[k]:
             dims = dims[::-1]
-        if trans[k] or (k == 1 and alpha != 1.0):
-            if c is None:
-                if alpha != 1.0 and k == 1:
-                    raise _Unsupported("alpha != 1 with a non-constant B")
-                if "transpose" not in im.ops:
-                    raise _Unsupported("transA/transB of a non-constant input needs transpose")
-                t = f"{name}.T"
-                im.emit_tmp(t, f"transpose({im.tensor(name)}, perm=[1, 0])", dims,
-                            im.etypes.get(name, 1))
-                name = t
-            else:
-                c = c.T if trans[k] else c
-                if k == 1 and alpha != 1.0:
-                    c = (c * np.asarray(alpha, dtype=c.dtype)).astype(c.dtype)
-                name = f"{name}.gemm{k}"
-                im.const_line(name, np.ascontiguousarray(c), f"Gemm operand of {node.name}")
+        if c is not None and (trans[k] or (k == 1 and alpha != 1.0)):
+            c = c.T if trans[k] else c
+            if k == 1 and alpha != 1.0:
+                c = (c * np.asarray(alpha, dtype=c.dtype)).astype(c.dtype)
+                scale_after = 1.0
+            name = f"{name}.gemm{k}"
+            im.const_line(name, np.ascontiguousarray(c), f"Gemm operand of {node.name}")
+        elif trans[k]:
+            im.need("transpose")
+            t = f"{name}.T"
+            im.emit_tmp(t, f"transpose({im.tensor(name)}, perm=[1, 0])", dims, etype)
+            name = t
         operands.append(name)
         shapes.append(dims)
     dims = [shapes[0][0], shapes[1][1]]
-    if len(node.input) < 3 or not node.input[2]:
-        im.emit(node, f"matmul({im.tensor(operands[0])}, {im.tensor(operands[1])})", dims)
+    has_bias = len(node.input) > 2 and node.input[2]
+    call = f"matmul({im.tensor(operands[0])}, {im.tensor(operands[1])})"
+    if scale_after != 1.0:
+        im.need("mul")
+        mm = im.emit_tmp(f"{node.output[0]}.mm", call, dims, etype)
+        im.const_line(f"{node.output[0]}.alpha", np.asarray(alpha, np.float32), "Gemm alpha")
+        call = f"mul({mm}, {im.tensor(node.output[0] + '.alpha')})"
+    if not has_bias:
+        im.emit(node, call, dims)
         return
     bias = node.input[2]
     if beta != 1.0:
         c = im.const_of(bias)
-        if c is None:
-            raise _Unsupported("beta != 1 with a non-constant C")
-        bias = f"{bias}.beta"
-        im.const_line(bias, (c * np.asarray(beta, dtype=c.dtype)).astype(c.dtype), "Gemm C")
-    mm = im.emit_tmp(f"{node.output[0]}.mm",
-                     f"matmul({im.tensor(operands[0])}, {im.tensor(operands[1])})", dims,
-                     im.etypes.get(node.input[0], 1))
+        if c is not None:
+            bias = f"{bias}.beta"
+            im.const_line(bias, (c * np.asarray(beta, dtype=c.dtype)).astype(c.dtype), "Gemm C")
+        else:
+            im.need("mul")
+            im.const_line(f"{node.output[0]}.beta", np.asarray(beta, np.float32), "Gemm beta")
+            scaled = f"{node.output[0]}.c"
+            im.emit_tmp(scaled, f"mul({im.tensor(bias)}, {im.tensor(node.output[0] + '.beta')})",
+                        im.shape(bias), etype)
+            bias = scaled
+    mm = im.emit_tmp(f"{node.output[0]}.mm2" if scale_after != 1.0 else f"{node.output[0]}.mm",
+                     call, dims, etype)
     im.emit(node, f"add({mm}, {im.tensor(bias)})", _broadcast(dims, im.shape(bias)))
 
 
@@ -1352,7 +1362,7 @@ OPS = {
     "Relu": (["relu"], _unary("relu")),
     "Sigmoid": (["sigmoid"], _unary("sigmoid")),
     "MatMul": (["matmul"], _matmul),
-    "Gemm": (["matmul", "add"], _gemm),
+    "Gemm": (["matmul", "add"], _gemm),  # + mul, transpose where needed
     "Gather": (["index_select"], _gather),
     "Concat": (["cat"], _concat),
     "Reshape": (["reshape"], _reshape),

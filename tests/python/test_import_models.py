@@ -326,21 +326,30 @@ def _conv(F, torch, a, kw):
                     dilation=kw.get("dilations", [1, 1]), groups=kw.get("group", 1))
 
 
-def _sym_pads(kw):
+def _window_sums(F, torch, x, kw, value):
+    """Sums over each pooling window of x padded with `value` ([top, left, bottom, right]):
+    the pads are applied first, so they may be asymmetric and larger than half the kernel."""
     t, left, bottom, right = kw.get("pads", [0, 0, 0, 0])
-    if (t, left) != (bottom, right):
-        raise NotImplementedError("asymmetric pool pads")
-    return [t, left]
+    xp = F.pad(x, (left, right, t, bottom), value=value)
+    return xp
 
 
 def _max_pool(F, torch, a, kw):
-    return F.max_pool2d(a[0], kw["kernel"], kw.get("strides", [1, 1]), _sym_pads(kw),
+    xp = _window_sums(F, torch, a[0], kw, float("-inf"))
+    return F.max_pool2d(xp, kw["kernel"], kw.get("strides", [1, 1]), 0,
                         kw.get("dilations", [1, 1]), bool(kw.get("ceil_mode", 0)))
 
 
 def _avg_pool(F, torch, a, kw):
-    return F.avg_pool2d(a[0], kw["kernel"], kw.get("strides", [1, 1]), _sym_pads(kw),
-                        bool(kw.get("ceil_mode", 0)), bool(kw.get("count_include_pad", 0)))
+    # Sum of the window over the count of the elements it covers: the input's only
+    # (count_include_pad=0) or the padded extent's too (=1); divisor_override=1 makes
+    # avg_pool2d a window sum.
+    x = a[0]
+    include = bool(kw.get("count_include_pad", 0))
+    xp = _window_sums(F, torch, x, kw, 0.0)
+    mask = _window_sums(F, torch, torch.ones_like(x), kw, 1.0 if include else 0.0)
+    args = (kw["kernel"], kw.get("strides", [1, 1]), 0, bool(kw.get("ceil_mode", 0)), True, 1)
+    return F.avg_pool2d(xp, *args) / F.avg_pool2d(mask, *args)
 
 
 def _slice(F, torch, a, kw):
@@ -396,7 +405,8 @@ _OPS = {
     "avg_pool2d": _avg_pool,
     "mean": lambda F, torch, a, kw: a[0].mean(dim=kw["axes"], keepdim=bool(kw.get("keepdims", 1))),
     "batch_norm": _batch_norm,
-    "clip": lambda F, torch, a, kw: torch.clamp(a[0], kw.get("min"), kw.get("max")),
+    "clip": lambda F, torch, a, kw: a[0] if "min" not in kw and "max" not in kw else torch.clamp(
+        a[0], kw.get("min"), kw.get("max")),
     "flatten": lambda F, torch, a, kw: a[0].reshape(
         int(np.prod(a[0].shape[:kw.get("axis", 1)])), -1),
     "slice": _slice,
