@@ -12,6 +12,13 @@ For each model M, OUT_DIR gets
 and with --import also M.gbx (+ its .npy constants), written by `gearbox import` (the CLI named
 by --gearbox, default build/bin/gearbox).
 
+    /usr/bin/python3 scripts/export_models.py --traces examples/
+writes the bundled traces instead (no torch needed): examples/cnn_serving.trace.jsonl
+(classification serving: 200 requests, batch uniform in [1, 32], 3x224x224) and
+examples/cnn_detection.trace.jsonl (seed 002's detection-style input: 40 requests, batch in
+[1, 4], height and width from 10 distinct sizes, multiples of 32 in [320, 1024]). Both come from
+a fixed 64-bit LCG (scripts/gen_serving_trace.py's), so they regenerate byte for byte.
+
 Models are built from torchvision's constructors with random weights under torch.manual_seed(0)
 (no downloads), in eval() mode, so BatchNorm uses its running statistics. Those are randomised
 too: fresh BatchNorm layers have mean 0 and variance 1, which would make the BatchNorm import
@@ -98,9 +105,45 @@ def _onnx_export(torch, model, x, path, axes, keep_batchnorm):
     )
 
 
+class _Lcg:
+    """scripts/gen_serving_trace.py's generator (Knuth's MMIX constants)."""
+
+    def __init__(self, seed):
+        self.state = seed
+
+    def uniform(self, lo, hi):
+        self.state = (self.state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        return lo + (self.state >> 33) % (hi - lo + 1)
+
+
+def write_traces(out_dir):
+    rng = _Lcg(20261124)
+    path = os.path.join(out_dir, "cnn_serving.trace.jsonl")
+    with open(path, "w") as f:
+        f.write("# 200 requests, batch uniform in [1, 32], 3x224x224 images "
+                "(scripts/export_models.py --traces)\n")
+        for _ in range(200):
+            f.write(f'{{"x": [{rng.uniform(1, 32)}, 3, 224, 224]}}\n')
+    sizes = []
+    while len(sizes) < 10:  # 10 distinct (height, width) pairs
+        hw = (32 * rng.uniform(10, 32), 32 * rng.uniform(10, 32))
+        if hw not in sizes:
+            sizes.append(hw)
+    path2 = os.path.join(out_dir, "cnn_detection.trace.jsonl")
+    with open(path2, "w") as f:
+        f.write("# 40 requests, batch in [1, 4], 10 distinct image sizes (multiples of 32 in "
+                "[320, 1024]), each size at least once (scripts/export_models.py --traces)\n")
+        for k in range(40):
+            h, w = sizes[k] if k < len(sizes) else sizes[rng.uniform(0, len(sizes) - 1)]
+            f.write(f'{{"x": [{rng.uniform(1, 4)}, 3, {h}, {w}]}}\n')
+    return [path, path2]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out_dir")
+    p.add_argument("--traces", action="store_true",
+                   help="write the bundled traces to OUT_DIR instead of exporting models")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
     p.add_argument("--dynamic-hw", action="store_true", help="dims 2, 3 dynamic too")
     p.add_argument("--width", choices=("full", "small"), default="full")
@@ -114,6 +157,10 @@ def main(argv=None):
                                                      "bin", "gearbox"))
     args = p.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
+    if args.traces:
+        for path in write_traces(args.out_dir):
+            print(f"wrote {path}")
+        return 0
     status = 0
     for name in args.models.split(","):
         path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size, args.batch,

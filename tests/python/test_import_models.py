@@ -118,6 +118,32 @@ def test_import_counts_and_importer_numerics(name, exports, tmp_path):
     np.testing.assert_allclose(out, y, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_importer_shapes_agree_with_onnx_shape_inference(name, exports):
+    """The importer's own shape inference against onnx.shape_inference: every dim both know as
+    a number, and every dim onnx knows as a symbol of the graph input, must agree."""
+    from onnx import shape_inference
+
+    path = os.path.join(exports[(name, "hw")], f"{name}.onnx")
+    _, im = import_text(path)
+    inferred = shape_inference.infer_shapes(onnx.load(path)).graph.value_info
+    compared = 0
+    for vi in inferred:
+        mine = im.shapes.get(vi.name)
+        if mine is None or not vi.type.tensor_type.HasField("shape"):
+            continue  # folded away, or a rank onnx does not know
+        theirs = vi.type.tensor_type.shape.dim
+        assert len(theirs) == len(mine), vi.name
+        for k, (a, b) in enumerate(zip(mine, theirs)):
+            if b.HasField("dim_value"):
+                assert a == b.dim_value, f"{vi.name} dim {k}: {a} vs onnx {b.dim_value}"
+                compared += 1
+            elif b.dim_param in ("batch", "height", "width"):
+                assert repr(a) == b.dim_param, f"{vi.name} dim {k}: {a} vs onnx {b.dim_param}"
+                compared += 1
+    assert compared > 50
+
+
 @pytest.mark.parametrize("name,variant", [(n, v) for n in sorted(EXPECTED) for v in ("hw", "bn")])
 def test_dynamic_hw_imports_and_holds_at_other_sizes(name, variant, exports, tmp_path):
     """Dynamic batch, height and width: one import serves other image sizes. ShuffleNet's
