@@ -100,7 +100,11 @@ void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorTyp
 }
 
 KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs) {
-  return buildKey(kind, inputs, attrs, [kind] { return std::string(opKernelName(kind)); });
+  // Keys built from graph nodes hold normalized attributes already (GraphBuilder::op); keys
+  // built from loose attributes get their defaults here, so both name the same kernel.
+  Attrs full = attrs;
+  normalizeAttrs(kind, full, opKernelName(kind));
+  return buildKey(kind, inputs, full, [kind] { return std::string(opKernelName(kind)); });
 }
 
 // ---- compile --------------------------------------------------------------------------------

@@ -119,6 +119,42 @@ struct TransposeParams {
   int64_t inStrides[kMaxRank] = {};  // per output dim, in elements
 };
 
+// Conv2d on NCHW f32. Work items are (image, group, block of output positions); each item runs
+// one GEMM W_g [mg, K] x cols [K, colBlock] -> out, K = cg * kh * kw.
+struct ConvParams {
+  enum class Path : uint8_t {
+    kIm2col,     // cols gathered per item into a per-thread buffer, then GEMM
+    kPointwise,  // 1x1, stride 1, no padding: the input rows are the cols, no gather
+    kDepthwise,  // one input channel per group: a direct loop per output plane
+  };
+  Path path = Path::kIm2col;
+  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
+  int64_t group = 1, cg = 0, mg = 0;
+  int64_t bias = 0;      // 1: a third input adds one value per output channel
+  int64_t colBlock = 0;  // output positions per item (im2col and pointwise)
+  bool operator==(const ConvParams&) const = default;
+};
+
+// MaxPool2d / AvgPool2d on NCHW f32: planes = N * C, each pooled on its own.
+struct PoolParams {
+  int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+  int64_t countIncludePad = 0;  // avg only
+  bool operator==(const PoolParams&) const = default;
+};
+
+// Mean over axes: when the axes are one run of dims the input is [outer, reduce, inner];
+// otherwise `general` walks the input dims with `mask` marking reduced ones.
+struct ReduceParams {
+  int64_t outer = 1, reduce = 1, inner = 1;
+  int64_t general = 0;
+  int64_t rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t mask = 0;  // bit d: dim d is reduced
+  bool operator==(const ReduceParams&) const = default;
+};
+
 struct KernelSpec {
   KernelKey key;
   std::string name;
@@ -127,7 +163,7 @@ struct KernelSpec {
   int tasks = 1;         // 1 = runs in the calling thread; > 1 = oneTBB tasks
   double work = 0;       // flops (MatMul) or bytes moved (others): drives `tasks`
   std::variant<std::monostate, AddParams, MatMulParams, GatherParams, CatParams, CatGatherParams,
-               ElementwiseParams, TransposeParams>
+               ElementwiseParams, TransposeParams, ConvParams, PoolParams, ReduceParams>
       params;
 };
 

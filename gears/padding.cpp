@@ -9,6 +9,10 @@
 #include "gears/gear_set.h"
 #include "graph/error.h"
 
+// Every op needs its padding rule here: a new op without a case is a build error, not a silent
+// "padding passes through" (docs/adding-an-op.md).
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace gearbox {
 namespace {
 
@@ -250,6 +254,54 @@ class Analyzer {
     }
   }
 
+  // Windowed ops (conv2d, pools): images stay independent along the batch dim (and the channel
+  // dim for pools), but a window slides over H and W, so a padded spatial dim would put padded
+  // pixels into real outputs at the border; conv2d also contracts the channels.
+  void visitWindow(NodeId n, const Node& node, bool channelsIndependent, bool keepsZero,
+                   Tags& out) {
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      for (int d = 0; d < rank(node.inputs[i]); ++d)
+        if (tags_[node.inputs[i]][d].padded)
+          refuse(n, tags_[node.inputs[i]][d],
+                 fmt::format("{} (a weight or bias) dim {} is padded", label(node, i), d));
+    const Tags& in = tags_[node.inputs[0]];
+    for (int d = 1; d < 4; ++d) {
+      if (!in[d].padded || (d == 1 && channelsIndependent)) continue;
+      refuse(n, in[d],
+             fmt::format("{} dim {} is padded, and {} a window over it would read padded "
+                         "positions into real outputs",
+                         label(node, 0), d,
+                         d == 1 ? "conv2d sums over channels:" : "it is a spatial dim:"));
+    }
+    out[0] = in[0];
+    out[0].zero = in[0].zero && keepsZero;
+    if (channelsIndependent) out[1] = in[1];
+  }
+
+  // Mean: a padded dim may not be reduced (its padding would enter the mean); the others keep
+  // their tags at their output positions.
+  void visitMean(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    bool reduced[kMaxRank] = {};
+    for (int64_t a : node.attrs.ints(attr::Mean::axes)) reduced[a < 0 ? a + r : a] = true;
+    const bool keep = node.attrs.i(attr::Mean::keepdims) == 1;
+    int o = 0;
+    for (int d = 0; d < r; ++d) {
+      const Tag& t = tags_[in][d];
+      if (reduced[d]) {
+        if (t.padded)
+          refuse(n, t,
+                 fmt::format("{} dim {} is padded and mean reduces it, so the padding would enter "
+                             "the mean",
+                             label(node, 0), d));
+        if (keep) ++o;
+        continue;
+      }
+      out[o++] = t;
+    }
+  }
+
   void visit(NodeId n) {
     const Node& node = g_.node(n);
     Tags out{};
@@ -268,6 +320,13 @@ class Analyzer {
       case OpKind::kMatMul: visitMatMul(n, node, out); break;
       case OpKind::kIndexSelect: visitIndexSelect(n, node, out); break;
       case OpKind::kCat: visitCatInputs(n, node, node.inputs.size(), out); break;
+      case OpKind::kConv2d:
+        // Zero images stay zero only without a bias.
+        visitWindow(n, node, false, node.inputs.size() == 2, out);
+        break;
+      case OpKind::kMaxPool2d:
+      case OpKind::kAvgPool2d: visitWindow(n, node, true, true, out); break;
+      case OpKind::kMean: visitMean(n, node, out); break;
       case OpKind::kCatGather: {
         const size_t data = node.inputs.size() - 1;
         const int d = shape(node.inputs[0]).wrapDim(*node.attrs.dim, g_.describeNode(n));

@@ -4,6 +4,7 @@
 // samples here fails KernelName.EveryOpHasSamples.
 #include "compiler/kernel_name.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -48,6 +49,31 @@ std::vector<KernelKey> sampleKeys() {
     add(OpKind::kCat, {t(d, {2, 3}), t(d, {2, 5})}, Attrs{1});
     add(OpKind::kCat, {t(d, {b}), t(d, {1})}, Attrs{0});
   }
+  // Typed attributes (f32-only ops): defaults, non-defaults, symbolic batch.
+  Attrs conv;
+  conv.setInts(attr::Conv2d::strides, {2, 2});
+  conv.setInts(attr::Conv2d::pads, {1, 0, 1, 2});
+  add(OpKind::kConv2d, {t(DType::kF32, {1, 3, 8, 8}), t(DType::kF32, {4, 3, 3, 3})});
+  add(OpKind::kConv2d,
+      {t(DType::kF32, {b, 3, 8, 8}), t(DType::kF32, {4, 3, 3, 3}), t(DType::kF32, {4})}, conv);
+  Attrs dw;
+  dw.setInt(attr::Conv2d::group, 4);
+  add(OpKind::kConv2d, {t(DType::kF32, {2, 4, 8, 8}), t(DType::kF32, {4, 1, 3, 3})}, dw);
+  Attrs pool;
+  pool.setInts(attr::MaxPool2d::kernel, {3, 3});
+  add(OpKind::kMaxPool2d, {t(DType::kF32, {b, 3, 8, 8})}, pool);
+  pool.setInt(attr::MaxPool2d::ceil_mode, 1);
+  add(OpKind::kMaxPool2d, {t(DType::kF32, {1, 3, 8, 8})}, pool);
+  Attrs avg;
+  avg.setInts(attr::AvgPool2d::kernel, {2, 2});
+  avg.setInt(attr::AvgPool2d::count_include_pad, 1);
+  add(OpKind::kAvgPool2d, {t(DType::kF32, {1, 3, 8, 8})}, avg);
+  Attrs mean;
+  mean.setInts(attr::Mean::axes, {2, 3});
+  add(OpKind::kMean, {t(DType::kF32, {b, 3, 8, 8})}, mean);
+  mean.setInt(attr::Mean::keepdims, 0);
+  mean.setInts(attr::Mean::axes, {-1});
+  add(OpKind::kMean, {t(DType::kF32, {5, 3})}, mean);
   return keys;
 }
 
@@ -89,7 +115,36 @@ TEST(KernelName, EveryNameParsesBackToItsKey) {
     // Reshape keys hold sizes, -1 and kCopyInputDim only (finishKey resolved the names).
     EXPECT_EQ(p->shape, dims(key.attrs.shape)) << name;
     EXPECT_EQ(p->perm, dims(key.attrs.perm)) << name;
+    // Typed attributes: exactly those that differ from their defaults, in declaration order.
+    std::vector<std::pair<std::string, std::string>> typed;
+    const auto decls = opAttrDecls(key.kind);
+    for (size_t i = 0; i < decls.size(); ++i) {
+      const int slot = static_cast<int>(i);
+      if (!key.attrs.has(slot) || attrIsDefault(key.kind, key.attrs, slot)) continue;
+      std::string v = decls[i].type == AttrType::kFloat
+                          ? formatAttrFloat(key.attrs.f(slot))
+                          : fmt::format("{}", fmt::join(key.attrs.ints(slot), "_"));
+      typed.emplace_back(std::string(decls[i].name), v);
+    }
+    EXPECT_EQ(p->attrs, typed) << name;
   }
+}
+
+TEST(KernelName, TypedAttributes) {
+  Attrs a;
+  a.setInts(attr::Conv2d::strides, {2, 2});
+  a.setInts(attr::Conv2d::pads, {1, 1, 1, 1});
+  const KernelKey k = makeKernelKey(
+      OpKind::kConv2d, {t(DType::kF32, {1, 3, 8, 8}), t(DType::kF32, {4, 3, 3, 3})}, a);
+  // Defaults (dilations, group) are filled in the key and left out of the name.
+  EXPECT_EQ(k.name(), "Conv2d_float_ND_1_3_8_8__4_3_3_3__strides=2_2__pads=1_1_1_1");
+  EXPECT_TRUE(k.attrs.has(attr::Conv2d::group));
+  EXPECT_EQ(k.attrs.i(attr::Conv2d::group), 1);
+  // A key that spells a default out is the same key.
+  a.setInt(attr::Conv2d::group, 1);
+  EXPECT_EQ(makeKernelKey(OpKind::kConv2d,
+                          {t(DType::kF32, {1, 3, 8, 8}), t(DType::kF32, {4, 3, 3, 3})}, a),
+            k);
 }
 
 TEST(KernelName, IndexDTypeTokenAndAttributes) {

@@ -34,8 +34,15 @@ struct OpCase {
   uint64_t seed = 1;
   std::optional<Shape> shape = std::nullopt;  // reshape's target
   std::optional<Shape> perm = std::nullopt;   // transpose's permutation
+  Attrs typed = {};                           // Int/Ints/Float attributes (conv2d, pools, mean)
 
-  Attrs attrs() const { return Attrs{dim, shape, perm}; }
+  Attrs attrs() const {
+    Attrs a = typed;
+    a.dim = dim;
+    a.shape = shape;
+    a.perm = perm;
+    return a;
+  }
 };
 
 std::string caseName(const OpCase& c) {
@@ -52,6 +59,7 @@ void PrintTo(const OpCase& c, std::ostream* os) {
   if (c.dim) *os << " dim " << *c.dim;
   if (c.shape) *os << " shape " << c.shape->toString();
   if (c.perm) *os << " perm " << c.perm->toString();
+  *os << formatAttrs(c.kind, c.typed);
   if (c.indexCount) *os << " index count " << c.indexCount;
 }
 
@@ -425,10 +433,127 @@ std::vector<OpCase> matmulVectorCases() {
   return cases;
 }
 
+// Conv2d: fixed geometries (1x1, odd sizes, stride, dilation, asymmetric pads, groups,
+// depthwise with a channel multiplier, an empty batch) and random ones, f32 only.
+OpCase convCase(std::string name, Shape x, Shape w, bool bias, std::initializer_list<int64_t> s,
+                std::initializer_list<int64_t> pads, std::initializer_list<int64_t> d,
+                int64_t group, bool large = false) {
+  namespace a = attr::Conv2d;
+  OpCase c{std::move(name), OpKind::kConv2d, DType::kF32, {x, w}, {}};
+  if (bias) c.shapes.push_back(Shape{w[0]});
+  c.typed.setInts(a::strides, s);
+  c.typed.setInts(a::pads, pads);
+  c.typed.setInts(a::dilations, d);
+  c.typed.setInt(a::group, group);
+  c.large = large;
+  return c;
+}
+
+std::vector<OpCase> convCases() {
+  std::vector<OpCase> cases = {
+      convCase("ones", {1, 1, 1, 1}, {1, 1, 1, 1}, false, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+      convCase("pointwise", {2, 5, 3, 7}, {4, 5, 1, 1}, true, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+      convCase("odd_3x3_s2_p1", {1, 3, 7, 5}, {4, 3, 3, 3}, true, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1),
+      convCase("dilated", {2, 2, 9, 8}, {3, 2, 3, 2}, false, {1, 2}, {2, 1, 2, 1}, {2, 3}, 1),
+      convCase("asym_pads", {1, 2, 6, 6}, {2, 2, 3, 3}, true, {1, 1}, {0, 1, 2, 0}, {1, 1}, 1),
+      convCase("groups2", {2, 4, 5, 6}, {6, 2, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2),
+      convCase("depthwise", {2, 5, 7, 9}, {5, 1, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5),
+      convCase("depthwise_s2_x2", {1, 3, 8, 7}, {6, 1, 5, 3}, false, {2, 2}, {2, 1, 1, 2}, {1, 1},
+               3),
+      convCase("pointwise_strided", {1, 4, 7, 7}, {3, 4, 1, 1}, false, {2, 2}, {0, 0, 0, 0}, {1, 1},
+               1),
+      convCase("empty_batch", {0, 3, 5, 5}, {2, 3, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
+      // 2 * 32 * 64 * 64 * 144 = 38 MFLOP: split into tasks.
+      convCase("large", {1, 16, 64, 64}, {32, 16, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1,
+               true),
+      convCase("large_depthwise", {4, 64, 56, 56}, {64, 1, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
+               {1, 1}, 64, true),
+  };
+  Rng rng(900);
+  for (int j = 0; j < 12; ++j) {
+    const int64_t group = rng.chance(3) ? rng.uniform(2, 3) : 1;
+    const int64_t cg = rng.uniform(1, 3), mg = rng.uniform(1, 3);
+    const int64_t kh = rng.uniform(1, 3), kw = rng.uniform(1, 3);
+    const int64_t dh = rng.uniform(1, 2), dw = rng.uniform(1, 2);
+    const int64_t sh = rng.uniform(1, 3), sw = rng.uniform(1, 3);
+    const int64_t pt = rng.uniform(0, 2), pl = rng.uniform(0, 2), pb = rng.uniform(0, 2),
+                  pr = rng.uniform(0, 2);
+    // Large enough that the padded input holds one dilated window.
+    const int64_t h = std::max<int64_t>(rng.uniform(1, 9), dh * (kh - 1) + 1 - pt - pb);
+    const int64_t w = std::max<int64_t>(rng.uniform(1, 9), dw * (kw - 1) + 1 - pl - pr);
+    cases.push_back(convCase(fmt::format("random{}", j), {rng.uniform(1, 3), cg * group, h, w},
+                             {mg * group, cg, kh, kw}, rng.chance(2), {sh, sw}, {pt, pl, pb, pr},
+                             {dh, dw}, group));
+  }
+  return cases;
+}
+
+// Pools: kernel, strides, pads, ceil_mode, count_include_pad (avg) or dilations (max).
+std::vector<OpCase> poolCases(OpKind kind) {
+  const bool isMax = kind == OpKind::kMaxPool2d;
+  auto make = [&](std::string name, Shape x, std::initializer_list<int64_t> k,
+                  std::initializer_list<int64_t> s, std::initializer_list<int64_t> p, int64_t ceil,
+                  int64_t extra, bool large = false) {
+    OpCase c{std::move(name), kind, DType::kF32, {x}, {}};
+    c.typed.setInts(0, k);
+    c.typed.setInts(1, s);
+    c.typed.setInts(2, p);
+    if (isMax) {
+      c.typed.setInts(attr::MaxPool2d::dilations, {extra, extra});
+      c.typed.setInt(attr::MaxPool2d::ceil_mode, ceil);
+    } else {
+      c.typed.setInt(attr::AvgPool2d::ceil_mode, ceil);
+      c.typed.setInt(attr::AvgPool2d::count_include_pad, extra);
+    }
+    c.large = large;
+    return c;
+  };
+  std::vector<OpCase> cases = {
+      make("ones", {1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, 1),
+      make("k3s2p1", {2, 3, 7, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 0, 1),
+      make("k3s2p1_ceil", {2, 3, 7, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 1, isMax ? 2 : 0),
+      make("k2s2_ceil_odd", {1, 2, 5, 7}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 1, isMax ? 1 : 1),
+      make("asym", {1, 2, 6, 5}, {3, 2}, {1, 2}, {1, 0, 0, 1}, 0, isMax ? 2 : 1),
+      make("empty_batch", {0, 2, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0, 1),
+      make("large", {8, 64, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 0, 1, true),
+  };
+  return cases;
+}
+
+std::vector<OpCase> maxPoolCases() {
+  return poolCases(OpKind::kMaxPool2d);
+}
+std::vector<OpCase> avgPoolCases() {
+  return poolCases(OpKind::kAvgPool2d);
+}
+
+std::vector<OpCase> meanCases() {
+  auto make = [](std::string name, Shape x, std::initializer_list<int64_t> axes, int64_t keep,
+                 bool large = false) {
+    OpCase c{std::move(name), OpKind::kMean, DType::kF32, {x}, {}};
+    c.typed.setInts(attr::Mean::axes, axes);
+    c.typed.setInt(attr::Mean::keepdims, keep);
+    c.large = large;
+    return c;
+  };
+  return {
+      make("global_pool", {2, 5, 7, 3}, {2, 3}, 1),
+      make("last", {3, 9}, {-1}, 0),
+      make("middle", {2, 7, 5}, {1}, 1),
+      make("first", {7, 3}, {0}, 0),
+      make("all", {3, 1, 5}, {0, 1, 2}, 0),
+      make("non_adjacent", {2, 3, 4, 5}, {1, 3}, 1),
+      make("non_adjacent_drop", {3, 2, 5}, {0, 2}, 0),
+      make("ones", {1}, {0}, 1),
+      make("large", {128, 512, 7, 7}, {2, 3}, 1, true),
+  };
+}
+
 std::vector<OpCase> allCases() {
   std::vector<OpCase> all;
   for (auto make : {addCases, matmulCases, indexSelectCases, catCases, catGatherCases, mulCases,
-                    reluCases, transposeCases, reshapeCases, matmulVectorCases})
+                    reluCases, transposeCases, reshapeCases, matmulVectorCases, convCases,
+                    maxPoolCases, avgPoolCases, meanCases})
     for (OpCase& c : make()) all.push_back(std::move(c));
   for (size_t i = 0; i < all.size(); ++i) all[i].seed = 1000 + i;
   return all;
@@ -497,7 +622,11 @@ Tensor runReference(const OpCase& c, const std::vector<Tensor>& ins) {
 // result's magnitude. Everything else (and integer GEMMs) must match bit for bit.
 void expectMatches(const OpCase& c, const Tensor& expected, const Tensor& got) {
   ASSERT_EQ(expected.shape(), got.shape());
-  if (c.kind == OpKind::kMatMul && c.dtype == DType::kF32) {
+  // f32 GEMMs (matmul, conv2d) and float sums (avg pool, mean) may add in a different order
+  // than the reference loop, which sums in double.
+  const bool reordered = c.kind == OpKind::kMatMul || c.kind == OpKind::kConv2d ||
+                         c.kind == OpKind::kAvgPool2d || c.kind == OpKind::kMean;
+  if (reordered && c.dtype == DType::kF32) {
     double magnitude = 1.0;
     for (int64_t i = 0; i < expected.numel(); ++i)
       magnitude = std::max(magnitude, std::fabs(static_cast<double>(expected.as<float>()[i])));

@@ -420,9 +420,9 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"MissingReturn", "graph g(%x: f32[1]) {\n}\n", "}",
        "expected a statement (%name = ...) or 'return', got '}'"},
       {"MissingEquals", body("%y add(%x, %x)"), "add", "expected '=', got 'add'"},
-      {"UnknownOp", body("%y = sub(%x, %x)"), "sub",
+      {"UnknownOp", body("%y = frobnicate(%x, %x)"), "frobnicate",
        "expected an op name (const, add, matmul, index_select, cat, cat_gather, reshape, "
-       "transpose, mul, relu), got 'sub'"},
+       "transpose, mul, relu, conv2d"},
       {"OpNotAName", body("%y = 3(%x)"), "3(", "expected an op name"},
       {"MissingParen", body("%y = add %x, %x"), "%x,", "expected '(', got '%x'"},
       {"NoOperands", body("%y = add()"), "()", "expected a value like %x, got ')'", 1},

@@ -2,6 +2,7 @@
 // batches or row blocks the compile step chose (compiler/ops/matmul.cpp). 1-D operands need no
 // code of their own: a [K] operand has the memory layout of the [1, K] or [K, 1] matrix it is
 // promoted to.
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -88,6 +89,26 @@ void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
                                                  Eigen::RowMajor, false, Eigen::RowMajor,
                                                  1>::run(m, n, k, a, k, b, n, c, 1, n, T{1}, ws);
 }
+
+}  // namespace
+
+void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+             int64_t m, int64_t n, int64_t k) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  GemmWorkspace<float>& ws = gemmWorkspace<float>();
+  ws.prepare(m, n, k);
+  for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+  Eigen::internal::general_matrix_matrix_product<Eigen::Index, float, Eigen::RowMajor, false, float,
+                                                 Eigen::RowMajor, false, Eigen::RowMajor,
+                                                 1>::run(m, n, k, a, lda, b, ldb, c, 1, ldc, 1.0f,
+                                                         ws);
+}
+
+namespace {
 
 template <typename T>
 [[gnu::noinline]] void runMatMulT(const MatMulParams& p, int tasks, const void* const* in,

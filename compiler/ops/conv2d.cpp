@@ -1,0 +1,114 @@
+// Conv2d: the compiler's hooks (compiler/ops/op_hooks.h). The compile step picks the code path
+// for the static shape: a direct loop for depthwise convolutions (a GEMM with K = KH * KW would
+// be too skinny to pay for packing), no gather at all for 1x1 stride-1 unpadded convolutions
+// (the input is already the GEMM's right operand), im2col + GEMM otherwise. It also sizes the
+// column blocks so the gathered block stays in L2 and there are enough items for the threads.
+#include "compiler/ops/window_params.h"
+
+namespace gearbox::ops {
+namespace {
+
+constexpr FieldList<ConvParams, 20> kConvFields{{
+    {"n", &ConvParams::n},       {"c", &ConvParams::c},
+    {"h", &ConvParams::h},       {"w", &ConvParams::w},
+    {"m", &ConvParams::m},       {"oh", &ConvParams::oh},
+    {"ow", &ConvParams::ow},     {"kh", &ConvParams::kh},
+    {"kw", &ConvParams::kw},     {"sh", &ConvParams::sh},
+    {"sw", &ConvParams::sw},     {"dh", &ConvParams::dh},
+    {"dw", &ConvParams::dw},     {"pt", &ConvParams::pt},
+    {"pl", &ConvParams::pl},     {"group", &ConvParams::group},
+    {"cg", &ConvParams::cg},     {"mg", &ConvParams::mg},
+    {"bias", &ConvParams::bias}, {"col_block", &ConvParams::colBlock},
+}};
+
+// The im2col block: at most this many floats per thread (256 KiB, a typical L2 share).
+constexpr int64_t kColBlockFloats = 64 * 1024;
+
+}  // namespace
+
+void compileConv2d(KernelSpec& spec) {
+  const KernelKey& key = spec.key;
+  namespace a = attr::Conv2d;
+  const Shape& x = key.inputs[0].shape;
+  const Shape& wt = key.inputs[1].shape;
+  const auto strides = key.attrs.ints(a::strides), dil = key.attrs.ints(a::dilations),
+             pads = key.attrs.ints(a::pads);
+  ConvParams p;
+  p.n = x[0];
+  p.c = x[1];
+  p.h = x[2];
+  p.w = x[3];
+  p.m = wt[0];
+  p.kh = wt[2];
+  p.kw = wt[3];
+  p.oh = spec.output.shape[2];
+  p.ow = spec.output.shape[3];
+  p.sh = strides[0];
+  p.sw = strides[1];
+  p.dh = dil[0];
+  p.dw = dil[1];
+  p.pt = pads[0];
+  p.pl = pads[1];
+  p.group = key.attrs.i(a::group);
+  p.cg = p.c / p.group;
+  p.mg = p.m / p.group;
+  p.bias = key.inputs.size() == 3 ? 1 : 0;
+  const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
+  const double flops = 2.0 * static_cast<double>(p.n * p.m) * static_cast<double>(positions) *
+                       static_cast<double>(depth);
+  spec.work = flops;
+  spec.tasks = decideTasks(flops, kParallelFlopThreshold);
+  if (p.cg == 1 && p.group > 1) {
+    p.path = ConvParams::Path::kDepthwise;
+    p.colBlock = 0;
+  } else {
+    const bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 &&
+                           p.pl == 0 && pads[2] == 0 && pads[3] == 0;
+    p.path = pointwise ? ConvParams::Path::kPointwise : ConvParams::Path::kIm2col;
+    int64_t block = std::clamp<int64_t>(kColBlockFloats / std::max<int64_t>(depth, 1), 16,
+                                        std::max<int64_t>(positions, 1));
+    // Enough items to keep every task busy (four per task evens out the last ones).
+    const int64_t outer = p.n * p.group;
+    while (spec.tasks > 1 && block > 16 &&
+           outer * ((positions + block - 1) / block) < 4 * spec.tasks)
+      block = (block + 1) / 2;
+    p.colBlock = block;
+  }
+  spec.params = p;
+}
+
+KernelCost kernelCostConv2d(const KernelKey& key) {
+  const Shape& w = key.inputs[1].shape;
+  const TensorType out = inferNode(keyContext(key));
+  const double positions = elementBytes(out) / 4.0;  // N * M * OH * OW
+  const double depth = static_cast<double>(w[1] * w[2] * w[3]);
+  double bytes = elementBytes(key.inputs[0]) + elementBytes(key.inputs[1]) + elementBytes(out);
+  if (key.inputs.size() == 3) bytes += elementBytes(key.inputs[2]);
+  // A multiply-add per weight tap and output element, plus the bias add.
+  return KernelCost{2.0 * positions * depth + (key.inputs.size() == 3 ? positions : 0), bytes};
+}
+
+void paramsToJsonConv2d(const KernelSpec& spec, Json& j) {
+  const ConvParams& p = paramsAs<ConvParams>(spec);
+  flatToJson(p, kConvFields, j);
+  j["path"] = static_cast<int>(p.path);
+}
+
+void paramsFromJsonConv2d(const Json& j, KernelSpec& spec) {
+  ConvParams p = flatFromJson(j, kConvFields);
+  const int64_t path = getInt(j, "path", "kernel.params", ErrorKind::kIo);
+  if (path < 0 || path > 2)
+    fail(ErrorKind::kIo, "field 'kernel.params.path' out of range: {}", path);
+  p.path = static_cast<ConvParams::Path>(path);
+  spec.params = p;
+}
+
+void checkParamsConv2d(const KernelSpec& spec) {
+  checkByRecompile<ConvParams>(spec, compileConv2d);
+}
+
+std::string opInfoInputNameConv2d(size_t i, size_t) {
+  return i == 0 ? "input" : i == 1 ? "weight" : "bias";
+}
+
+}  // namespace gearbox::ops

@@ -1,0 +1,177 @@
+// Conv2d: reference and optimized kernels. The optimized kernel runs the path the compile step
+// chose (compiler/ops/conv2d.cpp): im2col into a per-thread buffer + the project's GEMM,
+// the GEMM straight on the input for 1x1 convolutions, or a direct loop for depthwise ones.
+#include <algorithm>
+#include <vector>
+
+#include "executor/kernels/common.h"
+#include "executor/kernels/gemm.h"
+#include "executor/kernels/op_kernels.h"
+#include "executor/kernels/ref_common.h"
+
+namespace gearbox::kernels {
+namespace {
+
+// The im2col block of one item: rows are (channel, ki, kj) taps of group g, columns the output
+// positions [p0, p1); a tap that falls in the padding reads 0.
+void gatherCols(const ConvParams& p, const float* x, int64_t p0, int64_t p1, float* cols) {
+  const int64_t cols_n = p1 - p0;
+  for (int64_t ci = 0; ci < p.cg; ++ci) {
+    const float* plane = x + ci * p.h * p.w;
+    for (int64_t ki = 0; ki < p.kh; ++ki) {
+      for (int64_t kj = 0; kj < p.kw; ++kj) {
+        float* row = cols + ((ci * p.kh + ki) * p.kw + kj) * cols_n;
+        int64_t oy = p0 / p.ow, ox = p0 % p.ow;
+        for (int64_t q = 0; q < cols_n; ++q) {
+          const int64_t iy = oy * p.sh - p.pt + ki * p.dh;
+          const int64_t ix = ox * p.sw - p.pl + kj * p.dw;
+          row[q] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? plane[iy * p.w + ix] : 0.0f;
+          if (++ox == p.ow) {
+            ox = 0;
+            ++oy;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A growing per-thread buffer: the static run path allocates only on a thread's first large
+// convolution.
+float* colBuffer(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
+                 float* out) {
+  const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
+  const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
+  const bool pointwise = p.path == ConvParams::Path::kPointwise;
+  detail::runRanges(tasks, p.n * p.group * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t blk = item % blocks, ng = item / blocks;
+      const int64_t g = ng % p.group, img = ng / p.group;
+      const int64_t p0 = blk * p.colBlock, p1 = std::min(positions, p0 + p.colBlock);
+      const float* xg = x + (img * p.c + g * p.cg) * p.h * p.w;
+      float* og = out + (img * p.m + g * p.mg) * positions;
+      const float* wg = w + g * p.mg * depth;
+      if (pointwise) {
+        gemmF32(wg, depth, xg + p0, p.h * p.w, og + p0, positions, p.mg, p1 - p0, depth);
+      } else {
+        float* cols = colBuffer(static_cast<size_t>(depth * (p1 - p0)));
+        gatherCols(p, xg, p0, p1, cols);
+        gemmF32(wg, depth, cols, p1 - p0, og + p0, positions, p.mg, p1 - p0, depth);
+      }
+      if (b) {
+        for (int64_t j = 0; j < p.mg; ++j) {
+          const float bj = b[g * p.mg + j];
+          float* row = og + j * positions;
+          for (int64_t q = p0; q < p1; ++q) row[q] += bj;
+        }
+      }
+    }
+  });
+}
+
+// Depthwise: each output plane (image, output channel) reads one input plane. Interior output
+// columns need no bounds checks; the border ones do.
+void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
+                  float* out) {
+  detail::runRanges(tasks, p.n * p.m, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t oc = item % p.m, img = item / p.m;
+      const int64_t g = oc / p.mg;
+      const float* plane = x + (img * p.c + g) * p.h * p.w;
+      const float* k = w + oc * p.kh * p.kw;
+      float* o = out + item * p.oh * p.ow;
+      const float bias = b ? b[oc] : 0.0f;
+      // Output columns whose whole window row lies inside the input: [x0, x1).
+      int64_t x0 = 0;
+      while (x0 < p.ow && x0 * p.sw - p.pl < 0) ++x0;
+      int64_t x1 = p.ow;
+      while (x1 > x0 && (x1 - 1) * p.sw - p.pl + (p.kw - 1) * p.dw >= p.w) --x1;
+      for (int64_t oy = 0; oy < p.oh; ++oy) {
+        float* orow = o + oy * p.ow;
+        for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = bias;
+        for (int64_t ki = 0; ki < p.kh; ++ki) {
+          const int64_t iy = oy * p.sh - p.pt + ki * p.dh;
+          if (iy < 0 || iy >= p.h) continue;
+          const float* irow = plane + iy * p.w;
+          for (int64_t kj = 0; kj < p.kw; ++kj) {
+            const float kv = k[ki * p.kw + kj];
+            const int64_t off = kj * p.dw - p.pl;
+            for (int64_t ox = 0; ox < x0; ++ox) {
+              const int64_t ix = ox * p.sw + off;
+              if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
+            }
+            if (p.sw == 1) {
+              const float* src = irow + x0 + off;
+              for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * src[ox - x0];
+            } else {
+              for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * irow[ox * p.sw + off];
+            }
+            for (int64_t ox = std::max(x0, x1); ox < p.ow; ++ox) {
+              const int64_t ix = ox * p.sw + off;
+              if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void ref::refConv2d(const Attrs& attrs, std::span<const TensorView> ins, const TensorView& out) {
+  namespace a = attr::Conv2d;
+  const Shape& xs = ins[0].shape;
+  const Shape& ws = ins[1].shape;
+  const auto s = attrs.ints(a::strides), d = attrs.ints(a::dilations), pad = attrs.ints(a::pads);
+  const int64_t group = attrs.i(a::group);
+  const int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
+  const int64_t m = ws[0], cg = c / group, mg = m / group, kh = ws[2], kw = ws[3];
+  const int64_t oh = out.shape[2], ow = out.shape[3];
+  const float* x = ins[0].as<const float>();
+  const float* wt = ins[1].as<const float>();
+  const float* b = ins.size() == 3 ? ins[2].as<const float>() : nullptr;
+  float* o = out.as<float>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t oc = 0; oc < m; ++oc) {
+      const int64_t g = oc / mg;
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t z = 0; z < ow; ++z) {
+          // Accumulate in double: the oracle should not share float rounding with the GEMM.
+          double acc = b ? b[oc] : 0.0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ki = 0; ki < kh; ++ki)
+              for (int64_t kj = 0; kj < kw; ++kj) {
+                const int64_t iy = y * s[0] - pad[0] + ki * d[0];
+                const int64_t ix = z * s[1] - pad[1] + kj * d[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                acc += static_cast<double>(x[((i * c + g * cg + ci) * h + iy) * w + ix]) *
+                       wt[((oc * cg + ci) * kh + ki) * kw + kj];
+              }
+          o[((i * m + oc) * oh + y) * ow + z] = static_cast<float>(acc);
+        }
+    }
+}
+
+bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
+  const auto* p = std::get_if<ConvParams>(&spec.params);
+  if (!p) return false;
+  const float* x = static_cast<const float*>(in[0]);
+  const float* w = static_cast<const float*>(in[1]);
+  const float* b = p->bias ? static_cast<const float*>(in[2]) : nullptr;
+  float* o = static_cast<float*>(out);
+  if (p->path == ConvParams::Path::kDepthwise) {
+    runDepthwise(*p, spec.tasks, x, w, b, o);
+  } else {
+    runGemmPath(*p, spec.tasks, x, w, b, o);
+  }
+  return true;
+}
+
+}  // namespace gearbox::kernels
