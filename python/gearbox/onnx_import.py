@@ -196,8 +196,6 @@ def d_floordiv(a, b):
         return int(a) // b
     t, c = _lin(a)
     q, r = divmod(c, b)  # (T + q*b + r) // b == (T + r) // b + q, for any T
-    if all(v % b == 0 for v in t.values()) and r == 0:
-        return _mk({k: v // b for k, v in t.items()}, q)
     if all(v % b == 0 for v in t.values()):  # (b*T' + r) // b == T' when 0 <= r < b
         return _mk({k: v // b for k, v in t.items()}, q)
     return d_add(_mk({("div", _mk(t, r), b): 1}, 0), q)
@@ -411,12 +409,14 @@ class _Importer:
                     continue
                 if row is None:
                     raise _Unsupported("no mapping")
+                if any(n in self.poisoned for n in node.input):
+                    # The cause is listed already; whether this node would have folded or
+                    # which op it needs is not known without its input.
+                    self.poisoned.update(node.output)
+                    continue
                 missing = [op for op in row[0] if op not in self.ops]
                 if missing:
                     raise _Unsupported(f"needs gearbox op {', '.join(missing)}, not in this build")
-                if any(n in self.poisoned for n in node.input):
-                    self.poisoned.update(node.output)  # the cause is listed already
-                    continue
                 row[1](self, node)
             except _Unsupported as e:
                 self.unsupported.append((label, node.op_type, str(e)))
@@ -696,18 +696,18 @@ def _slice_params(im, node, rank):
     """Slice's starts, ends, axes, steps as int lists (opset 10+ inputs, opset 1 attributes).
     An end that is a dim expression is allowed when it equals the sliced dim (to the end)."""
     if im.opset < 10:
-        starts, ends = im.attr(node, "starts"), im.attr(node, "ends")
-        axes, steps = im.attr(node, "axes"), None
-        return starts, ends, axes, steps, None
+        return im.attr(node, "starts"), im.attr(node, "ends"), im.attr(node, "axes"), None
     starts = im.attr_input(node, 1, "starts")
     ends = im.attr_input(node, 2, "ends")
+    if starts is None or ends is None:
+        raise _Unsupported("no starts or ends input")
     axes = im.int_list(node, 3, "axes")
     steps = im.int_list(node, 4, "steps")
-    return list(starts.reshape(-1)), list(ends.reshape(-1)), axes, steps, True
+    return list(starts.reshape(-1)), list(ends.reshape(-1)), axes, steps
 
 
 def _normalize_slice(im, node, dims):
-    starts, ends, axes, steps, _ = _slice_params(im, node, len(dims))
+    starts, ends, axes, steps = _slice_params(im, node, len(dims))
     rank = len(dims)
     if axes is None:
         axes = list(range(len(starts)))
@@ -1176,6 +1176,9 @@ def _pool(op):
             raise _Unsupported(f"dilations={dilations} (gearbox avg_pool2d has none)")
         ceil_mode = im.attr(node, "ceil_mode", 0)
         pads = _spatial_pads(im, node, dims, kernel, strides, dilations)
+        if any(2 * p > kernel[i % 2] for i, p in enumerate(pads)):
+            # gearbox's pools take PyTorch's limit (a window never lies wholly in padding).
+            raise _Unsupported(f"pads={pads} exceed half the kernel {kernel}")
         out = dims[:2] + [
             _window_out(im, dims[2 + i], kernel[i], strides[i], pads[i], pads[2 + i],
                         dilations[i], ceil_mode) for i in range(2)]
@@ -1253,7 +1256,14 @@ def _flatten(im, node):
     if axis < 0:
         axis += len(dims)
     out = [_prod(dims[:axis]), _prod(dims[axis:])]
-    im.emit(node, f"flatten({im.tensor(node.input[0])}, axis={axis})", out)
+    src = im.tensor(node.input[0])
+    if "flatten" in im.ops:
+        im.emit(node, f"flatten({src}, axis={axis})", out)
+        return
+    # A build without flatten: the same as a reshape, where the two dims can be written.
+    im.need("reshape")
+    im.emit_steps(node, src, im.reshape_call(src, dims, out, "flatten as reshape"),
+                  im.etypes.get(node.input[0], 1))
 
 
 def _slice_call(im, src, dims, params):
@@ -1374,7 +1384,7 @@ OPS = {
     "ReduceMean": (["mean"], _reduce_mean),
     "BatchNormalization": (["batch_norm"], _batch_norm),
     "Clip": (["clip"], _clip),
-    "Flatten": (["flatten"], _flatten),
+    "Flatten": ([], _flatten),  # flatten, or reshape in a build without it
     "Slice": (["slice"], _slice),
     "Split": (["slice"], _split),
     "Squeeze": (["squeeze"], _squeeze),
