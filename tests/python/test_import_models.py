@@ -190,6 +190,31 @@ def test_gearbox_runs_import_in_every_mode(name, exports, tmp_path, cli, env):
         np.testing.assert_allclose(out, y, rtol=RTOL, atol=ATOL, err_msg=f"mode {mode}")
 
 
+def test_gearbox_dynamic_hw_resnet_compiles(exports, tmp_path, cli, env):
+    """ResNet-18 with dynamic batch, height and width over 10 image sizes: static compiles once
+    per size, its recompile reasons name x's dims; dynamic compiles fewer times; both agree with
+    the reference executor."""
+    d = exports[("resnet18", "hw")]
+    gbx = tmp_path / "resnet18.gbx"
+    proc = subprocess.run([cli, "import", os.path.join(d, "resnet18.onnx"), "-o", str(gbx)],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0 and "not in this build" in proc.stderr:
+        pytest.skip(f"this build lacks gearbox ops: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    g = gearbox.load(str(gbx))
+    trace = [{"x": [1 + k % 3, 3, 32 + 8 * k, 40 + 8 * k]} for k in range(10)]
+    recs = {r["mode"]: r for r in gearbox.compare(g, trace, modes=["static", "dynamic"],
+                                                   on_recompile_limit="unlimited")}
+    assert recs["static"]["graph_compiles"] == 10
+    assert recs["dynamic"]["graph_compiles"] < 10
+    for r in recs.values():
+        assert r["max_abs_diff_vs_reference"] <= 1e-4
+    s = gearbox.Session(g, mode="static")
+    s.run(np.zeros((1, 3, 32, 40), np.float32))
+    s.run(np.zeros((1, 3, 40, 40), np.float32))
+    assert "input 'x' size mismatch at dim 2" in s.history[1]["reason"]
+
+
 def test_unsupported_attribute_named(tmp_path):
     """A 1-D convolution and a reflect pad: one error naming both nodes, op and attribute.
     (A node reading an unsupported node's output is not checked: its input shape is unknown.)"""
