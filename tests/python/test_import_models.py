@@ -238,6 +238,44 @@ def test_unsupported_attribute_named(tmp_path):
     assert "pad (Pad: mode=reflect" in msg
 
 
+# Older opsets carry as attributes what opset 13 takes as inputs: each case is one node, checked
+# through the importer and evaluate_ir against NumPy.
+_X = np.arange(2 * 6 * 4, dtype=np.float32).reshape(2, 6, 4) / 7 - 3
+OLD_OPSETS = {
+    "clip6": (6, dict(op_type="Clip", min=-1.0, max=2.5), lambda x: np.clip(x, -1.0, 2.5)),
+    "split11": (11, dict(op_type="Split", axis=1, split=[2, 4], outputs=["y", "z"]),
+                lambda x: x[:, 2:]),
+    "unsqueeze11": (11, dict(op_type="Unsqueeze", axes=[0, -1]), lambda x: x[None, ..., None]),
+    "squeeze11": (11, dict(op_type="Squeeze", axes=[0]), None),
+    "slice9": (9, dict(op_type="Slice", starts=[1, -3], ends=[100, -1], axes=[1, 2]),
+               lambda x: x[:, 1:, -3:-1]),
+    "pad2": (2, dict(op_type="Pad", pads=[0, 1, 0, 0, 2, 1], value=0.5),
+             lambda x: np.pad(x, [(0, 0), (1, 2), (0, 1)], constant_values=0.5)),
+    "reduce_mean13": (13, dict(op_type="ReduceMean", axes=[-1], keepdims=0),
+                      lambda x: x.mean(axis=-1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OLD_OPSETS))
+def test_older_opset_attributes(case, tmp_path):
+    from onnx import TensorProto, helper
+
+    opset, spec, fn = OLD_OPSETS[case]
+    spec = dict(spec)
+    op_type, outputs = spec.pop("op_type"), spec.pop("outputs", ["y"])
+    x = _X[None] if case == "squeeze11" else _X
+    fn = fn or (lambda a: a[0])
+    node = helper.make_node(op_type, ["x"], outputs, name="n", **spec)
+    graph = helper.make_graph(
+        [node], case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info(outputs[-1], TensorProto.FLOAT, None)])
+    path = str(tmp_path / f"{case}.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+    gbx, text, _ = write_import(path, str(tmp_path))
+    (out,) = evaluate_ir(gbx, [x])
+    np.testing.assert_allclose(out, fn(x), rtol=1e-6)
+
+
 def _shape_model(tmp_path, transpose, picks):
     """x [B, H, W] (optionally transposed to [H, B, W]) reshaped to a target gathered from
     Shape(x): picks are indices into x's shape, or -1 for a literal -1."""
