@@ -564,7 +564,7 @@ class _Importer:
                 src = self.emit_tmp(f"{node.output[k]}.aligned", call, dims, etype)
 
 
-# ---- folding: one function per ONNX op the importer can evaluate ----------------------------------
+# ---- folding: one function per ONNX op the importer can evaluate -------------------------------
 
 
 def _np_fn(f):
@@ -828,7 +828,7 @@ FOLD = {
 }
 
 
-# ---- one function per ONNX op written to the IR ----------------------------------------------------
+# ---- one function per ONNX op written to the IR ------------------------------------------------
 
 
 def _broadcast(a, b):
