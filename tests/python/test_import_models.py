@@ -238,6 +238,21 @@ def test_unsupported_attribute_named(tmp_path):
     assert "pad (Pad: mode=reflect" in msg
 
 
+def test_dim_expressions_canonical():
+    """Equal sizes computed two ways compare equal; the reshape rules depend on it."""
+    from gearbox.onnx_import import _sym, d_add, d_floordiv, d_mul, d_sub
+
+    h, w = _sym("height"), _sym("width")
+    conv = d_add(d_floordiv(d_add(h, 2 - 3), 2), 1)  # k3 s2 p1: (h + 2 - 3) // 2 + 1
+    assert conv == d_floordiv(d_add(h, 1), 2) and repr(conv) == "(height + 1) // 2"
+    assert d_floordiv(d_mul(h, 4), 2) == d_mul(2, h)
+    assert d_floordiv(d_add(d_mul(h, 4), 3), 4) == h  # (4h + 3) // 4 == h
+    assert d_mul(h, w) == d_mul(w, h)
+    assert d_sub(d_add(h, w), w) == h
+    assert d_floordiv(h, 2) != h and d_floordiv(d_add(h, 1), 2) != d_floordiv(h, 2)
+    assert d_floordiv(7, 2) == 3 and d_sub(h, h) == 0
+
+
 # Older opsets carry as attributes what opset 13 takes as inputs: each case is one node, checked
 # through the importer and evaluate_ir against NumPy.
 _X = np.arange(2 * 6 * 4, dtype=np.float32).reshape(2, 6, 4) / 7 - 3
