@@ -416,7 +416,15 @@ class _Importer:
                     continue
                 missing = [op for op in row[0] if op not in self.ops]
                 if missing:
-                    raise _Unsupported(f"needs gearbox op {', '.join(missing)}, not in this build")
+                    self.unsupported.append((label, node.op_type, f"needs gearbox op "
+                                             f"{', '.join(missing)}, not in this build"))
+                    # Still mapped (the import fails anyway), for the shapes of the nodes after
+                    # it: each of them is checked and listed too.
+                    try:
+                        row[1](self, node)
+                    except _Unsupported:
+                        self.poisoned.update(node.output)
+                    continue
                 row[1](self, node)
             except _Unsupported as e:
                 self.unsupported.append((label, node.op_type, str(e)))
