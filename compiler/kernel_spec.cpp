@@ -67,7 +67,8 @@ void finishKey(KernelKey& key, OpKind kind, const Attrs& attrs, const Where& whe
     Shape& target = *key.attrs.shape;
     const Shape& in = key.inputs[0].shape;
     for (int i = 0; i < target.rank(); ++i)
-      if (isSymbolDim(target[i])) target[i] = (i < in.rank() && in[i] >= 0) ? in[i] : kCopyInputDim;
+      if (isSymbolDim(target[i]))
+        target[i] = (i < in.rank() && in[i] >= 0) ? in[i] : i < in.rank() ? kCopyInputDim : kAnyDim;
   }
   if (attrs.dim && !key.inputs.empty()) {
     const Shape& s = key.inputs[0].shape;
@@ -89,12 +90,26 @@ KernelKey buildKey(OpKind kind, std::vector<TensorType> inputs, const Attrs& att
 
 }  // namespace
 
+void resolveReshapeTarget(KernelKey& key, const Shape& out) {
+  if (!key.attrs.shape || !out.isStatic() || !key.isStatic()) return;
+  // Targets whose names resolved positionally keep their spelling (-1 stays -1 in the name).
+  const Shape& target = *key.attrs.shape;
+  bool positional = target.rank() == out.rank();
+  for (int i = 0; positional && i < target.rank(); ++i)
+    positional = target[i] == kAnyDim || target[i] == out[i];
+  if (!positional) key.attrs.shape = out;
+}
+
 void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
                        NodeId node) {
   const Node& n = g.node(node);
   key.inputs.clear();
   for (ValueId v : n.inputs) key.inputs.push_back(types[v]);
   finishKey(key, n.kind, n.attrs, [&] { return g.describeNode(node); });
+  // A reshape target may name dims anywhere in its input (or expressions of them); once the
+  // output is known its sizes are the target, so the key never depends on how it was spelled.
+  if (n.kind == OpKind::kReshape && static_cast<size_t>(n.output) < types.size())
+    resolveReshapeTarget(key, types[n.output].shape);
   // A Const has no inputs; its dtype is its data's.
   if (n.kind == OpKind::kConst && n.constant) key.dtype = n.constant->dtype();
 }
@@ -138,8 +153,16 @@ std::shared_ptr<const KernelSpec> compileKernelSpec(const KernelKey& key) {
   return std::make_shared<const KernelSpec>(compileSpec(key));
 }
 
-KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<TensorType>& inputs) {
+KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<TensorType>& inputs,
+                                const Shape* output) {
   KernelKey key = generic.key;
+  // A generic reshape key cannot resolve its target alone (it may name dims by symbol); the
+  // caller's output shape, inferred against the graph, is the target.
+  if (key.kind == OpKind::kReshape && output) {
+    // The key's inputs become concrete below; resolve against them.
+    for (size_t i = 0; i < inputs.size() && i < key.inputs.size(); ++i) key.inputs[i] = inputs[i];
+    resolveReshapeTarget(key, *output);
+  }
   if (inputs.size() != key.inputs.size())
     fail(ErrorKind::kShape, "kernel {}: expects {} inputs, got {}", generic.name, key.inputs.size(),
          inputs.size());

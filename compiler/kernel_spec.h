@@ -45,6 +45,10 @@ struct KernelKey {
 void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
                        NodeId node);
 KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs);
+// A reshape key whose target names dims anywhere in its input (or expressions of them) takes
+// its output shape as the target, so the key never depends on how the target was spelled;
+// targets that resolve positionally are kept as written.
+void resolveReshapeTarget(KernelKey& key, const Shape& output);
 
 // ---- Per-op parameters decided at compile time -------------------------------------------
 
@@ -171,7 +175,9 @@ struct KernelSpec {
 // dims it returns a generic spec (params empty). Throws Error(kShape) if the key is invalid.
 std::shared_ptr<const KernelSpec> compileKernelSpec(const KernelKey& key);
 // Derives the params for concrete shapes at run time (dynamic mode); not cached.
-KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<TensorType>& inputs);
+// `output`, when given, is the output shape the graph's inference gave (a reshape's target).
+KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<TensorType>& inputs,
+                                const Shape* output = nullptr);
 
 // Work above which a kernel is split across oneTBB tasks (oneTBB's guidance: a task should
 // hold on the order of 1M cycles of work).

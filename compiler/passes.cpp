@@ -141,6 +141,93 @@ bool CatIndexSelectFusion::run(Graph& g) {
   return changed;
 }
 
+// ---- channel shuffle -> index_select -----------------------------------------------------------
+
+namespace {
+
+// Users per value.
+std::vector<std::vector<NodeId>> usersOf(const Graph& g) {
+  std::vector<std::vector<NodeId>> users(g.values.size());
+  for (NodeId i = 0; i < static_cast<NodeId>(g.nodes.size()); ++i)
+    for (ValueId v : g.nodes[i].inputs) users[v].push_back(i);
+  return users;
+}
+
+// A value that is used once, by node `user`, and not returned.
+bool onlyFeeds(const Graph& g, const std::vector<std::vector<NodeId>>& users,
+               const std::vector<bool>& returned, ValueId v, NodeId user) {
+  return !returned[v] && users[v].size() == 1 && users[v][0] == user;
+}
+
+}  // namespace
+
+bool ChannelShuffleToIndexSelect::run(Graph& g) {
+  details_.clear();
+  const auto users = usersOf(g);
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+  bool changed = false;
+  // The transposes are removed at the end: verification runs right after the pass.
+  std::vector<bool> keep(g.nodes.size(), true);
+  for (NodeId n2 = 0; n2 < static_cast<NodeId>(g.nodes.size()); ++n2) {
+    // Walk back from the closing reshape: r2 = reshape(t), t = transpose(r1), r1 = reshape(x).
+    const Node& back = g.nodes[n2];
+    if (back.kind != OpKind::kReshape) continue;
+    const ValueId tv = back.inputs[0];
+    const NodeId nt = g.values[tv].producer;
+    if (nt == kNoNode || g.nodes[nt].kind != OpKind::kTranspose) continue;
+    const ValueId r1v = g.nodes[nt].inputs[0];
+    const NodeId n1 = g.values[r1v].producer;
+    if (n1 == kNoNode || g.nodes[n1].kind != OpKind::kReshape) continue;
+    if (!onlyFeeds(g, users, returned, tv, n2) || !onlyFeeds(g, users, returned, r1v, nt)) continue;
+    const ValueId xv = g.nodes[n1].inputs[0];
+    const Shape& x = g.values[xv].type.shape;
+    const Shape& split = g.values[r1v].type.shape;
+    const Shape& joined = g.values[back.output].type.shape;
+    const Shape& perm = *g.nodes[nt].attrs.perm;
+    // x [A, C, R...] -> [A, G, C / G, R...] -> swap dims 1 and 2 -> [A, C, R...] again, with
+    // C static (the permutation is a constant) and every other dim carried through unchanged.
+    const int r = x.rank();
+    if (r < 2 || split.rank() != r + 1 || joined != x || !isStaticDim(x[1])) continue;
+    const int64_t groups = split[1], per = split[2];
+    if (!isStaticDim(groups) || !isStaticDim(per) || groups < 1 || groups * per != x[1]) continue;
+    bool carried = split[0] == x[0];
+    for (int d = 2; d < r; ++d) carried = carried && split[d + 1] == x[d];
+    bool swap12 = perm.rank() == r + 1 && perm[0] == 0 && perm[1] == 2 && perm[2] == 1;
+    for (int d = 3; d < perm.rank() && swap12; ++d) swap12 = perm[d] == d;
+    if (!carried || !swap12) continue;
+
+    // Output channel j = c * G + gi reads input channel gi * (C / G) + c.
+    const int64_t channels = x[1];
+    auto index = std::make_shared<Tensor>(DType::kI64, Shape{channels});
+    for (int64_t j = 0; j < channels; ++j)
+      index->as<int64_t>()[j] = (j % groups) * per + j / groups;
+    // The first reshape becomes the index constant (it precedes the closing reshape, so the
+    // order stays topological); the transpose goes.
+    Node& first = g.nodes[n1];
+    first.kind = OpKind::kConst;
+    first.inputs.clear();
+    first.attrs = Attrs{};
+    first.constant = index;
+    first.constPath.clear();
+    g.values[r1v].type = TensorType{DType::kI64, Shape{channels}};
+    const std::string wanted = g.values[back.output].name + ".shuffle";
+    if (g.findValue(wanted) < 0) g.values[r1v].name = wanted;
+    Node& last = g.nodes[n2];
+    last.kind = OpKind::kIndexSelect;
+    last.inputs = {xv, r1v};
+    last.attrs = Attrs{};
+    last.attrs.dim = 1;
+    details_.push_back(
+        fmt::format("%{}: channel shuffle of %{} in {} groups -> index_select(dim=1)",
+                    g.values[back.output].name, g.values[xv].name, groups));
+    keep[nt] = false;
+    changed = true;
+  }
+  if (changed) removeNodes(g, keep);
+  return changed;
+}
+
 // ---- pipeline -------------------------------------------------------------------------------
 
 std::vector<std::string> PassReport::fired() const {
@@ -188,6 +275,8 @@ PassReport PassPipeline::run(Graph& g, const PassObserver& observer) {
 
 PassPipeline defaultPipeline() {
   PassPipeline p;
+  p.add(std::make_unique<DeadCodeElimination>());
+  p.add(std::make_unique<ChannelShuffleToIndexSelect>());
   p.add(std::make_unique<DeadCodeElimination>());
   p.add(std::make_unique<CatIndexSelectFusion>());
   p.add(std::make_unique<DeadCodeElimination>());

@@ -1,7 +1,8 @@
 #pragma once
 // Graph-to-graph passes run once on a graph before any mode compiles it (docs/passes.md).
 //
-//   PassPipeline p = defaultPipeline();   // dce, fuse-cat-index-select, dce
+//   PassPipeline p = defaultPipeline();   // dce, shuffle-to-index-select, dce,
+//                                         // fuse-cat-index-select, dce
 //   PassReport r = p.run(graph);          // verifyGraph after every pass
 //
 // Every pass keeps the names of graph inputs and outputs (`gearbox eval` writes <name>.npy),
@@ -49,6 +50,18 @@ class DeadCodeElimination final : public Pass {
 class CatIndexSelectFusion final : public Pass {
  public:
   std::string_view name() const override { return "fuse-cat-index-select"; }
+  bool run(Graph& g) override;
+};
+
+// Channel shuffle -> index_select (seed 004): ShuffleNet's reshape [A, C, R...] ->
+// [A, G, C / G, R...], transpose of dims 1 and 2, reshape back to [A, C, R...] is one gather of
+// channels by a constant permutation. The closing reshape becomes index_select(x, perm, dim=1)
+// (its value and name stay), the opening reshape becomes the permutation constant, and the
+// transpose is removed. The intermediate values must have no other users. When x is a Cat,
+// the Cat + IndexSelect fusion then reads the branches directly: the shuffle costs no copy.
+class ChannelShuffleToIndexSelect final : public Pass {
+ public:
+  std::string_view name() const override { return "shuffle-to-index-select"; }
   bool run(Graph& g) override;
 };
 

@@ -97,12 +97,17 @@ std::vector<TensorType> specializeTypes(const Graph& g, const InputSignature& si
 }
 
 Graph specializeGraph(const Graph& g, const InputSignature& sig) {
-  checkSignature(g, sig);
+  // Inferred against the declared graph, so a reshape target that names a symbol or a dim
+  // expression finds it in its input's declared type (graph/ops/reshape.cpp).
+  std::vector<TensorType> types = specializeTypes(g, sig);
   Graph out = g;
-  for (size_t i = 0; i < sig.size(); ++i) out.values[out.inputs[i]].type.shape = sig[i];
-  // The structure was verified when the graph was built and after every pass; only the types
-  // change with the input shapes.
-  inferGraphTypes(out);
+  for (size_t v = 0; v < types.size(); ++v) out.values[v].type = std::move(types[v]);
+  // The specialised graph stands alone: its reshape targets hold the sizes they resolved to.
+  for (Node& n : out.nodes)
+    if (n.kind == OpKind::kReshape) {
+      const Shape& o = out.values[n.output].type.shape;
+      if (o.isStatic()) n.attrs.shape = o;
+    }
   return out;
 }
 

@@ -17,6 +17,7 @@ struct SymbolTable {
   std::mutex mu;
   std::unordered_map<std::string, int64_t> ids;
   std::vector<std::string> names;
+  std::vector<DimExpr> exprs;  // per id; base == kAnyDim for a plain name
 };
 
 SymbolTable& symbols() {
@@ -30,8 +31,108 @@ int64_t symbolDim(std::string_view name) {
   auto& t = symbols();
   std::lock_guard lock(t.mu);
   auto [it, inserted] = t.ids.emplace(std::string(name), static_cast<int64_t>(t.names.size()));
-  if (inserted) t.names.emplace_back(name);
+  if (inserted) {
+    t.names.emplace_back(name);
+    t.exprs.emplace_back();
+  }
   return -2 - it->second;
+}
+
+namespace {
+
+int64_t gcd(int64_t x, int64_t y) {
+  x = x < 0 ? -x : x;
+  y = y < 0 ? -y : y;
+  while (y) {
+    const int64_t r = x % y;
+    x = y;
+    y = r;
+  }
+  return x;
+}
+
+int64_t floorDiv(int64_t x, int64_t y) {
+  const int64_t q = x / y;
+  return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+
+// The canonical text of an expression, which is also its interned name.
+std::string exprText(const DimExpr& e, const std::string& base) {
+  std::string s = e.a == 1 ? base : fmt::format("{}*{}", e.a, base);
+  if (e.b > 0) s += fmt::format(" + {}", e.b);
+  if (e.b < 0) s += fmt::format(" - {}", -e.b);
+  if (e.c == 1) return s;
+  return fmt::format("({}) / {}", s, e.c);
+}
+
+int64_t internExpr(DimExpr e) {
+  const int64_t g = gcd(gcd(e.a, e.b), e.c);
+  if (g > 1) {
+    e.a /= g;
+    e.b /= g;
+    e.c /= g;
+  }
+  if (e.a == 1 && e.b == 0 && e.c == 1) return e.base;
+  const std::string name = exprText(e, symbolName(e.base));
+  auto& t = symbols();
+  std::lock_guard lock(t.mu);
+  auto [it, inserted] = t.ids.emplace(name, static_cast<int64_t>(t.names.size()));
+  if (inserted) {
+    t.names.push_back(name);
+    t.exprs.push_back(e);
+  }
+  return -2 - it->second;
+}
+
+}  // namespace
+
+std::optional<DimExpr> dimExpr(int64_t d) {
+  if (!isSymbolDim(d)) return std::nullopt;
+  auto& t = symbols();
+  std::lock_guard lock(t.mu);
+  const int64_t id = -2 - d;
+  if (id >= static_cast<int64_t>(t.exprs.size())) return std::nullopt;
+  const DimExpr& e = t.exprs[id];
+  if (e.base == kAnyDim) return DimExpr{d, 1, 0, 1};
+  return e;
+}
+
+int64_t dimAffine(int64_t d, int64_t mul, int64_t add) {
+  if (d == kAnyDim || mul < 1) return kAnyDim;
+  if (d >= 0) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(d, mul, &r) || __builtin_add_overflow(r, add, &r)) return kAnyDim;
+    return r;
+  }
+  const auto e = dimExpr(d);
+  if (!e) return kAnyDim;
+  DimExpr r = *e;
+  if (r.c != 1 && mul != 1) return kAnyDim;  // m * floor(y / c) is not of the form
+  int64_t addScaled = 0;
+  if (__builtin_mul_overflow(r.a, mul, &r.a) || __builtin_mul_overflow(r.b, mul, &r.b) ||
+      __builtin_mul_overflow(add, r.c, &addScaled) || __builtin_add_overflow(r.b, addScaled, &r.b))
+    return kAnyDim;
+  return internExpr(r);
+}
+
+int64_t dimFloorDiv(int64_t d, int64_t div) {
+  if (d == kAnyDim || div < 1) return kAnyDim;
+  if (d >= 0) return floorDiv(d, div);
+  const auto e = dimExpr(d);
+  if (!e) return kAnyDim;
+  DimExpr r = *e;
+  if (__builtin_mul_overflow(r.c, div, &r.c)) return kAnyDim;
+  return internExpr(r);
+}
+
+int64_t evalDim(int64_t d, int64_t baseValue) {
+  if (d >= 0) return d;
+  const auto e = dimExpr(d);
+  if (!e || baseValue < 0) return kAnyDim;
+  int64_t v = 0;
+  if (__builtin_mul_overflow(e->a, baseValue, &v) || __builtin_add_overflow(v, e->b, &v))
+    return kAnyDim;
+  return floorDiv(v, e->c);
 }
 
 std::string symbolName(int64_t dim) {

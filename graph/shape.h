@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,8 +31,27 @@ inline bool isStaticDim(int64_t d) {
 inline bool isSymbolDim(int64_t d) {
   return d <= -2;
 }
-// Prints one dim as it appears in the IR: "4", "-1" or "B".
+// Prints one dim as it appears in the IR: "4", "-1", "B" or "(H + 1) / 2".
 std::string dimToString(int64_t d);
+
+// A dim expression over one named symbol: floor((a * base + b) / c) with a, c >= 1. Conv and
+// pool output sizes over a symbolic H are such expressions, and so is any chain of them
+// (floor((floor(y / c1) + b) / c2) = floor((y + b * c1) / (c1 * c2))), so a model's symbolic
+// spatial dims stay exact through every layer. Expressions are interned like names (the
+// canonical text is the name), so equal expressions are equal dims.
+struct DimExpr {
+  int64_t base = kAnyDim;  // a named symbol
+  int64_t a = 1, b = 0, c = 1;
+};
+// The expression of a symbolic dim: a named symbol is {d, 1, 0, 1}; nullopt for -1 and sizes.
+std::optional<DimExpr> dimExpr(int64_t d);
+// mul * d + add, for a size or a symbolic d; kAnyDim when the result is not expressible (a
+// multiple of a floor division, an overflow) or d is -1.
+int64_t dimAffine(int64_t d, int64_t mul, int64_t add);
+// floor(d / div), div >= 1.
+int64_t dimFloorDiv(int64_t d, int64_t div);
+// The value of expression dim `d` once its base symbol is `baseValue`; a size for a size.
+int64_t evalDim(int64_t d, int64_t baseValue);
 
 class Shape {
  public:

@@ -105,7 +105,8 @@ class Lexer {
       } else if (c == '"') {
         t.kind = Tok::kString;
         t.text = takeString();
-      } else if (std::string_view("(){}[],:=").find(c) != std::string_view::npos) {
+      } else if (std::string_view("(){}[],:=+*/-").find(c) != std::string_view::npos) {
+        // '+', '*', '/' and a '-' that starts no number are dim-expression operators.
         t.kind = Tok::kPunct;
         t.text = std::string(1, c);
         advance();
@@ -291,8 +292,8 @@ class Parser {
 
   // -- types --
   int64_t parseDim() {
+    if (peek().kind == Tok::kIdent || isPunct(peek(), '(')) return parseDimExpression();
     const Token& t = next();
-    if (t.kind == Tok::kIdent) return symbolDim(t.text);
     int64_t v = 0;
     if (t.kind == Tok::kNumber) {
       const auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
@@ -300,6 +301,108 @@ class Parser {
         return v;
     }
     expected(t, "a dim (a size >= 0, -1 or a symbol name like B)");
+  }
+
+  // A dim expression over one symbol (graph/shape.h DimExpr): `H`, `2*H + 1`,
+  // `(H - 1) / 2 + 1`; '/' is floor division. Anything that is not of the form
+  // floor((a * H + b) / c), a product of two symbols say, is refused at its token.
+  struct DimTerm {
+    bool isConst = true;
+    int64_t value = 0;  // the constant, or the dim
+  };
+
+  int64_t parseDimExpression() {
+    const Token& first = peek();
+    const DimTerm t = parseDimSum();
+    if (t.isConst) {
+      if (t.value < 0) expected(first, "a dim expression whose value is >= 0");
+      return t.value;
+    }
+    return t.value;
+  }
+
+  DimTerm combine(const Token& at, DimTerm x, DimTerm y, char op) {
+    auto bad = [&](std::string_view why) {
+      expected(at, fmt::format("a dim expression of one symbol ({})", why));
+    };
+    auto check = [&](int64_t d) {
+      if (d == kAnyDim) bad("the result is not floor((a * S + b) / c)");
+      return DimTerm{false, d};
+    };
+    int64_t r = 0;
+    switch (op) {
+      case '+':
+      case '-': {
+        if (op == '-' && !y.isConst) bad("a symbol can only be subtracted from nothing");
+        if (x.isConst && y.isConst) {
+          if (op == '+' ? __builtin_add_overflow(x.value, y.value, &r)
+                        : __builtin_sub_overflow(x.value, y.value, &r))
+            bad("overflow");
+          return DimTerm{true, r};
+        }
+        if (!x.isConst && !y.isConst) bad("a sum of two symbols");
+        const DimTerm& e = x.isConst ? y : x;
+        const int64_t k = x.isConst ? x.value : (op == '-' ? -y.value : y.value);
+        return check(dimAffine(e.value, 1, k));
+      }
+      case '*':
+        if (x.isConst && y.isConst) {
+          if (__builtin_mul_overflow(x.value, y.value, &r)) bad("overflow");
+          return DimTerm{true, r};
+        }
+        if (!x.isConst && !y.isConst) bad("a product of two symbols");
+        if ((x.isConst ? x.value : y.value) < 1) bad("a factor must be >= 1");
+        return check(dimAffine(x.isConst ? y.value : x.value, x.isConst ? x.value : y.value, 0));
+      default:  // '/'
+        if (!y.isConst || y.value < 1) bad("a divisor must be an integer >= 1");
+        if (x.isConst) {
+          if (x.value < 0) bad("a negative quotient");
+          return DimTerm{true, x.value / y.value};
+        }
+        return check(dimFloorDiv(x.value, y.value));
+    }
+  }
+
+  DimTerm parseDimSum() {
+    DimTerm v = parseDimProduct();
+    for (;;) {
+      const Token& t = peek();
+      if (isPunct(t, '+') || isPunct(t, '-')) {
+        next();
+        v = combine(t, v, parseDimProduct(), t.text[0]);
+      } else if (t.kind == Tok::kNumber && !t.text.empty() && t.text[0] == '-') {
+        // "H-1" lexes as H and the number -1.
+        next();
+        v = combine(t, v, DimTerm{true, parseInteger(t, "an integer")}, '+');
+      } else {
+        return v;
+      }
+    }
+  }
+
+  DimTerm parseDimProduct() {
+    DimTerm v = parseDimAtom();
+    while (isPunct(peek(), '*') || isPunct(peek(), '/')) {
+      const Token& op = next();
+      v = combine(op, v, parseDimAtom(), op.text[0]);
+    }
+    return v;
+  }
+
+  DimTerm parseDimAtom() {
+    const Token& t = next();
+    if (t.kind == Tok::kIdent) return DimTerm{false, symbolDim(t.text)};
+    if (isPunct(t, '(')) {
+      const DimTerm v = parseDimSum();
+      expectPunct(')');
+      return v;
+    }
+    int64_t v = 0;
+    const auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (t.kind != Tok::kNumber || r.ec != std::errc() || r.ptr != t.text.data() + t.text.size() ||
+        v < 0)
+      expected(t, "a symbol, an integer >= 0 or '('");
+    return DimTerm{true, v};
   }
 
   // "[d0, d1, ...]" (up to kMaxRank dims); `integersOnly` refuses symbols and -1 (perm).

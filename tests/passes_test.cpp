@@ -297,21 +297,24 @@ TEST(PassPipeline, DefaultPipelineOnTheShuffleNetStage) {
   const std::string outName = g.value(g.outputs[0]).name;
   std::vector<std::string> observed;
   PassPipeline p = defaultPipeline();
-  EXPECT_EQ(p.size(), 3u);
+  EXPECT_EQ(p.size(), 5u);
   const PassReport r = p.run(g, [&](const PassRecord& rec, const Graph& after) {
     observed.push_back(rec.name);
     expectConsistent(after);
   });
-  EXPECT_EQ(observed, (std::vector<std::string>{"dce", "fuse-cat-index-select", "dce"}));
-  ASSERT_EQ(r.passes.size(), 3u);
+  EXPECT_EQ(observed, (std::vector<std::string>{"dce", "shuffle-to-index-select", "dce",
+                                                "fuse-cat-index-select", "dce"}));
+  ASSERT_EQ(r.passes.size(), 5u);
   EXPECT_FALSE(r.passes[0].changed);
-  EXPECT_TRUE(r.passes[1].changed);
-  EXPECT_TRUE(r.passes[2].changed);
+  EXPECT_FALSE(r.passes[1].changed);  // the stage shuffles with a constant index already
+  EXPECT_FALSE(r.passes[2].changed);
+  EXPECT_TRUE(r.passes[3].changed);
+  EXPECT_TRUE(r.passes[4].changed);
   EXPECT_EQ(r.fired(), (std::vector<std::string>{"fuse-cat-index-select", "dce"}));
-  EXPECT_EQ(r.passes[1].details,
+  EXPECT_EQ(r.passes[3].details,
             (std::vector<std::string>{"fused %u1_cat + %u1_out", "fused %u2_cat + %u3_x1, %u3_x2",
                                       "fused %u3_cat + %out"}));
-  EXPECT_EQ(r.passes[2].details,
+  EXPECT_EQ(r.passes[4].details,
             std::vector<std::string>{"removed %u1_cat, %u2_cat, %u3_cat (3 nodes)"});
   EXPECT_EQ(countKind(g, OpKind::kCat), 0);
   EXPECT_EQ(countKind(g, OpKind::kCatGather), 4);
@@ -323,12 +326,57 @@ TEST(PassPipeline, DefaultPipelineOnTheShuffleNetStage) {
   EXPECT_EQ(printGraph(parseGraph(printGraph(g))), printGraph(g));
 }
 
+// Seed 004 on a reshape/transpose shuffle: the view form becomes index_select, then the Cat it
+// reads fuses, and the outputs do not change.
+TEST(PassPipeline, ChannelShuffleBecomesAGatherAndFuses) {
+  Graph g = loadGraph(std::string(GEARBOX_SOURCE_DIR) + "/examples/shufflenet_view.gbx");
+  const Graph before = g;
+  const int transposes = countKind(g, OpKind::kTranspose);
+  ASSERT_GT(transposes, 0);
+  PassPipeline p = defaultPipeline();
+  const PassReport r = p.run(g);
+  ASSERT_TRUE(r.passes[1].changed);
+  EXPECT_EQ(r.passes[1].details.size(), static_cast<size_t>(transposes));
+  EXPECT_NE(r.passes[1].details[0].find("channel shuffle of %"), std::string::npos);
+  EXPECT_EQ(countKind(g, OpKind::kTranspose), 0);
+  EXPECT_EQ(countKind(g, OpKind::kReshape), 0);
+  EXPECT_EQ(countKind(g, OpKind::kCat), 0);
+  EXPECT_GT(countKind(g, OpKind::kCatGather), 0);
+  for (int64_t n : {1, 3}) {
+    InputSignature sig;
+    for (ValueId v : before.inputs) {
+      Shape s = before.values[v].type.shape;
+      for (int d = 0; d < s.rank(); ++d)
+        if (s[d] < 0) s[d] = n;
+      sig.push_back(s);
+    }
+    const std::vector<Tensor> ins = makeInputs(before, sig, 7);
+    const std::vector<Tensor> want = referenceRun(before, ins);
+    const std::vector<Tensor> got = referenceRun(g, ins);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].equals(got[i])) << n;
+  }
+}
+
+// A reshape/transpose pair that is not a channel shuffle (the transpose moves other dims) stays.
+TEST(PassPipeline, NotAShuffleIsLeftAlone) {
+  Graph g = parseGraph(R"(graph g(%x: f32[N, 6, 4]) {
+  %r = reshape(%x, shape=[N, 2, 3, 4])
+  %t = transpose(%r, perm=[0, 1, 3, 2])
+  %y = reshape(%t, shape=[N, 6, 4])
+  return %y
+})");
+  ChannelShuffleToIndexSelect pass;
+  EXPECT_FALSE(pass.run(g));
+  EXPECT_EQ(countKind(g, OpKind::kTranspose), 1);
+}
+
 // ---- session wiring -------------------------------------------------------------------------
 
 TEST(SessionPasses, StatsRecordThePassesThatFiredAndRunPassesFalseKeepsTheGraph) {
   Session fused(testing_models::fourOps());
   EXPECT_EQ(fused.stats().passesFired, (std::vector<std::string>{"fuse-cat-index-select", "dce"}));
-  EXPECT_EQ(fused.passReport().passes.size(), 3u);
+  EXPECT_EQ(fused.passReport().passes.size(), 5u);
   EXPECT_EQ(countKind(fused.graph(), OpKind::kCatGather), 1);
   EXPECT_EQ(countKind(fused.graph(), OpKind::kCat), 0);
 

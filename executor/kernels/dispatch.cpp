@@ -65,7 +65,7 @@ void runViews(const KernelSpec& spec, std::span<const TensorView> inputs, const 
   std::vector<TensorType> types;
   types.reserve(inputs.size());
   for (const TensorView& v : inputs) types.push_back(TensorType{v.dtype, v.shape});
-  const KernelSpec concrete = specializeKernelSpec(spec, types);
+  const KernelSpec concrete = specializeKernelSpec(spec, types, &out.shape);
   checkView(concrete, "output", 0, concrete.output, out);
   run(concrete, ptrs, out.data);
 }

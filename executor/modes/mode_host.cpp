@@ -156,6 +156,8 @@ std::vector<Tensor> ModeHost::runOpByOp(const Graph& g, const Plan* plan,
       // MODELED: every op on this path pays host shape inference; a shape-generic kernel
       // also pays host tiling and runs at the generic efficiency, at the runtime shapes.
       KernelKey runKey = makeKernelKey(node.kind, types, node.attrs);
+      // Reshape: the target as inferred against the graph (it may name dims by symbol).
+      if (node.kind == OpKind::kReshape) resolveReshapeTarget(runKey, outType.shape);
       if (kernels == OpKernels::kPlan) {
         spec = plan->steps[step].kernel;
       } else if (kernels == OpKernels::kEagerCompile) {

@@ -11,6 +11,8 @@
 namespace gearbox {
 namespace {
 
+constexpr int64_t kCopyInputDimMissing = INT64_MIN;
+
 // The -1 of a target when sizes are symbolic: named symbols of the target cancel the same
 // symbols of the input; if what is left is a static quotient, or exactly one symbol over equal
 // static products, that is the dim ([N, 8, 2, 49] -> [N, -1, 49] gives 16). Else unknown (-1),
@@ -45,6 +47,30 @@ int64_t symbolicQuotient(const Shape& in, const Shape& out, int inferred) {
   return kAnyDim;
 }
 
+// A named dim or dim expression of the target, resolved against the input: first the input dim
+// the graph declares with the same symbol or expression (ShuffleNet's view(b, g, c / g, h, w)
+// names h and w wherever they are), then an expression over a symbol the input declares,
+// evaluated from that dim's size; otherwise the input's dim at the same position (ONNX's 0).
+// -1 when the position does not exist (an error for the caller to word).
+int64_t resolveNamed(const InferContext& ctx, const Shape& in, int i, int64_t d) {
+  if (ctx.graph && ctx.node && !ctx.node->inputs.empty()) {
+    const Shape& decl = ctx.graph->values[ctx.node->inputs[0]].type.shape;
+    if (decl.rank() == in.rank()) {
+      if (i < decl.rank() && decl[i] == d) return in[i];
+      for (int k = 0; k < decl.rank(); ++k)
+        if (decl[k] == d) return in[k];
+      if (const auto e = dimExpr(d)) {
+        for (int k = 0; k < decl.rank(); ++k) {
+          if (decl[k] != e->base) continue;
+          if (in[k] >= 0) return evalDim(d, in[k]);
+          if (in[k] == decl[k]) return d;  // still symbolic: the expression itself
+        }
+      }
+    }
+  }
+  return i < in.rank() ? in[i] : kCopyInputDimMissing;
+}
+
 }  // namespace
 
 TensorType inferReshape(const InferContext& ctx) {
@@ -59,6 +85,13 @@ TensorType inferReshape(const InferContext& ctx) {
   for (int i = 0; i < target.rank(); ++i) {
     int64_t d = target[i];
     if (d == kAnyDim) {
+      // A shape-generic kernel key (no graph, input sizes unknown) may hold several unknown
+      // entries: its output is only known at run time, from the graph.
+      if (inferred >= 0 && !ctx.graph && !in.shape.isStatic()) {
+        out.push(kAnyDim);
+        known = false;
+        continue;
+      }
       if (inferred >= 0)
         fail(ErrorKind::kShape, "{}: attribute shape {} has more than one -1 (dims {} and {})",
              ctx.where(), target.toString(), inferred, i);
@@ -67,11 +100,13 @@ TensorType inferReshape(const InferContext& ctx) {
       continue;
     }
     if (isSymbolDim(d)) {
-      if (i >= in.shape.rank())
+      d = resolveNamed(ctx, in.shape, i, d);
+      if (d == kCopyInputDimMissing)
         fail(ErrorKind::kShape,
-             "{}: attribute shape {}: dim {} is named, which takes {} dim {}, but it has rank {}",
-             ctx.where(), target.toString(), i, ops::inputLabel(ctx, 0), i, in.shape.rank());
-      d = in.shape[i];
+             "{}: attribute shape {}: dim {} is named ({}), which takes {} dim {}, but it has rank "
+             "{} and does not declare that name",
+             ctx.where(), target.toString(), i, dimToString(target[i]), ops::inputLabel(ctx, 0), i,
+             in.shape.rank());
     }
     if (d >= 0) {
       if (__builtin_mul_overflow(product, d, &product))

@@ -51,8 +51,14 @@ inline void readPads(const InferContext& ctx, int slot, Window2d& w) {
 // (PyTorch drops a last window that would start in the right padding).
 inline int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1,
                          bool ceil) {
-  if (in < 0 || k < 0) return kAnyDim;  // unknown input size or kernel (a generic key)
+  if (in == kAnyDim || k < 0) return kAnyDim;  // unknown input size or kernel (a generic key)
   const int64_t span = d * (k - 1) + 1;
+  if (in < 0) {
+    // A symbolic size: the same formula as a dim expression, exact through any chain of
+    // layers. ceil_mode's rule for a last window starting in the padding is not of that form.
+    if (ceil) return kAnyDim;
+    return dimAffine(dimFloorDiv(dimAffine(in, 1, p0 + p1 - span), s), 1, 1);
+  }
   const int64_t room = in + p0 + p1 - span;
   if (room < 0) return 0;
   int64_t out = (ceil ? (room + s - 1) / s : room / s) + 1;
