@@ -201,6 +201,29 @@ def d_floordiv(a, b):
     return d_add(_mk({("div", _mk(t, r), b): 1}, 0), q)
 
 
+def _ir_expr(d):
+    """d in the IR's dim-expression syntax (docs/IR.md: one symbol, floor((a * S + b) / c),
+    '/' floor division), or None where the IR cannot spell it (two symbols, a product, a
+    multiple of a quotient, a size nobody named)."""
+    if _is_static(d):
+        return str(d)
+    if len(d.terms) != 1:
+        return None
+    (atom, coeff), const = d.terms[0], d.const
+    if atom[0] == "sym" and coeff >= 1:
+        text = atom[1] if coeff == 1 else f"{coeff} * {atom[1]}"
+    elif atom[0] == "div" and coeff == 1:
+        inner = _ir_expr(atom[1])
+        if inner is None:
+            return None
+        text = f"({inner}) / {atom[2]}"
+    else:
+        return None
+    if const:
+        text += f" + {const}" if const > 0 else f" - {-const}"
+    return text
+
+
 def _is_static(d):
     return isinstance(d, (int, np.integer))
 
@@ -553,14 +576,28 @@ class _Importer:
     def _reshape_tokens(self, in_dims, out_dims):
         tokens, free = [], 0
         for i, d in enumerate(out_dims):
+            expr = _ir_expr(d) if self.dim_exprs() else None
             if _is_static(d):
                 tokens.append(str(d))
             elif i < len(in_dims) and in_dims[i] == d:
-                tokens.append(self.dim_name(d))
+                tokens.append(expr or self.dim_name(d))
+            elif expr is not None and d in in_dims:
+                # A build with dim expressions resolves a named target dim against the dim the
+                # input declares with the same expression, wherever it is (docs/IR.md).
+                tokens.append(expr)
             else:
                 tokens.append("-1")
                 free += 1
         return tokens if free <= 1 else None
+
+    def dim_exprs(self):
+        """Whether this build's IR has dim expressions (a reshape target may name an input dim
+        at another position by its expression)."""
+        if not hasattr(self, "_dim_exprs"):
+            self._dim_exprs = self.supports(
+                "graph t(%x: f32[2, (H - 1) / 2 + 1]) {\n"
+                "  %y = reshape(%x, shape=[(H - 1) / 2 + 1, 2])\n  return %y\n}\n")
+        return self._dim_exprs
 
     def emit_steps(self, node, src, steps, etype, k=0):
         """Writes reshape_call's steps; the last one is node.output[k]."""

@@ -147,16 +147,22 @@ def test_importer_shapes_agree_with_onnx_shape_inference(name, exports):
 @pytest.mark.parametrize("name,variant", [(n, v) for n in sorted(EXPECTED) for v in ("hw", "bn")])
 def test_dynamic_hw_imports_and_holds_at_other_sizes(name, variant, exports, tmp_path):
     """Dynamic batch, height and width: one import serves other image sizes. ShuffleNet's
-    channel shuffle reshapes [N, C, H, W] -> [N, 2, C/2, H, W] with H and W symbolic; the
-    importer aligns ranks with a size-1 dim (unsqueeze / squeeze) so both stay "the input's dim
-    at this position"."""
+    channel shuffle reshapes [N, C, H, W] -> [N, 2, C/2, H, W] with H and W symbolic: the
+    target names them by their dim expressions, or, in a build without those, the importer
+    aligns ranks with a size-1 dim (unsqueeze / squeeze) so both stay "the input's dim at this
+    position"."""
     d = exports[(name, variant)]
     gbx, text, im = write_import(os.path.join(d, f"{name}.onnx"), str(tmp_path))
     assert "%x: f32[batch, 3, height, width]" in text
     if variant == "bn":
         assert op_counts(text)["batch_norm"] == op_counts(text)["conv2d"]
     if name == "shufflenet_v2_x0_5":
-        assert op_counts(text)["unsqueeze"] == 16 and op_counts(text)["squeeze"] == 16
+        ops = op_counts(text)
+        if im.dim_exprs():  # the shuffle's H and W named by their expressions: plain reshapes
+            assert "unsqueeze" not in ops and "squeeze" not in ops and ops["reshape"] == 32
+            assert "(((height + 1) / 2 + 1) / 2 + 1) / 2" in text
+        else:  # a build without dim expressions: ranks aligned with a size-1 dim
+            assert ops["unsqueeze"] == 16 and ops["squeeze"] == 16
     model = torch_model(name)
     for batch, h, w in ((1, 64, 64), (3, 96, 80), (2, 33, 47)):
         x = np.random.default_rng(h * w).standard_normal((batch, 3, h, w)).astype(np.float32)
@@ -381,8 +387,12 @@ def evaluate_ir(gbx_path, inputs):
     env = {}
     header = re.search(r"graph \w+\((.*)\) \{", text).group(1)
     names = re.findall(r"%([A-Za-z0-9_.]+):", header)
-    for n, a in zip(names, inputs):
+    symbols = {}  # the graph input's symbols, bound to the sizes of this call
+    for n, a, dims in zip(names, inputs, re.findall(r"\[([^\]]*)\]", header)):
         env[n] = torch.from_numpy(np.ascontiguousarray(a))
+        for k, dim in enumerate(d.strip() for d in dims.split(",") if d.strip()):
+            if re.fullmatch(r"[A-Za-z_]\w*", dim):
+                symbols[dim] = a.shape[k]
     for line in text.splitlines():
         line = line.split("#")[0] if not line.strip().startswith("%") else line
         if line.strip().startswith("return"):
@@ -410,14 +420,24 @@ def evaluate_ir(gbx_path, inputs):
             if "=" in p and not p.startswith("%"):
                 k, v = p.split("=", 1)
                 kw[k.strip()] = _attr_value(v.strip())
+        kw["_symbols"] = symbols
         env[out] = _OPS[op](F, torch, args, kw)
     raise ValueError("no return statement")
 
 
 def _reshape(F, torch, a, kw):
-    x = a[0]
-    dims = [x.shape[i] if isinstance(d, str) else d for i, d in enumerate(kw["shape"])]
-    return x.reshape(dims)
+    # A named target dim: a dim expression over a graph input symbol (docs/IR.md) is evaluated
+    # ('/' floors); any other name copies the input's dim at the same position.
+    x, symbols = a[0], kw["_symbols"]
+
+    def size(i, d):
+        if not isinstance(d, str):
+            return d
+        if set(re.findall(r"[A-Za-z_]\w*", d)) <= set(symbols):
+            return eval(d.replace("/", "//"), {}, dict(symbols))
+        return x.shape[i]
+
+    return x.reshape([size(i, d) for i, d in enumerate(kw["shape"])])
 
 
 def _conv(F, torch, a, kw):
