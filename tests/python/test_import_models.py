@@ -221,6 +221,52 @@ def test_gearbox_dynamic_hw_resnet_compiles(exports, tmp_path, cli, env):
     assert "input 'x' size mismatch at dim 2" in s.history[1]["reason"]
 
 
+def test_gearbox_channel_shuffle_over_dynamic_hw(tmp_path, cli, env):
+    """A conv then ShuffleNet's channel shuffle (view / transpose / view), exported with dynamic
+    batch, height and width: the reshape targets name the conv's output sizes by expression at
+    new positions; gearbox resolves them and agrees with torch in every mode and size."""
+    torch.manual_seed(0)
+
+    class Unit(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+
+        def forward(self, x):
+            y = self.conv(x)
+            b, c, h, w = y.shape
+            y = y.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous().view(b, -1, h, w)
+            return torch.relu(y)
+
+    model = Unit().eval()
+    path = str(tmp_path / "unit.onnx")
+    torch.onnx.export(model, torch.randn(1, 3, 16, 16), path, input_names=["x"],
+                      output_names=["y"], opset_version=13,
+                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}})
+    gbx = tmp_path / "unit.gbx"
+    proc = subprocess.run([cli, "import", path, "-o", str(gbx)], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    text = gbx.read_text()
+    if "unsqueeze" in text or "height_" in text:
+        pytest.skip("this build has no dim expressions: the rank-aligned form is imported")
+    assert "shape=[batch, 2, 4, (height + 1) / 2, (width + 1) / 2]" in text
+    g = gearbox.load(str(gbx))
+    for mode in gearbox.MODES:
+        s = gearbox.Session(g, mode=mode)
+        shapes = ((1, 3, 16, 16), (2, 3, 15, 9), (2, 3, 8, 21))
+        if mode == "geared":  # gears on the batch only: H and W stay as exported
+            gearbox.set_dim_gears(s, "x", {0: [1, 2]})
+            shapes = ((1, 3, 16, 16), (2, 3, 16, 16))
+        for shape in shapes:
+            x = np.random.default_rng(shape[2]).standard_normal(shape).astype(np.float32)
+            with torch.no_grad():
+                expect = model(torch.from_numpy(x)).numpy()
+            (out,) = s.run(x)
+            np.testing.assert_allclose(out, expect, rtol=RTOL, atol=ATOL,
+                                       err_msg=f"mode {mode}, x {shape}")
+
+
 def test_unsupported_attribute_named(tmp_path):
     """A 1-D convolution and a reflect pad: one error naming both nodes, op and attribute.
     (A node reading an unsupported node's output is not checked: its input shape is unknown.)"""
@@ -329,14 +375,45 @@ def _shape_model(tmp_path, transpose, picks):
 
 def test_reshape_of_symbolic_dims(tmp_path):
     """A target dim that is the input's symbol at the same position is written as that name;
-    one other non-static dim becomes -1; two are refused, naming the node and the dims."""
+    one other non-static dim becomes -1. [B, H, W] -> [H, B, W] moves two symbols: named by
+    expression where the build has dim expressions, else refused naming node and dims."""
     text, im = import_text(_shape_model(tmp_path, True, [1, -1]))
     assert "reshape(%xt, shape=[H, -1])" in text  # xt is [H, B, W]
     assert im.folded == 5 and "Shape" not in text and " i64[" not in text
+    path = _shape_model(tmp_path, False, [1, 0, 2])  # [B, H, W] -> [H, B, W]
+    if onnx_import._Importer(onnx.load(path), "m", None).dim_exprs():
+        text, _ = import_text(path)
+        assert "reshape(%x, shape=[H, B, W])" in text
+        return
     with pytest.raises(onnx_import.ImportFailure) as e:
-        import_text(_shape_model(tmp_path, False, [1, 0, 2]))  # [B, H, W] -> [H, B, W]
+        import_text(path)
     assert ("rs (Reshape: shape: target [H, B, W] from input [B, H, W]: dim 0 = H, dim 1 = B "
             "needs a dim expression") in str(e.value)
+
+
+def test_reshape_of_two_products_is_refused(tmp_path):
+    """[B, H, W, D] -> [B*H, W*D]: products of two symbols are no dim expression, and only one
+    target dim may be inferred: refused in any build, naming the node and both dims."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape")]
+    for k in range(4):
+        nodes += [helper.make_node("Constant", [], [f"i{k}"], name=f"c{k}",
+                                   value=helper.make_tensor("v", TensorProto.INT64, [1], [k])),
+                  helper.make_node("Gather", ["s", f"i{k}"], [f"d{k}"], name=f"g{k}")]
+    nodes += [helper.make_node("Mul", ["d0", "d1"], ["p"], name="m0"),
+              helper.make_node("Mul", ["d2", "d3"], ["q"], name="m1"),
+              helper.make_node("Concat", ["p", "q"], ["t"], name="cat", axis=0),
+              helper.make_node("Reshape", ["x", "t"], ["y"], name="rs")]
+    graph = helper.make_graph(
+        nodes, "rs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "H", "W", "D"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = str(tmp_path / "rs2.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    with pytest.raises(onnx_import.ImportFailure) as e:
+        import_text(path)
+    assert ("rs (Reshape: shape: target [(B) * (H), (D) * (W)] from input [B, H, W, D]: "
+            "dim 0 = (B) * (H), dim 1 = (D) * (W) needs a dim expression") in str(e.value)
 
 
 # ---- evaluate_ir: the IR text run with torch.nn.functional ---------------------------------------
