@@ -131,15 +131,18 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
     }
   }
   kernels.countMemoHits(memoHits);
-  // A reshape moves no element (tensors are contiguous), so in a static plan its output is a
-  // view: it shares its input's arena bytes, whose lifetime grows to cover the view's uses, and
-  // the reshape kernel finds out == in and returns. Inputs, constants and graph outputs keep
-  // their own buffers (the kernel copies), as do dynamic plans, which allocate per call.
+  // A reshape moves no element (tensors are contiguous), nor do flatten, squeeze and unsqueeze,
+  // so in a static plan their output is a view: it shares its input's arena bytes, whose
+  // lifetime grows to cover the view's uses, and the kernel finds out == in and returns. Inputs,
+  // constants and graph outputs keep their own buffers (the kernel copies), as do dynamic plans,
+  // which allocate per call.
   std::vector<ValueId> viewOf(nv, -1);
   if (plan->isStatic) {
     for (const PlanStep& step : plan->steps) {
       const Node& node = g.nodes[step.node];
-      if (node.kind != OpKind::kReshape || plan->storage[node.output] != Storage::kNone) continue;
+      const bool moves = node.kind != OpKind::kReshape && node.kind != OpKind::kFlatten &&
+                         node.kind != OpKind::kSqueeze && node.kind != OpKind::kUnsqueeze;
+      if (moves || plan->storage[node.output] != Storage::kNone) continue;
       const ValueId in = node.inputs[0];
       const ValueId root = viewOf[in] >= 0 ? viewOf[in] : in;
       if (producerStep[root] < 0 || plan->storage[root] != Storage::kNone) continue;

@@ -107,7 +107,8 @@ struct CatGatherParams {
   bool streamingStores = false;  // see kStreamingStoreBytes
 };
 
-// Relu, and Reshape's copy: one flat loop over numel contiguous elements.
+// Relu, Clip, Sigmoid, and the copy of Reshape, Flatten, Squeeze, Unsqueeze: one flat loop over
+// numel contiguous elements.
 struct ElementwiseParams {
   int64_t numel = 0;
   bool streamingStores = false;  // see kStreamingStoreBytes
@@ -159,6 +160,35 @@ struct ReduceParams {
   bool operator==(const ReduceParams&) const = default;
 };
 
+// Slice: out[i0..ir) = in[offset + sum i_k * inStrides[k]] over the output's dims after merging
+// dims that stay contiguous (a slice of the leading dim of a [N, C, H, W] is [n', C*H*W]).
+// Strides are negative where a step is. rank == 0: nothing to read (an empty output).
+struct SliceParams {
+  int rank = 0;
+  int64_t numel = 0, offset = 0;
+  int64_t outDims[kMaxRank] = {};
+  int64_t inStrides[kMaxRank] = {};  // per output dim, in elements
+  bool operator==(const SliceParams&) const = default;
+};
+
+// Pad (constant mode): dims merged wherever a dim has no pads (it joins the dim before it), so
+// the innermost dim is the longest run the kernel can copy as one block. begins may be negative
+// (a crop). rank >= 1.
+struct PadParams {
+  int rank = 0;
+  int64_t numel = 0;
+  int64_t inDims[kMaxRank] = {};
+  int64_t outDims[kMaxRank] = {};
+  int64_t begins[kMaxRank] = {};
+  bool operator==(const PadParams&) const = default;
+};
+
+// BatchNorm: x viewed as [outer, channels, inner]; each (outer, channel) plane is one affine map.
+struct BatchNormParams {
+  int64_t outer = 0, channels = 0, inner = 0;
+  bool operator==(const BatchNormParams&) const = default;
+};
+
 struct KernelSpec {
   KernelKey key;
   std::string name;
@@ -167,7 +197,8 @@ struct KernelSpec {
   int tasks = 1;         // 1 = runs in the calling thread; > 1 = oneTBB tasks
   double work = 0;       // flops (MatMul) or bytes moved (others): drives `tasks`
   std::variant<std::monostate, AddParams, MatMulParams, GatherParams, CatParams, CatGatherParams,
-               ElementwiseParams, TransposeParams, ConvParams, PoolParams, ReduceParams>
+               ElementwiseParams, TransposeParams, ConvParams, PoolParams, ReduceParams,
+               SliceParams, PadParams, BatchNormParams>
       params;
 };
 

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <cmath>
+#include <cstring>
 
 #include "graph/error.h"
+#include "graph/ops/slice.h"
 
 namespace gearbox {
 
@@ -47,6 +50,22 @@ void removeNodes(Graph& g, const std::vector<bool>& keep) {
   for (ValueId& v : g.outputs) v = remap(v);
   g.values = std::move(values);
   g.nodes = std::move(nodes);
+}
+
+ValueId insertConstBefore(Graph& g, NodeId before, Tensor data, const std::string& name) {
+  // Every node from `before` on moves up one place; value ids stay, producers follow.
+  for (Value& v : g.values)
+    if (v.producer != kNoNode && v.producer >= before) ++v.producer;
+  Node n;
+  n.kind = OpKind::kConst;
+  n.constant = std::make_shared<const Tensor>(std::move(data));
+  std::string unique = name;
+  for (int i = 2; g.findValue(unique) >= 0; ++i) unique = fmt::format("{}.{}", name, i);
+  const ValueId id = static_cast<ValueId>(g.values.size());
+  g.values.push_back(Value{unique, TensorType{n.constant->dtype(), n.constant->shape()}, before});
+  n.output = id;
+  g.nodes.insert(g.nodes.begin() + before, std::move(n));
+  return id;
 }
 
 namespace {
@@ -228,6 +247,129 @@ bool ChannelShuffleToIndexSelect::run(Graph& g) {
   return changed;
 }
 
+// ---- a gather followed by slices: gathers of the slices -------------------------------------
+
+bool SliceOfIndexSelect::run(Graph& g) {
+  details_.clear();
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+  bool changed = false;
+  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes.size()); ++n) {
+    const Node& gather = g.nodes[n];
+    if (gather.kind != OpKind::kIndexSelect || returned[gather.output]) continue;
+    const ValueId idxV = gather.inputs[1];
+    const NodeId idxN = g.values[idxV].producer;
+    if (idxN == kNoNode || g.nodes[idxN].kind != OpKind::kConst || !g.nodes[idxN].constant)
+      continue;
+    // Copies: inserting constants below grows the value and node vectors.
+    const Shape shape = g.values[gather.output].type.shape;
+    const int dim = shape.wrapDim(*gather.attrs.dim, g.describeNode(n));
+    const std::vector<NodeId> users = usersOf(g)[gather.output];
+    if (users.empty()) continue;
+    // Every user slices only the gathered dim, forwards, by 1: it reads a contiguous run of the
+    // index, which is itself an index.
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (NodeId u : users) {
+      const Node& use = g.nodes[u];
+      if (use.kind != OpKind::kSlice || use.inputs[0] != g.nodes[n].output ||
+          !isStaticDim(shape[dim]))
+        break;
+      // The slice must name the gathered dim only (the others may be symbolic: they stay whole).
+      const auto starts = use.attrs.ints(attr::Slice::starts);
+      const auto axes = use.attrs.ints(attr::Slice::axes);
+      if (starts.size() != 1) break;
+      const int64_t axis = axes.empty() ? 0 : axes[0];
+      if ((axis < 0 ? axis + shape.rank() : axis) != dim) break;
+      Shape probe = shape;
+      for (int d = 0; d < probe.rank(); ++d)
+        if (d != dim) probe[d] = 1;
+      const auto ranges = resolveSlice(use.attrs, probe);
+      if (ranges[dim].step != 1) break;
+      runs.emplace_back(ranges[dim].start, ranges[dim].size);
+    }
+    if (runs.size() != users.size()) continue;
+    const Tensor& index = *g.nodes[idxN].constant;
+    std::vector<ValueId> rewritten;
+    NodeId shift = 0;
+    for (size_t i = 0; i < users.size(); ++i) {
+      const NodeId u = users[i] + shift;
+      Tensor part(index.dtype(), Shape{runs[i].second});
+      const size_t esize = dtypeSize(index.dtype());
+      std::memcpy(part.data(), static_cast<const char*>(index.data()) + runs[i].first * esize,
+                  static_cast<size_t>(runs[i].second) * esize);
+      const ValueId pv =
+          insertConstBefore(g, u, std::move(part), g.values[g.nodes[u].output].name + ".index");
+      ++shift;
+      Node& use = g.nodes[u + 1];
+      use.kind = OpKind::kIndexSelect;
+      use.inputs = {g.nodes[n].inputs[0], pv};
+      use.attrs = Attrs{};
+      use.attrs.dim = dim;
+      rewritten.push_back(use.output);
+    }
+    details_.push_back(fmt::format("%{} sliced {} ways -> {}", g.values[g.nodes[n].output].name,
+                                   rewritten.size(), valueList(g, rewritten)));
+    changed = true;
+  }
+  return changed;
+}
+
+// ---- batch_norm folded into the conv before it ---------------------------------------------
+
+bool FoldBatchNormIntoConv::run(Graph& g) {
+  details_.clear();
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+  auto constOf = [&](ValueId v) -> const Tensor* {
+    const NodeId p = g.values[v].producer;
+    if (p == kNoNode || g.nodes[p].kind != OpKind::kConst || !g.nodes[p].constant) return nullptr;
+    return g.nodes[p].constant.get();
+  };
+  bool changed = false;
+  for (NodeId b = 0; b < static_cast<NodeId>(g.nodes.size()); ++b) {
+    if (g.nodes[b].kind != OpKind::kBatchNorm) continue;
+    const ValueId cv = g.nodes[b].inputs[0];
+    const NodeId c = g.values[cv].producer;
+    if (c == kNoNode || g.nodes[c].kind != OpKind::kConv2d || returned[cv] ||
+        usersOf(g)[cv].size() != 1)
+      continue;
+    const Node& conv = g.nodes[c];
+    const Tensor* w = constOf(conv.inputs[1]);
+    const Tensor* bias = conv.inputs.size() == 3 ? constOf(conv.inputs[2]) : nullptr;
+    if (!w || (conv.inputs.size() == 3 && !bias)) continue;
+    const Tensor* p[4];
+    bool allConst = true;
+    for (int k = 0; k < 4; ++k) allConst = allConst && (p[k] = constOf(g.nodes[b].inputs[1 + k]));
+    if (!allConst) continue;
+    const int64_t m = w->shape()[0], per = w->numel() / std::max<int64_t>(m, 1);
+    const double eps = g.nodes[b].attrs.f(attr::BatchNorm::epsilon);
+    // y = (conv(x) - mean) / sqrt(var + eps) * scale + beta = conv'(x): each output channel's
+    // weights scale by s = scale / sqrt(var + eps), and the bias becomes (b - mean) * s + beta.
+    Tensor w2(DType::kF32, w->shape()), b2(DType::kF32, Shape{m});
+    for (int64_t o = 0; o < m; ++o) {
+      const double sc = p[0]->as<float>()[o] / std::sqrt(double{p[3]->as<float>()[o]} + eps);
+      for (int64_t i = 0; i < per; ++i)
+        w2.as<float>()[o * per + i] = static_cast<float>(w->as<float>()[o * per + i] * sc);
+      const double b0 = bias ? bias->as<float>()[o] : 0.0;
+      b2.as<float>()[o] =
+          static_cast<float>((b0 - p[2]->as<float>()[o]) * sc + p[1]->as<float>()[o]);
+    }
+    const ValueId x = conv.inputs[0];
+    const Attrs convAttrs = conv.attrs;
+    const std::string bnName = g.values[g.nodes[b].output].name;
+    const ValueId wv = insertConstBefore(g, b, std::move(w2), bnName + ".weight");
+    const ValueId bv = insertConstBefore(g, b + 1, std::move(b2), bnName + ".bias");
+    Node& bn = g.nodes[b + 2];
+    bn.kind = OpKind::kConv2d;
+    bn.inputs = {x, wv, bv};
+    bn.attrs = convAttrs;
+    details_.push_back(fmt::format("folded %{} into %{}", bnName, g.values[cv].name));
+    changed = true;
+    b += 2;
+  }
+  return changed;
+}
+
 // ---- pipeline -------------------------------------------------------------------------------
 
 std::vector<std::string> PassReport::fired() const {
@@ -276,7 +418,9 @@ PassReport PassPipeline::run(Graph& g, const PassObserver& observer) {
 PassPipeline defaultPipeline() {
   PassPipeline p;
   p.add(std::make_unique<DeadCodeElimination>());
+  p.add(std::make_unique<FoldBatchNormIntoConv>());
   p.add(std::make_unique<ChannelShuffleToIndexSelect>());
+  p.add(std::make_unique<SliceOfIndexSelect>());
   p.add(std::make_unique<DeadCodeElimination>());
   p.add(std::make_unique<CatIndexSelectFusion>());
   p.add(std::make_unique<DeadCodeElimination>());

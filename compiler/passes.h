@@ -1,8 +1,8 @@
 #pragma once
 // Graph-to-graph passes run once on a graph before any mode compiles it (docs/passes.md).
 //
-//   PassPipeline p = defaultPipeline();   // dce, shuffle-to-index-select, dce,
-//                                         // fuse-cat-index-select, dce
+//   PassPipeline p = defaultPipeline();   // dce, fold-batch-norm, shuffle-to-index-select,
+//                        // slice-of-index-select, dce, fuse-cat-index-select, dce
 //   PassReport r = p.run(graph);          // verifyGraph after every pass
 //
 // Every pass keeps the names of graph inputs and outputs (`gearbox eval` writes <name>.npy),
@@ -64,6 +64,30 @@ class ChannelShuffleToIndexSelect final : public Pass {
   std::string_view name() const override { return "shuffle-to-index-select"; }
   bool run(Graph& g) override;
 };
+
+// A constant index_select whose users are all slices of the gathered dim (forward, step 1, the
+// other dims whole) becomes one index_select per slice with that run of the index: ShuffleNet's
+// shuffle followed by chunk(2) (seed 004's split_shuffle=True) is two gathers, and when the
+// data is a Cat, two cat_gathers. The slices are rewritten in place; the gather is left for DCE.
+class SliceOfIndexSelect final : public Pass {
+ public:
+  std::string_view name() const override { return "slice-of-index-select"; }
+  bool run(Graph& g) override;
+};
+
+// batch_norm (inference) after a conv2d with constant weights, bias and statistics, where the
+// conv output has no other user: the weights and bias absorb the normalisation and the
+// batch_norm node becomes the conv (new constants NAME.weight / NAME.bias); the old conv is
+// left for DCE. One kernel instead of two, and no intermediate tensor.
+class FoldBatchNormIntoConv final : public Pass {
+ public:
+  std::string_view name() const override { return "fold-batch-norm"; }
+  bool run(Graph& g) override;
+};
+
+// Inserts a constant node before node `before` (later nodes move up one place) and returns its
+// value; the name is made unique with a suffix.
+ValueId insertConstBefore(Graph& g, NodeId before, Tensor data, const std::string& name);
 
 // What one pass did inside a pipeline run.
 struct PassRecord {

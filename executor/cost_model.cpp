@@ -1,6 +1,8 @@
 #include "executor/cost_model.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
@@ -36,27 +38,41 @@ SyncPolicy parseSyncPolicy(const std::string& s, const std::string& where) {
   fail(ErrorKind::kConfig, "{}: sync_policy must be per_op or end_only, got '{}'", where, s);
 }
 
+// The physical range of a profile value. Wide enough for any real device and for what
+// `gearbox calibrate` measures (it clamps the efficiency to [0.01, 1] too); narrow enough that
+// every modeled figure stays finite: a launch of 1e308 us times a launch count is inf, and
+// 5e-324 GB/s turns a byte count into inf, which the report cannot hold and the HTML axes
+// cannot divide.
+struct ValueRange {
+  double lo, hi;
+  const char* unit;
+};
+constexpr ValueRange kMicroseconds{0, 1e9, "us"};  // up to about 17 minutes per event
+constexpr ValueRange kGflops{1e-6, 1e9, "GFLOP/s"};
+constexpr ValueRange kGBps{1e-6, 1e9, "GB/s"};
+constexpr ValueRange kEfficiency{0.01, 1, "(a fraction of the static kernel's speed)"};
+
 struct ScalarKey {
   const char* key;
   double CostModel::*field;
-  bool positive;  // must be > 0 (divisors), else >= 0
+  const ValueRange* range;
 };
 
 const std::vector<ScalarKey>& scalarKeys() {
   static const std::vector<ScalarKey> keys = {
-      {"memory_gbps", &CostModel::memoryGBps, true},
-      {"min_kernel_us", &CostModel::minKernelUs, false},
-      {"launch_us", &CostModel::launchUs, false},
-      {"graph_launch_base_us", &CostModel::graphLaunchBaseUs, false},
-      {"graph_launch_per_node_us", &CostModel::graphLaunchPerNodeUs, false},
-      {"sync_us", &CostModel::syncUs, false},
-      {"alloc_us", &CostModel::allocUs, false},
-      {"kernel_compile_default_us", &CostModel::kernelCompileDefaultUs, false},
-      {"graph_compile_base_us", &CostModel::graphCompileBaseUs, false},
-      {"graph_compile_per_node_us", &CostModel::graphCompilePerNodeUs, false},
-      {"host_shape_inference_us", &CostModel::hostShapeInferenceUs, false},
-      {"host_tiling_us", &CostModel::hostTilingUs, false},
-      {"generic_kernel_efficiency", &CostModel::genericKernelEfficiency, true},
+      {"memory_gbps", &CostModel::memoryGBps, &kGBps},
+      {"min_kernel_us", &CostModel::minKernelUs, &kMicroseconds},
+      {"launch_us", &CostModel::launchUs, &kMicroseconds},
+      {"graph_launch_base_us", &CostModel::graphLaunchBaseUs, &kMicroseconds},
+      {"graph_launch_per_node_us", &CostModel::graphLaunchPerNodeUs, &kMicroseconds},
+      {"sync_us", &CostModel::syncUs, &kMicroseconds},
+      {"alloc_us", &CostModel::allocUs, &kMicroseconds},
+      {"kernel_compile_default_us", &CostModel::kernelCompileDefaultUs, &kMicroseconds},
+      {"graph_compile_base_us", &CostModel::graphCompileBaseUs, &kMicroseconds},
+      {"graph_compile_per_node_us", &CostModel::graphCompilePerNodeUs, &kMicroseconds},
+      {"host_shape_inference_us", &CostModel::hostShapeInferenceUs, &kMicroseconds},
+      {"host_tiling_us", &CostModel::hostTilingUs, &kMicroseconds},
+      {"generic_kernel_efficiency", &CostModel::genericKernelEfficiency, &kEfficiency},
   };
   return keys;
 }
@@ -117,7 +133,7 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
   }
   if (!j.is_object()) fail(ErrorKind::kConfig, "{}: expected a JSON object", where);
   // A value is a number, or {"value": number, "source": "..."}; the source is kept.
-  auto num = [&](const nlohmann::json& v, const std::string& key, bool positive) {
+  auto num = [&](const nlohmann::json& v, const std::string& key, const ValueRange& range) {
     const nlohmann::json* x = &v;
     if (v.is_object()) {
       for (auto& [k, _] : v.items())
@@ -131,16 +147,17 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
         m.sources[key] = v["source"].get<std::string>();
       }
     }
-    if (!x->is_number() || !std::isfinite(x->get<double>()) || x->get<double>() < 0 ||
-        (positive && x->get<double>() == 0))
-      fail(ErrorKind::kConfig, "{}: {} must be a {} number", where, key,
-           positive ? "positive" : "non-negative");
-    return x->get<double>();
+    if (!x->is_number()) fail(ErrorKind::kConfig, "{}: {} must be a number", where, key);
+    const double d = x->get<double>();
+    if (!(d >= range.lo && d <= range.hi))
+      fail(ErrorKind::kConfig, "{}: {} = {} is outside its physical range [{}, {}] {}", where, key,
+           d, range.lo, range.hi, range.unit);
+    return d;
   };
   auto numMap = [&](const nlohmann::json& v, const std::string& key,
-                    std::map<std::string, double, std::less<>>& out, bool positive) {
+                    std::map<std::string, double, std::less<>>& out, const ValueRange& range) {
     if (!v.is_object()) fail(ErrorKind::kConfig, "{}: {} must be an object", where, key);
-    for (auto& [k, x] : v.items()) out[k] = num(x, key + "." + k, positive);
+    for (auto& [k, x] : v.items()) out[k] = num(x, key + "." + k, range);
   };
   for (auto& [key, v] : j.items()) {
     if (key == "comment") continue;
@@ -148,16 +165,16 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
       if (!v.is_string()) fail(ErrorKind::kConfig, "{}: {} must be a string", where, key);
       (key == "name" ? m.name : m.description) = v.get<std::string>();
     } else if (key == "peak_gflops") {
-      numMap(v, key, m.peakGflops, true);
+      numMap(v, key, m.peakGflops, kGflops);
     } else if (key == "kernel_compile_us") {
       // A profile's per-op table replaces the built-in one: the built-in figures are another
       // device's (a100-class), and an op the profile does not list costs its
       // kernel_compile_default_us, not a figure borrowed from that device.
       m.kernelCompileUs.clear();
-      numMap(v, key, m.kernelCompileUs, false);
+      numMap(v, key, m.kernelCompileUs, kMicroseconds);
     } else if (key == "kernel_compile_log2_flops_us") {
       m.kernelCompileLog2FlopsUs.clear();
-      numMap(v, key, m.kernelCompileLog2FlopsUs, false);
+      numMap(v, key, m.kernelCompileLog2FlopsUs, kMicroseconds);
     } else if (key == "sync_policy") {
       const nlohmann::json* x = &v;
       if (v.is_object() && v.contains("value")) {
@@ -174,7 +191,7 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
       bool found = false;
       for (const ScalarKey& k : scalarKeys()) {
         if (key != k.key) continue;
-        m.*k.field = num(v, key, k.positive);
+        m.*k.field = num(v, key, *k.range);
         found = true;
       }
       if (!found)
@@ -217,19 +234,25 @@ CostModel loadDeviceProfile(const std::string& nameOrFile) {
 }
 
 void applyCostOverride(CostModel& m, const std::string& assignment) {
+  // Checked before the text becomes a JSON string (or a profile name in a report), which
+  // nlohmann's dump refuses by throwing; the message leaves the bad bytes out.
+  checkUtf8(assignment, "--cost");
   const auto eq = assignment.find('=');
   if (eq == std::string::npos)
     fail(ErrorKind::kConfig, "--cost expects key=value, got '{}'", assignment);
   const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
   auto number = [&] {
-    try {
-      size_t used = 0;
-      const double d = std::stod(value, &used);
-      if (used != value.size()) throw std::invalid_argument("trailing");
-      return d;
-    } catch (const std::exception&) {
+    // strtod rather than stod: stod throws on a denormal such as 5e-324, which is a number,
+    // just outside every range (the range check below says so, naming the key).
+    char* end = nullptr;
+    const double d = value.empty() || std::isspace(static_cast<unsigned char>(value[0]))
+                         ? 0.0
+                         : std::strtod(value.c_str(), &end);
+    if (!end || end != value.c_str() + value.size())
       fail(ErrorKind::kConfig, "--cost {}: '{}' is not a number", key, value);
-    }
+    if (!std::isfinite(d))
+      fail(ErrorKind::kConfig, "--cost {}: '{}' is not a finite number", key, value);
+    return d;
   };
   nlohmann::json j;
   const auto dot = key.find('.');

@@ -36,8 +36,12 @@ struct CostModel {
   // Kernel compile: a per-op base (kernelCompileDefaultUs for ops not listed) plus, where real
   // compilers search tilings, a size term per log2 of the kernel's FLOPs.
   std::map<std::string, double, std::less<>> kernelCompileUs = {
-      {"Add", 25}, {"MatMul", 800}, {"IndexSelect", 40}, {"Cat", 40},      {"CatGather", 60},
-      {"Mul", 25}, {"Relu", 25},    {"Reshape", 25},     {"Transpose", 40}};
+      {"Add", 25},     {"MatMul", 800},           {"IndexSelect", 40},
+      {"Cat", 40},     {"CatGather", 60},         {"Mul", 25},
+      {"Relu", 25},    {"Reshape", 25},           {"Transpose", 40},
+      {"Clip", 25},    {"Sigmoid", 25},           {"Flatten", 25},
+      {"Squeeze", 25}, {"Unsqueeze", 25},         {"Slice", 40},
+      {"Pad", 40},     {"BatchNormalization", 25}};
   double kernelCompileDefaultUs = 100;
   std::map<std::string, double, std::less<>> kernelCompileLog2FlopsUs = {{"MatMul", 10}};
   double graphCompileBaseUs = 2000;   // per plan: graph optimisation, memory plan, load ...

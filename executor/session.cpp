@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "executor/kernels.h"
@@ -180,6 +181,14 @@ void Session::modelCall(CallRecord& rec, const DeviceCounters& before,
   rec.modeled = m;
   rec.modeledCompileUs = m.compileUs;
   rec.modeledDeviceUs = m.total();
+  // The profile's ranges keep every figure finite for any shape a trace can hold; should one
+  // still overflow, the run stops here naming the profile, instead of writing null into the
+  // report and inf into the HTML axes.
+  if (!std::isfinite(rec.modeledDeviceUs))
+    fail(ErrorKind::kConfig,
+         "device profile '{}': the MODELED time of call {} is not finite; the profile's values "
+         "or the call's shapes are too large to model",
+         c.name, rec.iteration);
 }
 
 // The MODELED device track: one event per call, its parts laid out inside it in order, on a

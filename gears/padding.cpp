@@ -230,6 +230,126 @@ class Analyzer {
     for (int i = 0; i < perm.rank() && i < kMaxRank; ++i) out[i] = in[static_cast<size_t>(perm[i])];
   }
 
+  // Flatten: each output dim is the product of a group of input dims. A padded dim survives only
+  // when its group holds nothing else but static 1s, so the output dim is that dim itself;
+  // otherwise padded elements would interleave with real ones (or the real size would be a
+  // product the plan cannot express).
+  void visitFlatten(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const Shape& s = shape(in);
+    const int r = rank(in);
+    const int64_t axis = node.attrs.i(attr::Flatten::axis);
+    const int a = static_cast<int>(axis < 0 ? axis + r : axis);
+    for (int d = 0; d < r; ++d) {
+      const Tag& t = tags_[in][d];
+      if (!t.padded) continue;
+      const int begin = d < a ? 0 : a, end = d < a ? a : r;
+      for (int k = begin; k < end; ++k)
+        if (k != d && s[k] != 1)
+          refuse(n, t,
+                 fmt::format("{} dim {} is padded, and flatten (axis {}) merges it with dim {} "
+                             "(size {}), so padded elements would mix with real ones",
+                             label(node, 0), d, axis, k, dimToString(s[k])));
+      out[d < a ? 0 : 1] = t;
+    }
+  }
+
+  // Squeeze drops dims of size 1, which cannot be padded; the other dims keep their tags.
+  void visitSqueeze(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    bool dropped[kMaxRank] = {};
+    for (int64_t a : node.attrs.ints(attr::Squeeze::axes)) dropped[a < 0 ? a + r : a] = true;
+    int o = 0;
+    for (int d = 0; d < r; ++d) {
+      const Tag& t = tags_[in][d];
+      if (!dropped[d]) {
+        out[o++] = t;
+      } else if (t.padded) {
+        refuse(n, t,
+               fmt::format("{} dim {} is padded and squeeze removes it (it must be 1)",
+                           label(node, 0), d));
+      }
+    }
+  }
+
+  // Unsqueeze inserts unpadded size-1 dims; the input's dims keep their tags, in order.
+  void visitUnsqueeze(const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const auto axes = node.attrs.ints(attr::Unsqueeze::axes);
+    const int outRank = rank(in) + static_cast<int>(axes.size());
+    bool inserted[kMaxRank] = {};
+    for (int64_t a : axes) inserted[a < 0 ? a + outRank : a] = true;
+    int next = 0;
+    for (int d = 0; d < outRank; ++d)
+      if (!inserted[d]) out[d] = tags_[in][next++];
+  }
+
+  // Slice keeps a padded dim only when it takes all of it (start 0, end INT64_MAX, step 1): any
+  // other range is relative to the padded size (a negative start, a reversal) or would cut the
+  // real size, which the plan's real-size bookkeeping cannot follow.
+  void visitSlice(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    out = tags_[in];
+    const Attrs& a = node.attrs;
+    const auto starts = a.ints(attr::Slice::starts), ends = a.ints(attr::Slice::ends);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t ax = a.has(attr::Slice::axes) ? a.ints(attr::Slice::axes)[i] : int64_t(i);
+      const int d = static_cast<int>(ax < 0 ? ax + r : ax);
+      const int64_t step = a.has(attr::Slice::steps) ? a.ints(attr::Slice::steps)[i] : 1;
+      const Tag& t = tags_[in][d];
+      if (t.padded &&
+          !(starts[i] == 0 && ends[i] == std::numeric_limits<int64_t>::max() && step == 1))
+        refuse(n, t,
+               fmt::format("{} dim {} is padded and slice takes [{}, {}) step {} of it; only the "
+                           "whole dim (start 0, end INT64_MAX, step 1) is safe, any other range "
+                           "would count from the padded end or cut the real elements",
+                           label(node, 0), d, starts[i], ends[i], step));
+    }
+  }
+
+  // Pad keeps a padded dim only without pads of its own (they would land between the real
+  // elements and the gear's padding). Where another dim gains `value` != 0 positions, those
+  // positions along a padded dim are not zero any more.
+  void visitPad(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    const auto pads = node.attrs.ints(attr::Pad::pads);
+    bool grows = false;
+    for (int d = 0; d < r; ++d) grows = grows || pads[d] > 0 || pads[r + d] > 0;
+    const bool valueZero = node.attrs.f(attr::Pad::value) == 0.0;
+    for (int d = 0; d < r; ++d) {
+      Tag t = tags_[in][d];
+      if (!t.padded) continue;
+      if (pads[d] != 0 || pads[r + d] != 0)
+        refuse(n, t,
+               fmt::format("{} dim {} is padded and pad changes it by {} (begin) and {} (end); "
+                           "the new positions would sit between real elements and the padding",
+                           label(node, 0), d, pads[d], pads[r + d]));
+      t.zero = t.zero && (valueZero || !grows);
+      out[d] = t;
+    }
+  }
+
+  // BatchNorm: the statistics are per channel, so the channel dim and the [C] inputs may not be
+  // padded; other dims keep their tags, but a zero becomes bias - mean * scale / sqrt(var + eps).
+  void visitBatchNorm(NodeId n, const Node& node, Tags& out) {
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      if (tags_[node.inputs[i]][0].padded)
+        refuse(n, tags_[node.inputs[i]][0],
+               fmt::format("{} (a per-channel statistic) is padded; padded channels would be "
+                           "normalised with made-up statistics",
+                           label(node, i)));
+    const ValueId x = node.inputs[0];
+    if (tags_[x][1].padded)
+      refuse(n, tags_[x][1],
+             fmt::format("{} dim 1 (the channels) is padded but its statistics are not",
+                         label(node, 0)));
+    out = tags_[x];
+    for (Tag& t : out) t.zero = false;
+  }
+
   // A reshape keeps a padded dim d only when it survives whole at the same position: the target
   // keeps every dim before d (a named dim, or the same static size) and names dim d, so each
   // (prefix, d, rest) position maps to the same position of the output; anything else would mix
@@ -315,6 +435,25 @@ class Analyzer {
         break;
       }
       case OpKind::kRelu: out = tags_[node.inputs[0]]; break;
+      case OpKind::kClip: {
+        // clip(0) is 0 only when the range holds 0.
+        out = tags_[node.inputs[0]];
+        const bool keepsZero =
+            node.attrs.f(attr::Clip::min) <= 0 && node.attrs.f(attr::Clip::max) >= 0;
+        for (Tag& t : out) t.zero = t.zero && keepsZero;
+        break;
+      }
+      case OpKind::kSigmoid:
+        // sigmoid(0) = 0.5: the padding stays padding but is no longer zero.
+        out = tags_[node.inputs[0]];
+        for (Tag& t : out) t.zero = false;
+        break;
+      case OpKind::kFlatten: visitFlatten(n, node, out); break;
+      case OpKind::kSqueeze: visitSqueeze(n, node, out); break;
+      case OpKind::kUnsqueeze: visitUnsqueeze(node, out); break;
+      case OpKind::kSlice: visitSlice(n, node, out); break;
+      case OpKind::kPad: visitPad(n, node, out); break;
+      case OpKind::kBatchNorm: visitBatchNorm(n, node, out); break;
       case OpKind::kTranspose: visitTranspose(node, out); break;
       case OpKind::kReshape: visitReshape(n, node, out); break;
       case OpKind::kMatMul: visitMatMul(n, node, out); break;

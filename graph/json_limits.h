@@ -18,4 +18,12 @@ constexpr int kMaxJsonDepth = 64;
 // nests objects/arrays deeper than `maxDepth`. Malformed JSON is left to the parser.
 void checkJsonDepth(std::string_view text, std::string_view where, int maxDepth = kMaxJsonDepth);
 
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past
+// U+10FFFF): what a JSON string must hold, so nlohmann's dump would otherwise throw.
+bool isValidUtf8(std::string_view text);
+
+// Throws Error(kConfig) "<where>: not valid UTF-8 text (byte 0xNN at offset K)" for a string
+// from outside (an option value, a key) that is about to become a JSON string.
+void checkUtf8(std::string_view text, std::string_view where);
+
 }  // namespace gearbox

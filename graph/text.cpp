@@ -466,13 +466,18 @@ class Parser {
     checkNewName(name);
     expectPunct('=');
     const Token& op = next();
+    // Parsed into a local first: with `defs_[n] = Def{parse...}` the builds did not agree on
+    // whether the map entry exists while the right side is parsed, and where it did (Release)
+    // `%y = relu(%y)` read its own empty entry instead of failing as undefined.
     if (op.kind == Tok::kIdent && op.text == "const") {
-      defs_[name.text] = Def{parseConst(name), name.line};
+      const ValueId id = parseConst(name);
+      defs_[name.text] = Def{id, name.line};
       return;
     }
     const auto kind = op.kind == Tok::kIdent ? parseOpKind(op.text) : std::nullopt;
     if (!kind || *kind == OpKind::kConst) expected(op, opListForMessage());
-    defs_[name.text] = Def{parseCall(name, *kind), name.line};
+    const ValueId id = parseCall(name, *kind);
+    defs_[name.text] = Def{id, name.line};
   }
 
   static std::string opListForMessage() {

@@ -77,7 +77,8 @@ py::dict parseGuard(const std::string& text) {
 // Converts JSON to Python objects through the json module: the reports are small and this keeps
 // their key order and types exactly as the CLI's --json writes them.
 py::object toPython(const nlohmann::ordered_json& j) {
-  return py::module_::import("json").attr("loads")(j.dump());
+  // Invalid UTF-8 (a file name in another encoding) becomes U+FFFD instead of an exception.
+  return py::module_::import("json").attr("loads")(cli::dumpJson(j));
 }
 
 py::object dimToPython(int64_t d) {
@@ -391,7 +392,11 @@ class PySession {
  public:
   PySession(const PyGraph& g, const std::string& mode, const py::kwargs& kw)
       : graph_(g.g), options_(runOptionsFromKwargs(kw)) {
-    session_ = std::make_unique<Session>(*graph_, sessionOptions(options_, modeFromPython(mode)));
+    const Mode m = modeFromPython(mode);
+    // As the CLI's run: gears given to a mode that takes none would be silently ignored.
+    if (!options_.gears.empty() && !modeInfo(m).needsGears)
+      fail(ErrorKind::kConfig, "gears= is for mode=\"geared\" (the {} mode ignores gears)", mode);
+    session_ = std::make_unique<Session>(*graph_, sessionOptions(options_, m));
   }
 
   // run(x1, x2) in graph input order, or run(x1=..., x2=...), or run({"x1": ...}).
@@ -564,6 +569,30 @@ PYBIND11_MODULE(_gearbox, m) {
       py::object inst = py::handle(error.ptr())(e.what());
       inst.attr("kind") = errorKindId(e.kind());
       inst.attr("label") = errorKindName(e.kind());
+      PyErr_SetObject(error.ptr(), inst.ptr());
+    } catch (const py::cast_error& e) {
+      // An option value .cast<>() could not take: a str holding lone surrogates (bytes that
+      // were not UTF-8, decoded with surrogateescape) or a value of the wrong type.
+      py::object inst = py::handle(error.ptr())(
+          std::string("an option value could not be converted (the wrong type, or text that is "
+                      "not UTF-8): ") +
+          e.what());
+      inst.attr("kind") = errorKindId(ErrorKind::kConfig);
+      inst.attr("label") = errorKindName(ErrorKind::kConfig);
+      PyErr_SetObject(error.ptr(), inst.ptr());
+    } catch (const py::builtin_exception&) {
+      throw;  // pybind11's others (StopIteration, IndexError, ...) keep their Python types
+    } catch (const py::error_already_set&) {
+      throw;  // a Python exception raised inside a call passes through unchanged
+    } catch (const std::bad_alloc&) {
+      throw;  // MemoryError
+    } catch (const std::exception& e) {
+      // The one error boundary, as the CLI's main: any other C++ exception (a JSON type error,
+      // a filesystem error) is a gearbox.Error, not a bare RuntimeError. Its kind is "config":
+      // these come from values handed in, never from a broken invariant.
+      py::object inst = py::handle(error.ptr())(e.what());
+      inst.attr("kind") = errorKindId(ErrorKind::kConfig);
+      inst.attr("label") = errorKindName(ErrorKind::kConfig);
       PyErr_SetObject(error.ptr(), inst.ptr());
     }
   });

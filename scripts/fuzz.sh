@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-20}
 jobs=${GEARBOX_JOBS:-$(nproc)}
-targets=${FUZZ_TARGETS:-"ir_text npy trace gears_json cost_model kernel_descriptor bundle op_info recompile_report"}
+targets=${FUZZ_TARGETS:-"ir_text npy trace gears_json cost_model kernel_descriptor bundle op_info recompile_report cost_override assert gears_report"}
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
 args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DGEARBOX_FUZZ=ON
       -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g")

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "compiler/kernel_spec.h"
@@ -74,6 +75,44 @@ std::vector<KernelKey> sampleKeys() {
   mean.setInt(attr::Mean::keepdims, 0);
   mean.setInts(attr::Mean::axes, {-1});
   add(OpKind::kMean, {t(DType::kF32, {5, 3})}, mean);
+  // Clip, flatten, squeeze, unsqueeze, slice, pad: every dtype; sigmoid, batch_norm: f32.
+  for (DType d : {DType::kF32, DType::kI32, DType::kI64}) {
+    Attrs clip;
+    clip.setFloat(attr::Clip::min, -0.5);
+    add(OpKind::kClip, {t(d, {b, 7})}, clip);
+    clip.setFloat(attr::Clip::max, 6);
+    add(OpKind::kClip, {t(d, {})}, clip);
+    add(OpKind::kClip, {t(d, {3})});
+    Attrs flatten;
+    flatten.setInt(attr::Flatten::axis, -1);
+    add(OpKind::kFlatten, {t(d, {b, 3, 4})}, flatten);
+    add(OpKind::kFlatten, {t(d, {2, 3})});
+    Attrs squeeze;
+    squeeze.setInts(attr::Squeeze::axes, {0, -1});
+    add(OpKind::kSqueeze, {t(d, {1, b, 1})}, squeeze);
+    Attrs unsqueeze;
+    unsqueeze.setInts(attr::Unsqueeze::axes, {-1});
+    add(OpKind::kUnsqueeze, {t(d, {})}, unsqueeze);
+    Attrs slice;
+    slice.setInts(attr::Slice::starts, {-1, 0});
+    slice.setInts(attr::Slice::ends, {std::numeric_limits<int64_t>::min(), 2});
+    add(OpKind::kSlice, {t(d, {5, 4})}, slice);
+    slice.setInts(attr::Slice::axes, {1, -2});
+    slice.setInts(attr::Slice::steps, {-1, 2});
+    add(OpKind::kSlice, {t(d, {b, 4})}, slice);
+    Attrs pad;
+    pad.setInts(attr::Pad::pads, {1, -1, 0, 2});
+    add(OpKind::kPad, {t(d, {b, 4})}, pad);
+    pad.setFloat(attr::Pad::value, 1.5);
+    add(OpKind::kPad, {t(d, {3, 4})}, pad);
+  }
+  add(OpKind::kSigmoid, {t(DType::kF32, {b, 3})});
+  add(OpKind::kSigmoid, {t(DType::kF32, {})});
+  Attrs bn;
+  bn.setFloat(attr::BatchNorm::epsilon, 1e-3);
+  const TensorType c3 = t(DType::kF32, {3});
+  add(OpKind::kBatchNorm, {t(DType::kF32, {b, 3, 8, 8}), c3, c3, c3, c3}, bn);
+  add(OpKind::kBatchNorm, {t(DType::kF32, {2, 3}), c3, c3, c3, c3});
   return keys;
 }
 

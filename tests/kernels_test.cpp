@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <ostream>
 #include <unordered_set>
 
@@ -433,6 +434,258 @@ std::vector<OpCase> matmulVectorCases() {
   return cases;
 }
 
+// ---- clip, sigmoid, flatten, squeeze, unsqueeze, slice, pad, batch_norm ----------------------
+
+constexpr double kInfD = std::numeric_limits<double>::infinity();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+
+std::vector<OpCase> clipCases() {
+  // Bounds: the defaults, one-sided, both, fractional (integers round inward), min > max.
+  const std::pair<double, double> bounds[] = {{-kInfD, kInfD}, {-0.5, 0.25}, {0, kInfD},
+                                              {-kInfD, 20.5},  {10.5, 50.2}, {0.5, -0.5}};
+  const Shape fixed[] = {{}, {1}, {7}, {3, 5}, {2, 1, 3}, {0, 4}, {2, 3, 1, 2, 3, 1}};
+  std::vector<OpCase> cases;
+  auto add = [&](std::string name, DType t, Shape s, std::pair<double, double> b, bool large) {
+    OpCase c{std::move(name), OpKind::kClip, t, {std::move(s)}, {}};
+    c.typed.setFloat(attr::Clip::min, b.first);
+    c.typed.setFloat(attr::Clip::max, b.second);
+    c.large = large;
+    cases.push_back(std::move(c));
+  };
+  for (DType t : kAllDTypes) {
+    int i = 0;
+    for (const Shape& s : fixed) add(fmt::format("fixed{}", i), t, s, bounds[i % 6], false), ++i;
+    for (size_t k = 0; k < std::size(bounds); ++k)
+      add(fmt::format("bounds{}", k), t, {4, 9}, bounds[k], false);
+    Rng rng(1100 + static_cast<int>(t));
+    for (int j = 0; j < 6; ++j)
+      add(fmt::format("random{}", j), t, randomShape(rng, 0, 4), bounds[rng.uniform(0, 5)], false);
+  }
+  add("large_streaming", DType::kF32, {2100001}, bounds[1], true);
+  return cases;
+}
+
+std::vector<OpCase> sigmoidCases() {
+  const Shape fixed[] = {{}, {1}, {7}, {3, 5}, {2, 1, 3}, {0, 4}, {2, 3, 1, 2, 3, 1}};
+  std::vector<OpCase> cases;
+  int i = 0;
+  for (const Shape& s : fixed)
+    cases.push_back({fmt::format("fixed{}", i++), OpKind::kSigmoid, DType::kF32, {s}, {}});
+  Rng rng(1200);
+  for (int j = 0; j < 6; ++j)
+    cases.push_back(
+        {fmt::format("random{}", j), OpKind::kSigmoid, DType::kF32, {randomShape(rng, 0, 4)}, {}});
+  cases.push_back(
+      {"large_streaming", OpKind::kSigmoid, DType::kF32, {{2100001}}, {}, DType::kI64, 0, true});
+  return cases;
+}
+
+// One unary case with an Int or Ints attribute, every dtype (large: f32 only).
+struct AxesFixed {
+  const char* name;
+  Shape in;
+  std::vector<int64_t> axes;
+  bool large = false;
+};
+
+std::vector<OpCase> axesCases(OpKind kind, int slot, bool single,
+                              std::span<const AxesFixed> fixed) {
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    for (const AxesFixed& f : fixed) {
+      if (f.large && t != DType::kF32) continue;
+      OpCase c{f.name, kind, t, {f.in}, {}, DType::kI64, 0, f.large};
+      if (single) {
+        c.typed.setInt(slot, f.axes[0]);
+      } else {
+        c.typed.setInts(slot, f.axes);
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> flattenCases() {
+  const AxesFixed fixed[] = {
+      {"axis0", {2, 3, 4}, {0}},
+      {"axis1", {2, 3, 4}, {1}},
+      {"axis2", {2, 3, 4}, {2}},
+      {"axis_rank", {2, 3, 4}, {3}},
+      {"axis_neg1", {2, 3, 4}, {-1}},
+      {"axis_neg3", {2, 3, 4}, {-3}},
+      {"scalar", {}, {0}},
+      {"zero", {0, 3}, {1}},
+      {"ones", {1, 1, 1}, {2}},
+      {"large_copy", {2048, 1025}, {1}, true},
+  };
+  return axesCases(OpKind::kFlatten, attr::Flatten::axis, true, fixed);
+}
+
+std::vector<OpCase> squeezeCases() {
+  const AxesFixed fixed[] = {
+      {"two", {1, 3, 1, 5}, {0, 2}},
+      {"neg", {4, 1}, {-1}},
+      {"to_scalar", {1}, {0}},
+      {"zero", {1, 0, 1}, {2, 0}},
+      {"none", {2, 3}, {}},
+      {"all_ones", {1, 1, 1}, {0, 1, 2}},
+      {"large_copy", {2048, 1, 1025}, {1}, true},
+  };
+  return axesCases(OpKind::kSqueeze, attr::Squeeze::axes, false, fixed);
+}
+
+std::vector<OpCase> unsqueezeCases() {
+  const AxesFixed fixed[] = {
+      {"front", {3, 5}, {0}},
+      {"back_neg", {3, 5}, {-1}},
+      {"two", {3, 5}, {0, 3}},
+      {"from_scalar", {}, {0}},
+      {"zero", {2, 0}, {1}},
+      {"unsorted", {2, 3}, {4, -5, 2}},
+      {"large_copy", {2048, 1025}, {1}, true},
+  };
+  return axesCases(OpKind::kUnsqueeze, attr::Unsqueeze::axes, false, fixed);
+}
+
+OpCase sliceCase(std::string name, DType t, Shape in, std::vector<int64_t> starts,
+                 std::vector<int64_t> ends, std::vector<int64_t> axes = {},
+                 std::vector<int64_t> steps = {}, bool large = false) {
+  namespace a = attr::Slice;
+  OpCase c{std::move(name), OpKind::kSlice, t, {std::move(in)}, {}, DType::kI64, 0, large};
+  c.typed.setInts(a::starts, starts);
+  c.typed.setInts(a::ends, ends);
+  if (!axes.empty()) c.typed.setInts(a::axes, axes);
+  if (!steps.empty()) c.typed.setInts(a::steps, steps);
+  return c;
+}
+
+std::vector<OpCase> sliceCases() {
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    cases.push_back(sliceCase("simple", t, {10}, {2}, {8}));
+    cases.push_back(sliceCase("step3", t, {10}, {1}, {10}, {0}, {3}));
+    cases.push_back(sliceCase("neg_start_to_end", t, {10}, {-3}, {kI64Max}));
+    cases.push_back(sliceCase("reverse", t, {7}, {-1}, {kI64Min}, {0}, {-1}));
+    cases.push_back(sliceCase("neg_step2", t, {10}, {8}, {1}, {0}, {-2}));
+    cases.push_back(sliceCase("clamped", t, {5}, {-100}, {100}));
+    cases.push_back(sliceCase("clamped_neg_step", t, {5}, {100}, {-100}, {0}, {-3}));
+    cases.push_back(sliceCase("empty_range", t, {6}, {5}, {2}));
+    cases.push_back(sliceCase("huge_step", t, {6}, {1}, {kI64Max}, {0}, {kI64Max}));
+    cases.push_back(sliceCase("axes_unsorted", t, {4, 5, 6}, {1, 1}, {5, 3}, {2, 0}));
+    cases.push_back(sliceCase("last_axis_neg", t, {4, 5, 6}, {2}, {-1}, {-1}));
+    cases.push_back(sliceCase("leading_contiguous", t, {3, 4, 5}, {1}, {3}, {0}));
+    cases.push_back(
+        sliceCase("inner_strided_rev", t, {3, 4, 5}, {4, 3}, {0, kI64Min}, {2, 1}, {-2, -1}));
+    cases.push_back(sliceCase("to_one", t, {3, 4}, {1, 2}, {2, 3}));
+    cases.push_back(sliceCase("zero_input", t, {0, 3}, {0}, {2}, {1}));
+    cases.push_back(sliceCase("scalar_no_axes", t, {}, {}, {}));
+    cases.push_back(
+        sliceCase("rank6", t, {2, 3, 2, 3, 2, 3}, {1, -2, 0}, {2, 0, 3}, {1, 3, 5}, {1, -1, 2}));
+    Rng rng(1300 + static_cast<int>(t));
+    for (int j = 0; j < 8; ++j) {
+      const Shape in = randomShape(rng, 1, 4);
+      std::vector<int64_t> starts, ends, axes, steps;
+      for (int d = 0; d < in.rank(); ++d) {
+        if (rng.chance(3)) continue;
+        const int64_t n = in[d];
+        axes.push_back(rng.chance(2) ? d : d - in.rank());
+        starts.push_back(rng.uniform(-n - 2, n + 2));
+        ends.push_back(rng.chance(6) ? kI64Max : rng.uniform(-n - 2, n + 2));
+        int64_t step = rng.uniform(-3, 3);
+        steps.push_back(step == 0 ? 1 : step);
+      }
+      if (axes.empty()) {
+        axes.push_back(0);
+        starts.push_back(0);
+        ends.push_back(kI64Max);
+        steps.push_back(-1);
+      }
+      OpCase c = sliceCase(fmt::format("random{}", j), t, in, starts, ends, axes, steps);
+      cases.push_back(std::move(c));
+    }
+  }
+  cases.push_back(sliceCase("large_cols", DType::kF32, {2048, 1030}, {1}, {1029}, {1}, {}, true));
+  return cases;
+}
+
+OpCase padCase(std::string name, DType t, Shape in, std::vector<int64_t> pads, double value = 0,
+               bool large = false) {
+  OpCase c{std::move(name), OpKind::kPad, t, {std::move(in)}, {}, DType::kI64, 0, large};
+  c.typed.setInts(attr::Pad::pads, pads);
+  c.typed.setFloat(attr::Pad::value, value);
+  return c;
+}
+
+std::vector<OpCase> padCases() {
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes) {
+    cases.push_back(padCase("both_dims", t, {3, 4}, {1, 2, 0, 1}));
+    cases.push_back(padCase("value", t, {3, 4}, {0, 1, 2, 0}, 7.5));
+    cases.push_back(padCase("crop", t, {4, 5}, {-1, 0, 0, -2}));
+    cases.push_back(padCase("crop_and_pad", t, {4, 5}, {-1, 2, 1, -2}, -3));
+    cases.push_back(padCase("no_pads", t, {2, 3, 4}, {0, 0, 0, 0, 0, 0}));
+    cases.push_back(padCase("last_dim_only", t, {2, 3, 4}, {0, 0, 1, 0, 0, 2}, 1));
+    cases.push_back(padCase("middle_dim", t, {2, 3, 4}, {0, 2, 0, 0, 1, 0}));
+    cases.push_back(padCase("scalar", t, {}, {}));
+    cases.push_back(padCase("empty_input", t, {0, 3}, {1, 0, 1, 0}, 2));
+    cases.push_back(padCase("crop_to_empty", t, {3, 2}, {-3, 0, 0, 0}));
+    cases.push_back(padCase("crop_cols_away", t, {3, 2}, {0, -2, 0, 0}, 4));
+    cases.push_back(padCase("crop_rows_pad_col", t, {3, 2}, {-1, 0, -1, 1}, 4));
+    cases.push_back(padCase("one", t, {1}, {1, 1}));
+    Rng rng(1400 + static_cast<int>(t));
+    for (int j = 0; j < 8; ++j) {
+      const Shape in = randomShape(rng, 1, 4);
+      std::vector<int64_t> pads(2 * static_cast<size_t>(in.rank()));
+      for (int d = 0; d < in.rank(); ++d) {
+        // Crops never below an empty dim: begin + end >= -size.
+        pads[d] = rng.uniform(-in[d] / 2, 2);
+        pads[in.rank() + d] = rng.uniform(-(in[d] - in[d] / 2), 2);
+      }
+      cases.push_back(padCase(fmt::format("random{}", j), t, in, pads, rng.chance(2) ? 0 : -1));
+    }
+  }
+  cases.push_back(padCase("large", DType::kF32, {1024, 1030}, {1, 1, 1, 1}, 0, true));
+  return cases;
+}
+
+std::vector<OpCase> batchNormCases() {
+  struct Fixed {
+    const char* name;
+    Shape x;
+    double eps = 1e-5;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"rank2", {2, 3}},
+      {"nchw", {1, 3, 4, 5}},
+      {"one_channel", {2, 1, 3}},
+      {"empty_batch", {0, 3, 2}},
+      {"eps", {2, 4, 3, 3}, 1e-3},
+      {"rank5", {1, 2, 2, 3, 1}},
+      {"ones", {1, 1}},
+      {"large", {8, 64, 64, 64}, 1e-5, true},
+  };
+  std::vector<OpCase> cases;
+  for (const Fixed& f : fixed) {
+    const Shape c{f.x[1]};
+    OpCase k{f.name, OpKind::kBatchNorm, DType::kF32, {f.x, c, c, c, c},
+             {},     DType::kI64,        0,           f.large};
+    k.typed.setFloat(attr::BatchNorm::epsilon, f.eps);
+    cases.push_back(std::move(k));
+  }
+  Rng rng(1500);
+  for (int j = 0; j < 6; ++j) {
+    Shape x = randomShape(rng, 2, 4);
+    const Shape c{x[1]};
+    OpCase k{fmt::format("random{}", j), OpKind::kBatchNorm, DType::kF32, {x, c, c, c, c}, {}};
+    k.typed.setFloat(attr::BatchNorm::epsilon, 1e-5);
+    cases.push_back(std::move(k));
+  }
+  return cases;
+}
+
 // Conv2d: fixed geometries (1x1, odd sizes, stride, dilation, asymmetric pads, groups,
 // depthwise with a channel multiplier, an empty batch) and random ones, f32 only.
 OpCase convCase(std::string name, Shape x, Shape w, bool bias, std::initializer_list<int64_t> s,
@@ -551,9 +804,11 @@ std::vector<OpCase> meanCases() {
 
 std::vector<OpCase> allCases() {
   std::vector<OpCase> all;
-  for (auto make : {addCases, matmulCases, indexSelectCases, catCases, catGatherCases, mulCases,
-                    reluCases, transposeCases, reshapeCases, matmulVectorCases, convCases,
-                    maxPoolCases, avgPoolCases, meanCases})
+  for (auto make :
+       {addCases, matmulCases, indexSelectCases, catCases, catGatherCases, mulCases, reluCases,
+        transposeCases, reshapeCases, matmulVectorCases, convCases, maxPoolCases, avgPoolCases,
+        meanCases, clipCases, sigmoidCases, flattenCases, squeezeCases, unsqueezeCases, sliceCases,
+        padCases, batchNormCases})
     for (OpCase& c : make()) all.push_back(std::move(c));
   for (size_t i = 0; i < all.size(); ++i) all[i].seed = 1000 + i;
   return all;
@@ -583,6 +838,10 @@ std::vector<Tensor> makeInputs(const OpCase& c) {
     }
     ins.push_back(std::move(index));
   }
+  // A variance is never negative (sqrt(var + eps) would be NaN in both kernels and prove nothing).
+  if (c.kind == OpKind::kBatchNorm)
+    for (int64_t i = 0; i < ins[4].numel(); ++i)
+      ins[4].as<float>()[i] = std::fabs(ins[4].as<float>()[i]);
   return ins;
 }
 
@@ -623,9 +882,11 @@ Tensor runReference(const OpCase& c, const std::vector<Tensor>& ins) {
 void expectMatches(const OpCase& c, const Tensor& expected, const Tensor& got) {
   ASSERT_EQ(expected.shape(), got.shape());
   // f32 GEMMs (matmul, conv2d) and float sums (avg pool, mean) may add in a different order
-  // than the reference loop, which sums in double.
+  // than the reference loop, which sums in double; BatchNorm's optimized kernel folds each
+  // channel into one multiply-add (its file says why).
   const bool reordered = c.kind == OpKind::kMatMul || c.kind == OpKind::kConv2d ||
-                         c.kind == OpKind::kAvgPool2d || c.kind == OpKind::kMean;
+                         c.kind == OpKind::kAvgPool2d || c.kind == OpKind::kMean ||
+                         c.kind == OpKind::kBatchNorm;
   if (reordered && c.dtype == DType::kF32) {
     double magnitude = 1.0;
     for (int64_t i = 0; i < expected.numel(); ++i)

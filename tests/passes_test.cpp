@@ -297,24 +297,23 @@ TEST(PassPipeline, DefaultPipelineOnTheShuffleNetStage) {
   const std::string outName = g.value(g.outputs[0]).name;
   std::vector<std::string> observed;
   PassPipeline p = defaultPipeline();
-  EXPECT_EQ(p.size(), 5u);
+  EXPECT_EQ(p.size(), 7u);
   const PassReport r = p.run(g, [&](const PassRecord& rec, const Graph& after) {
     observed.push_back(rec.name);
     expectConsistent(after);
   });
-  EXPECT_EQ(observed, (std::vector<std::string>{"dce", "shuffle-to-index-select", "dce",
+  EXPECT_EQ(observed, (std::vector<std::string>{"dce", "fold-batch-norm", "shuffle-to-index-select",
+                                                "slice-of-index-select", "dce",
                                                 "fuse-cat-index-select", "dce"}));
-  ASSERT_EQ(r.passes.size(), 5u);
-  EXPECT_FALSE(r.passes[0].changed);
-  EXPECT_FALSE(r.passes[1].changed);  // the stage shuffles with a constant index already
-  EXPECT_FALSE(r.passes[2].changed);
-  EXPECT_TRUE(r.passes[3].changed);
-  EXPECT_TRUE(r.passes[4].changed);
+  ASSERT_EQ(r.passes.size(), 7u);
+  for (int i : {0, 1, 2, 3, 4}) EXPECT_FALSE(r.passes[i].changed) << i;  // gathers already
+  EXPECT_TRUE(r.passes[5].changed);
+  EXPECT_TRUE(r.passes[6].changed);
   EXPECT_EQ(r.fired(), (std::vector<std::string>{"fuse-cat-index-select", "dce"}));
-  EXPECT_EQ(r.passes[3].details,
+  EXPECT_EQ(r.passes[5].details,
             (std::vector<std::string>{"fused %u1_cat + %u1_out", "fused %u2_cat + %u3_x1, %u3_x2",
                                       "fused %u3_cat + %out"}));
-  EXPECT_EQ(r.passes[4].details,
+  EXPECT_EQ(r.passes[6].details,
             std::vector<std::string>{"removed %u1_cat, %u2_cat, %u3_cat (3 nodes)"});
   EXPECT_EQ(countKind(g, OpKind::kCat), 0);
   EXPECT_EQ(countKind(g, OpKind::kCatGather), 4);
@@ -335,9 +334,9 @@ TEST(PassPipeline, ChannelShuffleBecomesAGatherAndFuses) {
   ASSERT_GT(transposes, 0);
   PassPipeline p = defaultPipeline();
   const PassReport r = p.run(g);
-  ASSERT_TRUE(r.passes[1].changed);
-  EXPECT_EQ(r.passes[1].details.size(), static_cast<size_t>(transposes));
-  EXPECT_NE(r.passes[1].details[0].find("channel shuffle of %"), std::string::npos);
+  ASSERT_TRUE(r.passes[2].changed);
+  EXPECT_EQ(r.passes[2].details.size(), static_cast<size_t>(transposes));
+  EXPECT_NE(r.passes[2].details[0].find("channel shuffle of %"), std::string::npos);
   EXPECT_EQ(countKind(g, OpKind::kTranspose), 0);
   EXPECT_EQ(countKind(g, OpKind::kReshape), 0);
   EXPECT_EQ(countKind(g, OpKind::kCat), 0);
@@ -371,12 +370,70 @@ TEST(PassPipeline, NotAShuffleIsLeftAlone) {
   EXPECT_EQ(countKind(g, OpKind::kTranspose), 1);
 }
 
+// The seed's split_shuffle=True case: shuffle, then chunk(2) along channels. Both slices become
+// gathers of the cat's inputs; outputs do not change.
+TEST(PassPipeline, ShuffleThenSplitIsTwoGathers) {
+  const char* text = R"(graph g(%a: f32[N, 4, 3], %b: f32[N, 4, 3]) {
+  %c = cat(%a, %b, dim=1)
+  %r = reshape(%c, shape=[N, 2, 4, 3])
+  %t = transpose(%r, perm=[0, 2, 1, 3])
+  %s = reshape(%t, shape=[N, 8, 3])
+  %lo = slice(%s, starts=[0], ends=[4], axes=[1])
+  %hi = slice(%s, starts=[4], ends=[8], axes=[1])
+  %y = add(%lo, %hi)
+  return %y
+})";
+  const Graph before = parseGraph(text);
+  Graph g = parseGraph(text);
+  const PassReport r = defaultPipeline().run(g);
+  EXPECT_EQ(r.fired(), (std::vector<std::string>{"shuffle-to-index-select", "slice-of-index-select",
+                                                 "dce", "fuse-cat-index-select", "dce"}))
+      << r.toString();
+  EXPECT_EQ(countKind(g, OpKind::kCatGather), 2);
+  EXPECT_EQ(countKind(g, OpKind::kSlice) + countKind(g, OpKind::kCat) +
+                countKind(g, OpKind::kTranspose) + countKind(g, OpKind::kReshape),
+            0);
+  for (int64_t n : {1, 2}) {
+    const InputSignature sig{Shape{n, 4, 3}, Shape{n, 4, 3}};
+    const std::vector<Tensor> ins = makeInputs(before, sig, 3);
+    EXPECT_TRUE(referenceRun(before, ins)[0].equals(referenceRun(g, ins)[0])) << n;
+  }
+}
+
+// conv2d + batch_norm with constant parameters: one conv with folded weights, same outputs
+// (to float rounding).
+TEST(PassPipeline, BatchNormFoldsIntoConv) {
+  const char* text = R"(graph g(%x: f32[N, 2, 5, 5]) {
+  %w = const f32[3, 2, 1, 1] [0.5, -1, 2, 0.25, -0.5, 1.5]
+  %c = conv2d(%x, %w)
+  %s = const f32[3] [1.5, -2, 0.5]
+  %be = const f32[3] [0.1, 0.2, -0.3]
+  %m = const f32[3] [0.5, -0.25, 1]
+  %v = const f32[3] [2, 0.5, 1]
+  %y = batch_norm(%c, %s, %be, %m, %v, epsilon=0.001)
+  return %y
+})";
+  const Graph before = parseGraph(text);
+  Graph g = parseGraph(text);
+  const PassReport r = defaultPipeline().run(g);
+  EXPECT_EQ(r.passes[1].details, std::vector<std::string>{"folded %y into %c"});
+  EXPECT_EQ(countKind(g, OpKind::kBatchNorm), 0);
+  EXPECT_EQ(countKind(g, OpKind::kConv2d), 1);
+  const InputSignature sig{Shape{2, 2, 5, 5}};
+  const std::vector<Tensor> ins = makeInputs(before, sig, 5);
+  const Tensor want = referenceRun(before, ins)[0], got = referenceRun(g, ins)[0];
+  ASSERT_EQ(want.shape(), got.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    EXPECT_NEAR(want.as<float>()[i], got.as<float>()[i],
+                1e-5 * (1 + std::fabs(want.as<float>()[i])));
+}
+
 // ---- session wiring -------------------------------------------------------------------------
 
 TEST(SessionPasses, StatsRecordThePassesThatFiredAndRunPassesFalseKeepsTheGraph) {
   Session fused(testing_models::fourOps());
   EXPECT_EQ(fused.stats().passesFired, (std::vector<std::string>{"fuse-cat-index-select", "dce"}));
-  EXPECT_EQ(fused.passReport().passes.size(), 5u);
+  EXPECT_EQ(fused.passReport().passes.size(), 7u);
   EXPECT_EQ(countKind(fused.graph(), OpKind::kCatGather), 1);
   EXPECT_EQ(countKind(fused.graph(), OpKind::kCat), 0);
 

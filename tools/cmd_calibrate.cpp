@@ -23,6 +23,7 @@
 #include "graph/error.h"
 #include "graph/npy.h"
 #include "tools/commands.h"
+#include "tools/run_report.h"
 
 namespace gearbox::cli {
 
@@ -120,6 +121,8 @@ void registerCalibrate(CLI::App& app) {
       "profile (docs/cost-model.md)");
   cmd->add_option("-o,--output", *out, "Write the profile here (atomically); default stdout");
   cmd->callback([out] {
+    // The path is checked before the measurements (a few seconds), not after them.
+    if (!out->empty()) checkOutputPath("-o", *out);
     const std::string cpu = cpuName();
     char date[32];
     const std::time_t now = std::time(nullptr);

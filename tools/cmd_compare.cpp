@@ -120,7 +120,7 @@ void printTable(const std::vector<ModeResult>& results, int repeat, std::ostream
     os << line << "\n";
   };
   auto count = [&](const char* key) {
-    return [key](const ModeResult& r) { return r.report[key].dump(); };
+    return [key](const ModeResult& r) { return dumpJson(r.report[key]); };
   };
   row("graph compiles", count("graph_compiles"));
   row("kernel compiles", count("kernel_compiles"));
@@ -260,6 +260,12 @@ void registerCompare(CLI::App& app) {
       fail(ErrorKind::kConfig, "--jsonl is for gearbox run (compare runs several sessions)");
     if (!o->json.empty()) checkOutputPath("--json", o->json);
     if (!o->junit.empty()) checkOutputPath("--junit", o->junit);
+    checkOutputsAreNotInputs({{"--json", o->json},
+                              {"--junit", o->junit},
+                              {"--timeline", visual->timeline},
+                              {"--html", visual->html},
+                              {"--log", o->logFile}},
+                             inputPaths(*o));
     // Modes that need gears join the comparison whenever gears are given.
     if (!o->gears.empty() || !o->padTo.empty()) {
       const std::vector<Mode> asked = parseModes(*modes);

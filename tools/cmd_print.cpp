@@ -140,7 +140,10 @@ void registerPrint(CLI::App& app) {
                 "(docs/passes.md)");
   cmd->add_option("--dot", o->dot, "Write the graph as Graphviz DOT to FILE ('-': stdout)");
   cmd->callback([o] {
-    if (!o->dot.empty() && o->dot != "-") checkOutputPath("--dot", o->dot);
+    if (!o->dot.empty() && o->dot != "-") {
+      checkOutputPath("--dot", o->dot);
+      checkOutputsAreNotInputs({{"--dot", o->dot}}, {{"MODEL", o->model}});
+    }
     Graph g = loadGraph(o->model);
     const bool typed = !o->shapes.empty();
     if (typed) g = specializeGraph(g, parseShapesJson(o->shapes, g, "--shapes"));

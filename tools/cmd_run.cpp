@@ -110,8 +110,17 @@ void registerRun(CLI::App& app) {
     const Mode mode = *parseMode(o->mode);
     if (!o->gears.empty() && !modeInfo(mode).needsGears)
       fail(ErrorKind::kConfig, "--gears is for --mode geared (the {} mode ignores gears)", o->mode);
+    if (!o->padTo.empty() && !modeInfo(mode).needsGears)
+      fail(ErrorKind::kConfig, "--pad-to is for --mode geared (the {} mode pads nothing)", o->mode);
     if (!o->json.empty()) checkOutputPath("--json", o->json);
     if (!o->junit.empty()) checkOutputPath("--junit", o->junit);
+    if (!o->jsonl.empty()) checkOutputPath("--jsonl", o->jsonl);
+    checkOutputsAreNotInputs({{"--json", o->json},
+                              {"--junit", o->junit},
+                              {"--jsonl", o->jsonl},
+                              {"--timeline", visual->timeline},
+                              {"--log", o->logFile}},
+                             inputPaths(*o));
     configureLogFromOptions(*o);
     Graph g = loadGraph(o->model);
     // Every line is checked before the first call; the run then streams the file again, so

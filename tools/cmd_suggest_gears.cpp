@@ -21,14 +21,24 @@ namespace {
 struct SuggestCliOptions {
   std::string model, trace, deviceProfile, output, json, merge = "zip";
   std::vector<std::string> costOverrides;
-  size_t maxGears = kMaxGears;
+  // Signed, so "-1" is read as -1 and refused, not as 2^64-1.
+  int64_t maxGears = static_cast<int64_t>(kMaxGears);
   bool noReferences = false, noPasses = false;
 };
 
 void runSuggest(const SuggestCliOptions& o) {
-  if (o.maxGears > kMaxGears)
+  // Everything that can be checked before the search is: a bad --json path must not fail
+  // after -o has been written.
+  if (o.maxGears < 0)
+    fail(ErrorKind::kConfig, "--max-gears {} is negative: TorchAir needs 2 to {} gears per dim",
+         o.maxGears, kMaxGears);
+  if (o.maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "--max-gears {} is above TorchAir's limit of {} gears", o.maxGears,
          kMaxGears);
+  if (!o.output.empty()) checkOutputPath("-o", o.output);
+  if (!o.json.empty()) checkOutputPath("--json", o.json);
+  checkOutputsAreNotInputs({{"-o", o.output}, {"--json", o.json}},
+                           {{"MODEL", o.model}, {"--trace", o.trace}});
   const MergePolicy merge = parseMergePolicy(o.merge);
   CostModel cost =
       loadDeviceProfile(o.deviceProfile.empty() ? std::string(kDefaultProfile) : o.deviceProfile);
@@ -36,7 +46,7 @@ void runSuggest(const SuggestCliOptions& o) {
   const Graph g = loadGraph(o.model);
   const auto trace = loadTrace(o.trace, g);
   SuggestOptions so;
-  so.maxGears = o.maxGears;
+  so.maxGears = static_cast<size_t>(o.maxGears);
   so.merge = merge;
   so.references = !o.noReferences;
   so.runPasses = !o.noPasses;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -447,14 +448,31 @@ void addCandidates(const Graph& g, const std::vector<InputSignature>& trace, con
       c.note = fmt::format("{} gears, outside 2..{}", c.gears.size(), limit);
     }
   };
-  auto add = [&](std::string name, std::vector<std::vector<int64_t>> gears) {
-    GearCandidate c = evaluate(coster, h, std::move(name), std::move(gears), s.padding);
+  using GearList = std::vector<std::vector<int64_t>>;
+  auto add = [&](std::string name, std::optional<GearList> gears) {
+    if (!gears) {
+      GearCandidate c;
+      c.name = std::move(name);
+      c.allowed = false;
+      c.note =
+          fmt::format("more than {} gears, not costed (outside 2..{})", kMaxCostedGears, limit);
+      s.candidates.push_back(std::move(c));
+      return;
+    }
+    GearCandidate c = evaluate(coster, h, std::move(name), std::move(*gears), s.padding);
     if (c.allowed) rule(c);
     s.candidates.push_back(std::move(c));
   };
-  auto perSymbol = [&](const std::function<std::vector<int64_t>(size_t)>& list) {
+  // The product of per-symbol lists, or nullopt when it would hold more than kMaxCostedGears.
+  auto perSymbol =
+      [&](const std::function<std::vector<int64_t>(size_t)>& list) -> std::optional<GearList> {
     std::vector<std::vector<int64_t>> lists;
-    for (size_t k = 0; k < m; ++k) lists.push_back(list(k));
+    size_t total = 1;
+    for (size_t k = 0; k < m; ++k) {
+      lists.push_back(list(k));
+      if (lists.back().size() > kMaxCostedGears / total) return std::nullopt;
+      total *= std::max<size_t>(1, lists.back().size());
+    }
     return productOf(lists);
   };
   s.candidates.push_back(evaluate(coster, h, "suggested", s.gears, s.padding));
@@ -466,7 +484,8 @@ void addCandidates(const Graph& g, const std::vector<InputSignature>& trace, con
         }
         return pow2;
       }));
-  add("vLLM capture sizes", perSymbol([&](size_t k) { return vllmCaptureSizes(largest[k]); }));
+  add("vLLM capture sizes",
+      perSymbol([&](size_t k) { return vllmCaptureSizes(largest[k], kMaxCostedGears + 1); }));
   // Uniform: as many values per symbol as the suggestion has.
   std::string stepName;
   add("uniform step", perSymbol([&](size_t k) {
@@ -507,10 +526,10 @@ void addCandidates(const Graph& g, const std::vector<InputSignature>& trace, con
 
 }  // namespace
 
-std::vector<int64_t> vllmCaptureSizes(int64_t largest) {
+std::vector<int64_t> vllmCaptureSizes(int64_t largest, size_t maxCount) {
   std::vector<int64_t> out;
   int64_t v = 1;
-  while (true) {
+  while (out.size() < maxCount) {
     out.push_back(v);
     if (v >= largest) break;
     v = v < 4 ? v * 2 : v < 8 ? 8 : v < 256 ? v + 8 : v + 16;

@@ -8,6 +8,7 @@
 // (specialising the compiled graph, as geared mode's plans do), cached by shape; no kernel
 // runs, so a million-call trace costs a histogram and a few hundred shapes.
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -80,8 +81,16 @@ std::string formatSuggestion(const GearSuggestion& s, const std::string& profile
 nlohmann::ordered_json suggestionJson(const GearSuggestion& s, const std::string& profile);
 
 // vLLM's CUDA-graph capture sizes [1, 2, 4, 8, 16, 24, ..., 248, 256, 272, ...] up to the
-// first value >= `largest` (docs/gears.md; /work reference recompile-policies.md).
-std::vector<int64_t> vllmCaptureSizes(int64_t largest);
+// first value >= `largest` (docs/gears.md; /work reference recompile-policies.md), or only the
+// first `maxCount` of them: the list grows with the largest size's value, not with the trace.
+std::vector<int64_t> vllmCaptureSizes(int64_t largest,
+                                      size_t maxCount = std::numeric_limits<size_t>::max());
+
+// Candidates (vLLM sizes, powers of two, ...) with more gears than this are listed in the
+// table as not allowed and not costed: costing a gear builds its shapes and kernel keys, so
+// a two-line trace with a size of 1e9 would otherwise cost 62 million gears (and their
+// memory). Far above TorchAir's 100, so every candidate that could be chosen is costed.
+constexpr size_t kMaxCostedGears = 16384;
 
 }  // namespace gearbox::cli
 

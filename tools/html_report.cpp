@@ -22,7 +22,18 @@ std::string htmlEscape(const std::string& s) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '\t':
+      case '\n':
+      case '\r': out += c; break;
+      default:
+        // Other control characters (from a file name, an option) are not allowed in XML 1.0
+        // even as character references, and HTML treats them as parse errors: each becomes
+        // U+FFFD, visibly replaced.
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          out += "\xef\xbf\xbd";
+        } else {
+          out += c;
+        }
     }
   }
   return out;

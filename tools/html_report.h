@@ -41,7 +41,8 @@ struct HtmlReport {
   std::vector<std::string> verdicts;  // compare's measured and MODELED verdict lines
 };
 
-// Text with &, <, >, " and ' escaped.
+// Text with &, <, >, " and ' escaped, and control characters other than tab, newline and
+// carriage return replaced by U+FFFD: the result is valid in HTML text and in XML attributes.
 std::string htmlEscape(const std::string& s);
 std::string renderHtmlReport(const HtmlReport& report);
 // Renders and writes atomically.

@@ -1,6 +1,7 @@
 // gearbox: a graph-compiler backend simulator. See README.md.
 #include <spdlog/spdlog.h>
 
+#include <exception>
 #include <iostream>
 
 #include "executor/modes/mode_table.h"
@@ -43,6 +44,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "gearbox: out of memory\n";
+    return 2;
+  } catch (const std::exception& e) {
+    // The one error boundary: whatever a library throws past the checks (a JSON type error, a
+    // filesystem error) is still a failed command with exit 2 and a message, never an abort.
+    // Not every message is gearbox's own wording, so the label says so.
+    std::cerr << "gearbox: error: " << e.what() << "\n";
     return 2;
   }
   return gearbox::cli::gExitCode;

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <iostream>
 #include <ostream>
 
 #include "compiler/compile_log.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
+#include "graph/json_limits.h"
 #include "graph/npy.h"
 
 namespace gearbox::cli {
@@ -121,6 +124,14 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   return s;
 }
 
+NamedPaths inputPaths(const RunOptions& o) {
+  NamedPaths in = {{"MODEL", o.model}, {"--trace", o.trace}};
+  if (o.gears.size() > 1 && o.gears[0] == '@') in.emplace_back("--gears", o.gears.substr(1));
+  in.emplace_back("--device-profile", o.deviceProfile);
+  in.emplace_back("--cost-model", o.costModel);
+  return in;
+}
+
 void configureLogFromOptions(const RunOptions& o) {
   // Warnings go through the deduplicating sink (tools/run_report.h) instead of stderr directly.
   configureLogging(LogOptions{o.logFile, o.logStdout, true});
@@ -158,10 +169,16 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
   c["static_dims"] = marks(s.staticDims);
   if (modeInfo(s.mode).needsGears) {
     nlohmann::ordered_json g;
+    // The report is written for a failed run too, so the gears text may be the one the session
+    // refused: a document nested too deep is kept as a string, since building (and later
+    // dumping and destroying) it as JSON recurses once per level (graph/json_limits.h).
     try {
+      checkJsonDepth(s.gears.json, "gears JSON");
       g["spec"] = nlohmann::ordered_json::parse(s.gears.json);
+    } catch (const Error&) {
+      g["spec"] = s.gears.json;
     } catch (const nlohmann::json::exception&) {
-      g["spec"] = s.gears.json;  // validated by the session already; kept as given
+      g["spec"] = s.gears.json;  // malformed: kept as given
     }
     g["merge"] = s.gears.merge == MergePolicy::kProduct ? "product" : "zip";
     g["fallback"] = s.gears.padFallback ? "pad" : "error";
@@ -331,6 +348,14 @@ std::vector<Assertion> parseAsserts(const std::vector<std::string>& asserts,
                                     const std::vector<std::string>& modes) {
   std::vector<Assertion> out;
   for (const std::string& text : asserts) {
+    // The text goes into messages, the JSON report and JUnit XML attributes: control
+    // characters (which strtod would also skip as leading space, e.g. \v) and bytes that are
+    // not UTF-8 are refused up front, without echoing them.
+    checkUtf8(text, "--assert");
+    for (size_t i = 0; i < text.size(); ++i)
+      if (static_cast<unsigned char>(text[i]) < 0x20 || text[i] == 0x7f)
+        fail(ErrorKind::kConfig, "--assert: control character 0x{:02x} at offset {}",
+             static_cast<unsigned char>(text[i]), i);
     Assertion a;
     a.text = text;
     // The operator starts at the first comparison character; "<=" and friends are two long.
@@ -379,11 +404,19 @@ std::vector<Assertion> parseAsserts(const std::vector<std::string>& asserts,
     a.metric = metric;
     try {
       size_t used = 0;
+      // stod would skip leading whitespace itself; the bound starts with its sign or digit.
+      if (rhs.empty() || !(std::isdigit(static_cast<unsigned char>(rhs[0])) || rhs[0] == '-' ||
+                           rhs[0] == '+' || rhs[0] == '.'))
+        throw std::invalid_argument("not a number");
       a.bound = std::stod(rhs, &used);
       if (used != rhs.size()) throw std::invalid_argument("trailing");
     } catch (const std::exception&) {
       fail(ErrorKind::kConfig, "--assert '{}': '{}' is not a number", text, rhs);
     }
+    // nan compares false with everything (the bound would always fail) and inf bounds nothing.
+    if (!std::isfinite(a.bound))
+      fail(ErrorKind::kConfig, "--assert '{}': the bound must be a finite number, got '{}'", text,
+           rhs);
     out.push_back(std::move(a));
   }
   return out;
@@ -405,7 +438,7 @@ AssertResult evaluateAssert(const Assertion& a, const nlohmann::ordered_json& re
     shown = fmt::format("{}", tracker->compilesAfter(a.after));
   } else if (report.contains(a.metric) && report[a.metric].is_number()) {
     v = report[a.metric].get<double>();
-    shown = report[a.metric].dump();
+    shown = dumpJson(report[a.metric]);
   } else {
     r.ok = false;
     r.message = fmt::format("assertion failed: {} ({} is not in the {} report)", a.text, a.metric,
@@ -437,7 +470,7 @@ std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
 }
 
 void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j) {
-  writeFileAtomic(path, j.dump(2) + "\n");
+  writeFileAtomic(path, dumpJson(j, 2) + "\n");
 }
 
 void writeReportFile(const std::string& path, const nlohmann::ordered_json& report,
@@ -445,7 +478,7 @@ void writeReportFile(const std::string& path, const nlohmann::ordered_json& repo
   if (!tracker || !tracker->spooling() || !report.is_object() || report.empty())
     return writeJsonFile(path, report);
   writeFileAtomicStream(path, [&](const ByteSink& sink) {
-    std::string head = report.dump(2);  // "{\n  ...\n}": the closing brace is dropped
+    std::string head = dumpJson(report, 2);  // "{\n  ...\n}": the closing brace is dropped
     head.resize(head.rfind('}'));
     while (!head.empty() && head.back() == '\n') head.pop_back();
     sink(head);

@@ -59,6 +59,9 @@ void attachKernelStores(const RunOptions& o, SessionOptions& s);
 // --check-reference/--rtol/--atol.
 void addCommonOptions(CLI::App* cmd, RunOptions& o);
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
+// The files a run reads (MODEL, --trace, --gears @FILE, a profile file) as (option, path), for
+// checkOutputsAreNotInputs.
+NamedPaths inputPaths(const RunOptions& o);
 void configureLogFromOptions(const RunOptions& o);
 
 // The version of the JSON report's layout (docs/report-schema.json).

@@ -1,7 +1,9 @@
 #include "tools/run_report.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/sinks/base_sink.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -235,7 +237,7 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
   if (spool_ && spoolDetail_ != IterationDetail::kNone &&
       (spoolDetail_ == IterationDetail::kAll || compiled)) {
     const std::string rec =
-        (spooled_ ? ",\n    " : "\n    ") + iterationJson(*graph_, r, geared_).dump();
+        (spooled_ ? ",\n    " : "\n    ") + dumpJson(iterationJson(*graph_, r, geared_));
     if (std::fwrite(rec.data(), 1, rec.size(), spool_.get()) != rec.size())
       fail(ErrorKind::kIo, "cannot write the report's records to a temp file: {}",
            std::strerror(errno));
@@ -282,7 +284,7 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
   if (jsonl_) {
     const nlohmann::ordered_json it = iterationJson(*graph_, r, geared_);
     // One line per call, flushed: a reader tailing the file sees the run as it goes.
-    *jsonl_ << it.dump() << "\n" << std::flush;
+    *jsonl_ << dumpJson(it) << "\n" << std::flush;
     if (!*jsonl_) fail(ErrorKind::kIo, "--jsonl {}: write failed", jsonlPath_);
   }
   if (verbosity_ == Verbosity::kVerbose || (verbosity_ == Verbosity::kDefault && compiled))
@@ -291,8 +293,20 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
 
 void RunTracker::streamTo(const std::string& path) {
   checkOutputPath("--jsonl", path);
+  // A FIFO with no reader would block the open below forever (every other writer refuses
+  // it, graph/npy.h). A non-blocking open tells: ENXIO when nothing reads. Holding that
+  // descriptor while the stream opens keeps the FIFO's reader count honest for the open.
+  struct stat st {};
+  int probe = -1;
+  if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+    probe = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (probe < 0 && errno == ENXIO)
+      fail(ErrorKind::kIo, "--jsonl {}: it is a FIFO and nothing is reading it", path);
+    if (probe < 0) fail(ErrorKind::kIo, "--jsonl {}: {}", path, std::strerror(errno));
+  }
   jsonlPath_ = path;
   jsonl_ = std::make_unique<std::ofstream>(path, std::ios::trunc);
+  if (probe >= 0) ::close(probe);
   if (!*jsonl_) fail(ErrorKind::kIo, "--jsonl {}: cannot open for writing", path);
 }
 
@@ -427,6 +441,10 @@ void writeJunit(const std::string& path, const std::string& suite,
   writeFileAtomic(path, x);
 }
 
+std::string dumpJson(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 void checkOutputPath(const std::string& option, const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -438,6 +456,24 @@ void checkOutputPath(const std::string& option, const std::string& path) {
     fail(ErrorKind::kIo, "{} {}: directory {} does not exist", option, path, dir.string());
   if (::access(dir.c_str(), W_OK) != 0)
     fail(ErrorKind::kIo, "{} {}: directory {} is not writable", option, path, dir.string());
+}
+
+void checkOutputsAreNotInputs(const NamedPaths& outputs, const NamedPaths& inputs) {
+  namespace fs = std::filesystem;
+  for (const auto& [outOption, out] : outputs) {
+    if (out.empty()) continue;
+    for (const auto& [inOption, in] : inputs) {
+      if (in.empty()) continue;
+      // An output that does not exist yet cannot be an input (an input must exist to be read),
+      // and one that is not a regular file (/dev/null, a FIFO) is written in place, never
+      // truncated. equivalent() compares device and inode, so links and other spellings of
+      // the same file are found too.
+      std::error_code ec;
+      if (fs::is_regular_file(out, ec) && fs::equivalent(out, in, ec) && !ec)
+        fail(ErrorKind::kConfig, "{} {} is the same file as {} {}: refusing to overwrite an input",
+             outOption, out, inOption, in);
+    }
+  }
 }
 
 }  // namespace gearbox::cli

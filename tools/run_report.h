@@ -143,8 +143,21 @@ struct AssertResult {
 void writeJunit(const std::string& path, const std::string& suite,
                 const std::vector<AssertResult>& results);
 
+// j.dump(indent) with every string that is not valid UTF-8 written with U+FFFD in place of
+// its bad bytes: file names and option values come from outside, and nlohmann's default is to
+// throw (type_error 316) after the run has finished, losing its report.
+std::string dumpJson(const nlohmann::ordered_json& j, int indent = -1);
+
 // Checks before a run that `path` can be written: its directory exists and is writable, and the
 // path is not a directory. Error(kIo) naming the option otherwise.
 void checkOutputPath(const std::string& option, const std::string& path);
+
+// (option, path) pairs; an empty path is an option not given.
+using NamedPaths = std::vector<std::pair<std::string, std::string>>;
+
+// Refuses an output that is one of the inputs (the same file by any spelling, hard link or
+// symlink): opening it for writing would empty the input before or while it is read. Checked
+// before anything is opened. Error(kConfig) naming both options and the path.
+void checkOutputsAreNotInputs(const NamedPaths& outputs, const NamedPaths& inputs);
 
 }  // namespace gearbox::cli

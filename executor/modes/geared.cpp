@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "compiler/compile_log.h"
@@ -17,8 +18,14 @@ std::unique_ptr<ModeStrategy> makeGearedMode(ModeHost& host) {
   return std::make_unique<GearedMode>(host);
 }
 
-GearedMode::GearedMode(ModeHost& host)
-    : host_(host), config_(GearConfig::fromGraph(host.graph())) {}
+GearedMode::GearedMode(ModeHost& host) : host_(host), config_(GearConfig::fromGraph(host.graph())) {
+  // Bad gears text fails when the session is built, not at its first call. prepare() applies
+  // the text again, after any set_dim_gears calls, so here it goes into a scratch copy.
+  if (const std::string& text = host.options().gears.json; !text.empty()) {
+    GearConfig scratch = config_;
+    applyGearsJson(scratch, text);
+  }
+}
 
 void GearedMode::setDimGears(const std::string& input, const DimGearList& gears) {
   if (set_) fail(ErrorKind::kGear, "gears are already compiled; set_dim_gears must come first");
@@ -136,6 +143,11 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   // MODELED device cost of the up-front compile (serial, as a device compiles).
   double modeled = static_cast<double>(valid) * options.cost.graphCompile(graph.nodes.size());
   for (double us : modeledKernels) modeled += us;
+  if (!std::isfinite(modeled))
+    fail(ErrorKind::kConfig,
+         "device profile '{}': the MODELED compile time of the gears is not finite; the "
+         "profile's compile figures are too large to model",
+         options.cost.name);
   stats.modeledDeviceUs += modeled;
   stats.modeledCompileUs += modeled;
   stats.modeled.compileUs += modeled;

@@ -36,7 +36,7 @@ import tempfile
 
 import numpy as np
 
-from . import _gearbox
+from . import _gearbox, _safe_io
 
 _DTYPES = {1: "f32", 6: "i32", 7: "i64"}  # onnx.TensorProto FLOAT, INT32, INT64
 _NP_DTYPES = {np.dtype("float32"): "f32", np.dtype("int32"): "i32", np.dtype("int64"): "i64"}
@@ -49,9 +49,9 @@ _LABELS = {"parse": "parse error", "shape": "shape error", "index": "index error
            "io": "I/O error", "gear": "gear error", "config": "config error"}
 
 
-class ImportFailure(Exception):
-    """A model gearbox cannot import. `kind` as gearbox.Error's ("io", "parse", ...); the CLI
-    prints it as "gearbox: <label>: <message>"."""
+class ImportFailure(_gearbox.Error):
+    """A model gearbox cannot import: a gearbox.Error whose `kind` is one of gearbox.Error's
+    ("io", "parse", ...); the CLI prints it as "gearbox: <label>: <message>"."""
 
     def __init__(self, kind, message):
         super().__init__(message)
@@ -1448,16 +1448,34 @@ OPS = {
 def import_model(model_path, out_path, name=None):
     """Imports `model_path` (ONNX) to `out_path` (.gbx) + `<stem>.<value>.npy` beside it.
 
-    Returns the list of files written. Raises ImportFailure (nothing written) on bad input."""
+    Returns the list of files written. Raises ImportFailure, a gearbox.Error (nothing written),
+    on bad input: the one error boundary of the importer, so no other exception escapes."""
+    try:
+        return _import_model(model_path, out_path, name)
+    except ImportFailure:
+        raise
+    except _gearbox.Error as e:  # the file rules (_safe_io) and the C++ parser
+        raise ImportFailure(getattr(e, "kind", "io"), str(e)) from None
+    except OSError as e:  # staging files beside the output
+        where = e.filename if isinstance(e.filename, str) else out_path
+        raise ImportFailure("io", f"cannot write '{where}': {e.strerror or e}") from None
+    except MemoryError:
+        raise ImportFailure("parse", f"{model_path}: the model needs more memory than there "
+                                     "is") from None
+    except Exception as e:  # a malformed proto the checks above did not foresee
+        raise ImportFailure("parse", f"{model_path}: cannot import: {type(e).__name__}: "
+                                     f"{e}") from None
+
+
+def _import_model(model_path, out_path, name):
     import onnx
     import onnx.numpy_helper  # noqa: F401
 
-    try:
-        model = onnx.load(model_path)
-    except FileNotFoundError:
-        raise ImportFailure("io", f"cannot read '{model_path}': No such file or directory")
-    except Exception as e:  # protobuf decode errors, permission errors
-        raise ImportFailure("io", f"{model_path}: not a readable ONNX model: {e}")
+    _safe_io.check_output_path(out_path)
+    model = _read_model(model_path)
+    if os.path.exists(out_path) and os.path.samefile(model_path, out_path):
+        raise ImportFailure("io", f"-o {out_path} is the model itself: refusing to overwrite "
+                                  "an input")
     out_dir = os.path.dirname(os.path.abspath(out_path))
     stem = os.path.splitext(os.path.basename(out_path))[0] or "model"
     im = _Importer(model, stem, name)
@@ -1465,10 +1483,16 @@ def import_model(model_path, out_path, name=None):
         text = im.run()
     except ImportFailure as e:
         raise ImportFailure(e.kind, f"{model_path}: {e}")
-    if not os.path.isdir(out_dir):
-        raise ImportFailure("io", f"cannot write '{out_path}': no directory {out_dir}")
+    for fname in list(im.files) + [os.path.basename(out_path)]:
+        # NAME_MAX, checked before anything is staged: an ONNX value name can be any length.
+        if len(os.fsencode(fname)) > 255:
+            raise ImportFailure("io", f"cannot write '{fname[:60]}...' in {out_dir}: the file "
+                                      f"name is {len(os.fsencode(fname))} bytes, above the "
+                                      "limit of 255 (a long ONNX value name?)")
     tmp = tempfile.mkdtemp(prefix=".gearbox-import-", dir=out_dir)
     try:
+        # Staged and verified in a folder of its own first; then every file goes in place
+        # together (_safe_io.AtomicFileSet), .npy files and the .gbx, or none of them.
         for fname, arr in im.files.items():
             np.save(os.path.join(tmp, fname), arr)
         gbx = os.path.join(tmp, os.path.basename(out_path))
@@ -1479,15 +1503,122 @@ def import_model(model_path, out_path, name=None):
         except _gearbox.Error as e:
             msg = str(e).replace(gbx, out_path).replace(tmp + os.sep, "")
             raise ImportFailure(e.kind, f"{model_path}: the imported model does not verify: {msg}")
-        written = []
+        files = _safe_io.AtomicFileSet()
         for fname in im.files:
-            os.replace(os.path.join(tmp, fname), os.path.join(out_dir, fname))
-            written.append(os.path.join(out_dir, fname))
-        os.replace(gbx, out_path)
-        written.append(out_path)
-        return written
+            with open(os.path.join(tmp, fname), "rb") as f:
+                files.add(os.path.join(out_dir, fname), f.read())
+        files.add(out_path, text.encode("utf-8"))
+        return files.commit()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read_model(model_path):
+    """The model through the file rules (_safe_io): a regular file within the size limit, its
+    external data inlined from regular files inside its own folder, and its tensors and nodes
+    checked against what they claim before any of them is used."""
+    import onnx
+
+    data = _safe_io.read_file(model_path)
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as e:  # protobuf decode errors
+        raise ImportFailure("io", f"{model_path}: not a readable ONNX model: {e}") from None
+    if not model.HasField("graph") or not model.graph.output:
+        raise ImportFailure("parse", f"{model_path}: not an ONNX model with a graph (no graph "
+                                     "outputs; an empty or truncated file?)")
+    folder = os.path.dirname(os.path.abspath(model_path))
+    for t in _all_tensors(model):
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            _inline_external_data(t, folder, model_path)
+        _check_tensor(t, model_path)
+    _check_nodes(model, model_path)
+    return model
+
+
+def _all_tensors(model):
+    from onnx import external_data_helper
+
+    return list(external_data_helper._get_all_tensors(model))
+
+
+def _inline_external_data(t, folder, model_path):
+    import onnx
+
+    info = {e.key: e.value for e in t.external_data}
+    what = f"{model_path}: external data of tensor '{t.name}'"
+    try:
+        offset = int(info.get("offset") or 0)
+        length = int(info["length"]) if info.get("length") else None
+    except ValueError:
+        raise ImportFailure("parse", f"{what}: offset and length must be integers") from None
+    expected = _tensor_bytes(t)
+    if length is None and expected is not None:
+        length = expected
+    t.raw_data = _safe_io.read_beside(folder, info.get("location", ""), offset, length, what)
+    t.data_location = onnx.TensorProto.DEFAULT
+    del t.external_data[:]
+
+
+# onnx.TensorProto data type -> (bytes per element, the typed field holding it when not raw).
+_ELEMENT = {1: (4, "float_data"), 2: (1, "int32_data"), 3: (1, "int32_data"),
+            4: (2, "int32_data"), 5: (2, "int32_data"), 6: (4, "int32_data"),
+            7: (8, "int64_data"), 9: (1, "int32_data"), 10: (2, "int32_data"),
+            11: (8, "double_data"), 12: (4, "uint64_data"), 13: (8, "uint64_data"),
+            16: (2, "int32_data")}
+
+
+def _tensor_bytes(t):
+    """Bytes the tensor's dims and type claim (None for a type without a fixed size)."""
+    if t.data_type not in _ELEMENT:
+        return None
+    count = 1
+    for d in t.dims:
+        count *= d
+    return count * _ELEMENT[t.data_type][0]
+
+
+def _check_tensor(t, model_path):
+    where = f"{model_path}: tensor '{t.name[:80]}'"
+    if any(d < 0 for d in t.dims):
+        raise ImportFailure("parse", f"{where}: negative dim in {list(t.dims)}")
+    size = _tensor_bytes(t)
+    if size is None:
+        return  # an element type gearbox does not take; the importer reports it by name
+    if size > _safe_io.MAX_INPUT_FILE_BYTES:
+        raise ImportFailure("parse", f"{where}: dims {list(t.dims)} hold {size} bytes, above the "
+                                     f"limit of {_safe_io.MAX_INPUT_FILE_BYTES} bytes")
+    count = size // _ELEMENT[t.data_type][0]
+    if t.raw_data:
+        if len(t.raw_data) != size:
+            raise ImportFailure("parse", f"{where}: raw_data has {len(t.raw_data)} bytes, its "
+                                         f"dims {list(t.dims)} need {size}")
+        return
+    field = _ELEMENT[t.data_type][1]
+    have = len(getattr(t, field))
+    if have != count:
+        raise ImportFailure("parse", f"{where}: {field} has {have} values, its dims "
+                                     f"{list(t.dims)} need {count}")
+
+
+def _check_nodes(model, model_path):
+    """Every node has an output and at least the inputs its ONNX schema needs, so no op row
+    meets a node shorter than its op allows."""
+    import onnx.defs
+
+    opset = {o.domain or "": o.version for o in model.opset_import}
+    for i, node in enumerate(model.graph.node):
+        label = f"node '{(node.name or f'node{i}')[:80]}' ({node.op_type[:80]})"
+        if not node.output or not node.output[0]:
+            raise ImportFailure("parse", f"{model_path}: {label} has no outputs")
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset.get(node.domain or "", 1),
+                                          node.domain or "")
+        except Exception:  # an op ONNX does not define: the importer lists it as unsupported
+            continue
+        if len(node.input) < schema.min_input:
+            raise ImportFailure("parse", f"{model_path}: {label} has {len(node.input)} inputs, "
+                                         f"its ONNX schema needs at least {schema.min_input}")
 
 
 def main(argv=None):
@@ -1498,8 +1629,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         written = import_model(args.model, args.out, args.name)
-    except ImportFailure as e:
-        print(f"gearbox: {e.label}: {e}", file=sys.stderr)
+    except _gearbox.Error as e:  # ImportFailure is one; import_model lets nothing else out
+        label = getattr(e, "label", "error")
+        print(f"gearbox: {label}: {e}", file=sys.stderr)
         return 2
     print(f"wrote {args.out} ({len(written) - 1} .npy constant file(s))")
     return 0

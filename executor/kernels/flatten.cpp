@@ -1,0 +1,15 @@
+// Flatten: reference and optimized kernels; the same bytes as the input (executor/kernels/copy.h).
+#include "executor/kernels/copy.h"
+#include "executor/kernels/op_kernels.h"
+
+namespace gearbox::kernels {
+
+void ref::refFlatten(const Attrs&, std::span<const TensorView> ins, const TensorView& out) {
+  detail::refViewCopy(ins[0], out);
+}
+
+bool runFlatten(const KernelSpec& spec, const void* const* in, void* out) {
+  return detail::runViewCopy(spec, in[0], out);
+}
+
+}  // namespace gearbox::kernels
