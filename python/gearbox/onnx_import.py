@@ -426,6 +426,11 @@ class _Importer:
             label = node.name or f"node{i}"
             row = OPS.get(node.op_type)
             try:
+                for n in node.input:
+                    if n and n not in self.shapes and n not in self.poisoned:
+                        raise _Unsupported(
+                            f"undefined '{self.value(n)}': no graph input, initializer or earlier "
+                            "node defines it (a cycle, or nodes out of order)")
                 if self.fold(node):
                     self.folded += 1
                     folded_nodes.add(id(node))
