@@ -15,6 +15,16 @@ kind, is collected; the import then fails with one error listing every one by na
 and writes nothing. The output is written to a temporary directory beside it, loaded back with
 gearbox.load (so the model is verified by the same parser the CLI uses), and only then moved
 into place, .npy files first and the .gbx last.
+
+Shape arithmetic is folded, not imported. Exported models compute shapes at run time
+(Shape -> Gather -> Unsqueeze -> Concat -> Reshape, Div for C // groups, Cast, Slice). The
+importer tracks every value whose elements it knows, as numbers (initializers, Constant) or as
+dim expressions (_Dim: a graph input's dim_param symbol, sums, products and floor divisions of
+them), and every value's symbolic shape, by its own shape inference for each op it maps. A node
+whose inputs are all known is evaluated here (FOLD) and never written; a mapped op reading a
+known value where gearbox wants an attribute (Reshape's shape, Slice's starts, Clip's min) gets
+it as that attribute. Known values become `const` lines only where a written op uses them as a
+tensor, so shape-only constants never reach the .gbx.
 """
 
 import argparse
@@ -30,6 +40,8 @@ from . import _gearbox, _safe_io
 
 _DTYPES = {1: "f32", 6: "i32", 7: "i64"}  # onnx.TensorProto FLOAT, INT32, INT64
 _NP_DTYPES = {np.dtype("float32"): "f32", np.dtype("int32"): "i32", np.dtype("int64"): "i64"}
+_ONNX_NP = {1: np.float32, 6: np.int32, 7: np.int64, 11: np.float64, 9: np.bool_}
+_INT64_MAX = 2**63 - 1
 
 
 # gearbox.Error's kinds and the CLI's wording of them (graph/error.h, errorKindName).
@@ -61,33 +73,198 @@ def _ident(text, fallback):
     return s
 
 
+# ---- dim expressions --------------------------------------------------------------------------
+#
+# A dim is a Python int or a _Dim: sum(coeff * atom) + const, in a canonical form so that two
+# computations of the same size compare equal (Reshape needs "is this the input's dim at this
+# position?"). Atoms: ("sym", name) a graph input's dim_param; ("anon", k) a size nobody named
+# (a graph input dim without dim_param, a ceil_mode pool over a symbol); ("div", d, c) floor
+# division of a non-divisible expression by c > 0; ("mul", a, b) a product of two expressions.
+# Sizes are non-negative, so ONNX's truncating integer Div is floor division on them.
+
+
+class _Dim:
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms, const):
+        self.terms = terms  # tuple of (atom, coeff), sorted by the atom's text
+        self.const = const
+
+    def __eq__(self, other):
+        return isinstance(other, _Dim) and self.terms == other.terms and self.const == other.const
+
+    def __hash__(self):
+        return hash((self.terms, self.const))
+
+    def __repr__(self):
+        return _dim_str(self)
+
+    def symbols(self):
+        out = []
+        for atom, _ in self.terms:
+            if atom[0] == "sym":
+                out.append(atom[1])
+            elif atom[0] in ("div", "mul"):
+                for part in atom[1:]:
+                    if isinstance(part, _Dim):
+                        out += part.symbols()
+        return out
+
+
+def _atom_str(atom):
+    kind = atom[0]
+    if kind == "sym":
+        return atom[1]
+    if kind == "anon":
+        return f"?{atom[1]}"
+    if kind == "div":
+        inner = _dim_str(atom[1])
+        return f"({inner}) // {atom[2]}" if isinstance(atom[1], _Dim) and (
+            len(atom[1].terms) > 1 or atom[1].const) else f"{inner} // {atom[2]}"
+    return f"({_dim_str(atom[1])}) * ({_dim_str(atom[2])})"
+
+
+def _dim_str(d):
+    if isinstance(d, int):
+        return str(d)
+    parts = []
+    for atom, c in d.terms:
+        text = _atom_str(atom)
+        if c == 1:
+            parts.append(("+", text))
+        elif c == -1:
+            parts.append(("-", text))
+        else:
+            parts.append(("-" if c < 0 else "+", f"{abs(c)}*{text}"))
+    if d.const:
+        parts.append(("-" if d.const < 0 else "+", str(abs(d.const))))
+    out = ("-" if parts[0][0] == "-" else "") + parts[0][1]
+    for sign, text in parts[1:]:
+        out += f" {sign} {text}"
+    return out
+
+
+def _lin(d):
+    if isinstance(d, (int, np.integer)):
+        return {}, int(d)
+    return dict(d.terms), d.const
+
+
+def _mk(terms, const):
+    items = tuple(sorted(((a, c) for a, c in terms.items() if c), key=lambda kv: _atom_str(kv[0])))
+    return _Dim(items, int(const)) if items else int(const)
+
+
+def _sym(name):
+    return _Dim(((("sym", name), 1),), 0)
+
+
+def d_add(a, b):
+    ta, ca = _lin(a)
+    tb, cb = _lin(b)
+    for atom, c in tb.items():
+        ta[atom] = ta.get(atom, 0) + c
+    return _mk(ta, ca + cb)
+
+
+def d_neg(a):
+    t, c = _lin(a)
+    return _mk({k: -v for k, v in t.items()}, -c)
+
+
+def d_sub(a, b):
+    return d_add(a, d_neg(b))
+
+
+def d_mul(a, b):
+    if isinstance(b, (int, np.integer)):
+        a, b = b, a
+    if isinstance(a, (int, np.integer)):
+        t, c = _lin(b)
+        return _mk({k: v * int(a) for k, v in t.items()}, c * int(a))
+    x, y = sorted((a, b), key=_dim_str)
+    return _mk({("mul", x, y): 1}, 0)
+
+
+def d_floordiv(a, b):
+    if not isinstance(b, (int, np.integer)):
+        raise _Unsupported(f"a division by the dim expression {_dim_str(b)}")
+    b = int(b)
+    if b <= 0:
+        raise _Unsupported(f"a division of a dim by {b}")
+    if isinstance(a, (int, np.integer)):
+        return int(a) // b
+    t, c = _lin(a)
+    q, r = divmod(c, b)  # (T + q*b + r) // b == (T + r) // b + q, for any T
+    if all(v % b == 0 for v in t.values()):  # (b*T' + r) // b == T' when 0 <= r < b
+        return _mk({k: v // b for k, v in t.items()}, q)
+    return d_add(_mk({("div", _mk(t, r), b): 1}, 0), q)
+
+
+def _ir_expr(d):
+    """d in the IR's dim-expression syntax (docs/IR.md: one symbol, floor((a * S + b) / c),
+    '/' floor division), or None where the IR cannot spell it (two symbols, a product, a
+    multiple of a quotient, a size nobody named)."""
+    if _is_static(d):
+        return str(d)
+    if len(d.terms) != 1:
+        return None
+    (atom, coeff), const = d.terms[0], d.const
+    if atom[0] == "sym" and coeff >= 1:
+        text = atom[1] if coeff == 1 else f"{coeff} * {atom[1]}"
+    elif atom[0] == "div" and coeff == 1:
+        inner = _ir_expr(atom[1])
+        if inner is None:
+            return None
+        text = f"({inner}) / {atom[2]}"
+    else:
+        return None
+    if const:
+        text += f" + {const}" if const > 0 else f" - {-const}"
+    return text
+
+
+def _is_static(d):
+    return isinstance(d, (int, np.integer))
+
+
+def _prod(dims):
+    out = 1
+    for d in dims:
+        out = d_mul(out, d)
+    return out
+
+
+# ---- the importer -----------------------------------------------------------------------------
+
+
 class _Importer:
     def __init__(self, model, stem, name):
         import onnx
         import onnx.numpy_helper  # noqa: F401  (submodules are not imported by "import onnx")
-        import onnx.shape_inference  # noqa: F401
 
         self.onnx = onnx
         self.model = model
         self.graph = model.graph
         self.stem = stem
         self.graph_name = _ident(name or self.graph.name, "main")
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                          1)
         self.ops = set(_gearbox.op_names())
         self.names = {}  # onnx value name -> gearbox value name
         self.used = set()
         self.lines = []
         self.files = {}  # .npy file name -> array
-        self.consts = {}  # onnx value name -> numpy array (initializers and Constant outputs)
-        self.shapes = {}  # onnx value name -> [int | str | None]
+        self.known = {}  # onnx value name -> np.ndarray: numbers, or objects (ints and _Dims)
+        self.shapes = {}  # onnx value name -> [int | _Dim] (None: rank unknown)
+        self.etypes = {}  # onnx value name -> onnx element type
+        self.emitted = set()  # onnx values that exist in the .gbx (inputs, op results, consts)
+        self.poisoned = set()  # results of unsupported nodes: their consumers are not mapped
+        self.attr_read = set()  # known values read as attributes (dropped if never emitted)
+        self.dim_names = {}  # _Dim -> the IR name used for it in reshape targets
+        self.anon = 0
         self.unsupported = []  # (node name, op type, reason)
-        try:
-            inferred = onnx.shape_inference.infer_shapes(model)
-        except Exception:  # shape inference is a help, not a requirement
-            inferred = model
-        for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(
-            inferred.graph.output
-        ):
-            self.shapes[vi.name] = self._shape_of(vi)
+        self.folded = 0  # nodes evaluated here, not written
 
     # ---- names, shapes, constants -------------------------------------------------------------
 
@@ -102,6 +279,10 @@ class _Importer:
             self.names[onnx_name] = name
         return "%" + self.names[onnx_name]
 
+    def new_anon(self):
+        self.anon += 1
+        return _Dim(((("anon", self.anon), 1),), 0)
+
     def _shape_of(self, vi):
         if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
             return None
@@ -110,14 +291,31 @@ class _Importer:
             if d.HasField("dim_value"):
                 dims.append(int(d.dim_value))
             elif d.HasField("dim_param") and d.dim_param:
-                dims.append(_ident(d.dim_param, "D"))
+                dims.append(_sym(_ident(d.dim_param, "D")))
             else:
-                dims.append(None)
+                dims.append(self.new_anon())
         return dims
 
-    @staticmethod
-    def dims_text(dims):
-        return ", ".join("-1" if d is None else str(d) for d in dims)
+    def dim_text(self, d):
+        """A graph input dim as the IR spells it: a size, a symbol, or -1."""
+        if _is_static(d):
+            return str(d)
+        if len(d.terms) == 1 and d.const == 0 and d.terms[0][1] == 1 and d.terms[0][0][0] == "sym":
+            return d.terms[0][0][1]
+        return "-1"
+
+    def dim_name(self, d):
+        """An IR name for dim expression d in a reshape target, where it means "the input's dim
+        at this position". A bare symbol is its own name; any other expression gets a name
+        derived from the symbol it comes from (the name only documents intent)."""
+        text = self.dim_text(d)
+        if text != "-1":
+            return text
+        if d not in self.dim_names:
+            syms = d.symbols()
+            base = _ident(syms[0], "d") if syms else "d"
+            self.dim_names[d] = f"{base}_{len(self.dim_names) + 1}"
+        return self.dim_names[d]
 
     def const_line(self, onnx_name, array, where):
         dt = _NP_DTYPES.get(array.dtype)
@@ -125,13 +323,72 @@ class _Importer:
             raise _Unsupported(f"{where}: dtype {array.dtype} (gearbox has f32, i32, i64)")
         out = self.value(onnx_name)
         fname = f"{self.stem}.{self.names[onnx_name]}.npy"
-        self.files[fname] = np.ascontiguousarray(array)
-        self.consts[onnx_name] = array
+        self.files[fname] = np.array(array, order="C")  # ascontiguousarray makes 0-D 1-D
+        self.known.setdefault(onnx_name, array)
+        self.shapes.setdefault(onnx_name, list(array.shape))
+        self.emitted.add(onnx_name)
         shape = ", ".join(str(d) for d in array.shape)
         self.lines.append(f'  {out} = const {dt}[{shape}] "{fname}"')
 
     def const_of(self, onnx_name):
-        return self.consts.get(onnx_name)
+        """The numeric value of a known ONNX value (None if not known or symbolic)."""
+        a = self.known.get(onnx_name)
+        if a is None or a.dtype == object:
+            return None
+        return a
+
+    def tensor(self, onnx_name):
+        """The IR value of `onnx_name` as an op's tensor input; a known value not written yet
+        becomes a const here (a dim expression cannot: the IR has no run-time dims yet)."""
+        if onnx_name in self.emitted:
+            return self.value(onnx_name)
+        a = self.known.get(onnx_name)
+        if a is None:
+            raise _Unsupported(f"input {onnx_name} is not defined")
+        if a.dtype == object:
+            if not all(_is_static(v) for v in a.flat):
+                raise _Unsupported(
+                    f"{onnx_name} = [{', '.join(_dim_str(v) for v in a.flat)}] is used as a "
+                    f"tensor; a tensor of dim expressions needs a dim expression in the IR")
+            a = a.astype(_ONNX_NP.get(self.etypes.get(onnx_name, 7), np.int64))
+        self.const_line(onnx_name, a, f"value {onnx_name}")
+        return self.value(onnx_name)
+
+    def set_out(self, name, dims, etype, known=None):
+        self.shapes[name] = None if dims is None else list(dims)
+        self.etypes[name] = etype
+        if known is not None:
+            self.known[name] = known
+
+    def shape(self, name, what="input"):
+        dims = self.shapes.get(name)
+        if dims is None:
+            raise _Unsupported(f"{what} {name} has a shape of unknown rank")
+        return dims
+
+    def attr_input(self, node, i, what):
+        """Input i of `node` where gearbox wants an attribute: a known value (None if absent)."""
+        if len(node.input) <= i or not node.input[i]:
+            return None
+        name = node.input[i]
+        a = self.known.get(name)
+        if a is None:
+            src = "a graph input" if any(v.name == name for v in self.graph.input) else \
+                "computed at run time"
+            raise _Unsupported(f"{what} (input {i}, {name}) is not a constant ({src}); "
+                               f"gearbox takes it as an attribute")
+        self.attr_read.add(name)
+        return a
+
+    def int_list(self, node, i, what, default=None):
+        a = self.attr_input(node, i, what)
+        if a is None:
+            return default
+        vals = list(a.reshape(-1))
+        if not all(_is_static(v) for v in vals):
+            raise _Unsupported(f"{what} = [{', '.join(_dim_str(v) for v in vals)}] needs a dim "
+                               "expression in the IR")
+        return [int(v) for v in vals]
 
     # ---- the walk -------------------------------------------------------------------------------
 
@@ -146,54 +403,133 @@ class _Importer:
             elem = vi.type.tensor_type.elem_type
             if elem not in _DTYPES:
                 self.unsupported.append((vi.name, "graph input", f"element type {elem}"))
+                self.poisoned.add(vi.name)
                 continue
             dims = self._shape_of(vi)
             if dims is None:
                 self.unsupported.append((vi.name, "graph input", "no shape"))
+                self.poisoned.add(vi.name)
                 continue
-            inputs.append(f"{self.value(vi.name)}: {_DTYPES[elem]}[{self.dims_text(dims)}]")
+            self.set_out(vi.name, dims, elem)
+            self.emitted.add(vi.name)
+            text = ", ".join(self.dim_text(d) for d in dims)
+            inputs.append(f"{self.value(vi.name)}: {_DTYPES[elem]}[{text}]")
         for name, t in initializers.items():
-            try:
-                self.const_line(name, numpy_helper.to_array(t), f"initializer {name}")
-            except _Unsupported as e:
-                self.unsupported.append((name, "initializer", str(e)))
+            arr = numpy_helper.to_array(t)
+            self.set_out(name, arr.shape, t.data_type, arr)
+        consumers = {}
+        for node in g.node:
+            for n in node.input:
+                consumers.setdefault(n, []).append(node)
+        folded_nodes = set()
         for i, node in enumerate(g.node):
             label = node.name or f"node{i}"
             row = OPS.get(node.op_type)
-            if row is None:
-                self.unsupported.append((label, node.op_type, "no mapping"))
-                continue
-            needs, fn = row
-            missing = [op for op in needs if op not in self.ops]
-            if missing:
-                self.unsupported.append(
-                    (label, node.op_type, f"needs gearbox op {', '.join(missing)}, not in this build")
-                )
-                continue
             try:
-                fn(self, node)
+                for n in node.input:
+                    if n and n not in self.shapes and n not in self.poisoned:
+                        raise _Unsupported(
+                            f"undefined '{self.value(n)}': no graph input, initializer or earlier "
+                            "node defines it (a cycle, or nodes out of order)")
+                if self.fold(node):
+                    self.folded += 1
+                    folded_nodes.add(id(node))
+                    continue
+                if row is None:
+                    raise _Unsupported("no mapping")
+                if any(n in self.poisoned for n in node.input):
+                    # The cause is listed already; whether this node would have folded or
+                    # which op it needs is not known without its input.
+                    self.poisoned.update(node.output)
+                    continue
+                missing = [op for op in row[0] if op not in self.ops]
+                if missing:
+                    self.unsupported.append((label, node.op_type, f"needs gearbox op "
+                                             f"{', '.join(missing)}, not in this build"))
+                    # Still mapped (the import fails anyway), for the shapes of the nodes after
+                    # it: each of them is checked and listed too.
+                    try:
+                        row[1](self, node)
+                    except _Unsupported:
+                        self.poisoned.update(node.output)
+                    continue
+                row[1](self, node)
             except _Unsupported as e:
                 self.unsupported.append((label, node.op_type, str(e)))
+                self.poisoned.update(node.output)
+        # An initializer no written op used as a tensor is dropped if it was read as an
+        # attribute or every consumer was folded; else (a weight no op reads, indices a Gather
+        # rewrote) it is written as before, so the model's declared constants stay visible.
+        for name, t in initializers.items():
+            if name in self.emitted or name in self.attr_read:
+                continue
+            users = consumers.get(name, [])
+            if users and all(id(n) in folded_nodes for n in users):
+                continue
+            try:
+                self.tensor(name)
+            except _Unsupported as e:
+                self.unsupported.append((name, "initializer", str(e)))
+        outputs = []
+        for o in g.output:
+            if o.name in self.poisoned:
+                continue
+            try:
+                outputs.append(self.tensor(o.name))
+            except _Unsupported as e:
+                self.unsupported.append((o.name, "graph output", str(e)))
         if self.unsupported:
             listed = "; ".join(f"{n} ({op}: {why})" for n, op, why in self.unsupported)
             raise ImportFailure(
                 "parse", f"{len(self.unsupported)} unsupported node(s), nothing written: {listed}"
             )
-        outputs = ", ".join(self.value(o.name) for o in g.output)
         header = f"graph {self.graph_name}({', '.join(inputs)}) {{"
         body = "\n".join(self.lines)
-        return f"# imported from ONNX by gearbox import\n{header}\n{body}\n  return {outputs}\n}}\n"
+        return (f"# imported from ONNX by gearbox import\n{header}\n{body}\n"
+                f"  return {', '.join(outputs)}\n}}\n")
+
+    # ---- folding --------------------------------------------------------------------------------
+
+    def fold(self, node):
+        """Evaluates `node` here when its value is known without running the model. Returns
+        whether it did. Shape needs only its input's shape; the others need every input known."""
+        fn = FOLD.get(node.op_type)
+        if fn is None:
+            return False
+        if node.op_type == "Shape":
+            if self.shapes.get(node.input[0]) is None:
+                return False
+        elif not all(n in self.known for n in node.input if n):
+            return False
+        if node.op_type in ("Cast", "Identity") and node.input[0] in self.emitted:
+            return False  # a value that exists at run time stays one (Cast of data, say)
+        return fn(self, node)
 
     # ---- helpers for rows -----------------------------------------------------------------------
 
-    def emit(self, node, call):
-        self.lines.append(f"  {self.value(node.output[0])} = {call}")
+    def emit(self, node, call, dims, etype=None, k=0):
+        name = node.output[k]
+        self.lines.append(f"  {self.value(name)} = {call}")
+        self.set_out(name, dims, self.etypes.get(node.input[0], 1) if etype is None else etype)
+        self.emitted.add(name)
+
+    def emit_tmp(self, name, call, dims, etype):
+        self.lines.append(f"  {self.value(name)} = {call}")
+        self.set_out(name, dims, etype)
+        self.emitted.add(name)
+        return self.value(name)
 
     def attr(self, node, name, default=None):
         for a in node.attribute:
             if a.name == name:
-                return self.onnx.helper.get_attribute_value(a)
+                v = self.onnx.helper.get_attribute_value(a)
+                return v.decode() if isinstance(v, bytes) else v
         return default
+
+    def need(self, *ops):
+        missing = [op for op in ops if op not in self.ops]
+        if missing:
+            raise _Unsupported(f"needs gearbox op {', '.join(missing)}, not in this build")
 
     def supports(self, text):
         """Whether this gearbox build accepts an IR snippet (capability probe)."""
@@ -203,133 +539,104 @@ class _Importer:
         except _gearbox.Error:
             return False
 
+    def reshape_call(self, src, in_dims, out_dims, where):
+        """IR for reshaping IR value `src` (dims in_dims) to out_dims: a list of (value name,
+        call, dims) steps, the last one giving out_dims. A target dim is written as its size
+        when static, as a name when it is the input's dim at the same position (reshape's
+        "copy this dim"), or as -1 if it is the only other one. When two or more dims are
+        neither (a [N, C, H, W] -> [N, g, C/g, H, W] channel split over symbolic H and W), the
+        ranks are aligned first with size-1 dims (unsqueeze before, or squeeze after), so the
+        dims the two shapes share at their ends sit at the same positions."""
+        tokens = self._reshape_tokens(in_dims, out_dims)
+        if tokens is not None:
+            return [(f"reshape({src}, shape=[{', '.join(tokens)}])", out_dims)]
+        r, t = len(in_dims), len(out_dims)
+        p = 0
+        while p < min(r, t) and in_dims[p] == out_dims[p]:
+            p += 1
+        s = 0
+        while s < min(r, t) - p and in_dims[r - 1 - s] == out_dims[t - 1 - s]:
+            s += 1
+        if r < t and "unsqueeze" in self.ops:
+            aligned = in_dims[:p] + [1] * (t - r) + in_dims[p:]
+            tokens = self._reshape_tokens(aligned, out_dims)
+            if tokens is not None:
+                axes = ", ".join(str(a) for a in range(p, p + t - r))
+                return [(f"unsqueeze({src}, axes=[{axes}])", aligned),
+                        (f"reshape(@, shape=[{', '.join(tokens)}])", out_dims)]
+        if r > t and "squeeze" in self.ops:
+            aligned = out_dims[:t - s] + [1] * (r - t) + out_dims[t - s:]
+            tokens = self._reshape_tokens(in_dims, aligned)
+            if tokens is not None:
+                axes = ", ".join(str(a) for a in range(t - s, t - s + r - t))
+                return [(f"reshape({src}, shape=[{', '.join(tokens)}])", aligned),
+                        (f"squeeze(@, axes=[{axes}])", out_dims)]
+        bad = [f"dim {i} = {_dim_str(d)}" for i, d in enumerate(out_dims)
+               if not _is_static(d) and not (i < r and in_dims[i] == d)]
+        raise _Unsupported(
+            f"{where}: target [{', '.join(_dim_str(d) for d in out_dims)}] from input "
+            f"[{', '.join(_dim_str(d) for d in in_dims)}]: {', '.join(bad)} needs a dim "
+            "expression (only one target dim may be inferred, as -1)")
 
-# ---- one function per ONNX op ---------------------------------------------------------------------
-
-
-def _binary(op):
-    def fn(im, node):
-        im.emit(node, f"{op}({im.value(node.input[0])}, {im.value(node.input[1])})")
-
-    return fn
-
-
-def _unary(op):
-    def fn(im, node):
-        im.emit(node, f"{op}({im.value(node.input[0])})")
-
-    return fn
-
-
-def _matmul(im, node):
-    ranks = [len(im.shapes.get(n) or [0, 0]) for n in node.input[:2]]
-    if 1 in ranks and not im.supports(
-        "graph t(%a: f32[4], %b: f32[4, 3]) { %m = matmul(%a, %b) return %m }"
-    ):
-        raise _Unsupported("a 1-D input; gearbox matmul in this build needs rank >= 2")
-    im.emit(node, f"matmul({im.value(node.input[0])}, {im.value(node.input[1])})")
-
-
-def _concat(im, node):
-    axis = im.attr(node, "axis")
-    args = ", ".join(im.value(n) for n in node.input)
-    im.emit(node, f"cat({args}, dim={axis})")
-
-
-def _gather(im, node):
-    axis = im.attr(node, "axis", 0)
-    data, indices = node.input[0], node.input[1]
-    idx = im.const_of(indices)
-    if idx is not None:
-        if idx.ndim != 1:
-            raise _Unsupported(f"{idx.ndim}-D indices (gearbox index_select takes 1-D indices)")
-        if (idx < 0).any():
-            # ONNX: a negative index i means i + size; index_select takes [0, size) only, so
-            # constant indices are rewritten here, against the dim's static size.
-            dims = im.shapes.get(data)
-            size = dims[axis] if dims and -len(dims) <= axis < len(dims) else None
-            if not isinstance(size, int):
-                raise _Unsupported("negative constant indices on a dim of unknown size")
-            if (idx < -size).any() or (idx >= size).any():
-                raise _Unsupported(f"an index outside [-{size}, {size})")
-            fixed = np.where(idx < 0, idx + size, idx).astype(idx.dtype)
-            im.const_line(indices + ".wrapped", fixed, f"indices of {node.name}")
-            indices = indices + ".wrapped"
-    else:
-        dims = im.shapes.get(indices)
-        if dims is not None and len(dims) != 1:
-            raise _Unsupported(f"{len(dims)}-D indices (gearbox index_select takes 1-D indices)")
-    im.emit(node, f"index_select({im.value(data)}, {im.value(indices)}, dim={axis})")
-
-
-def _reshape(im, node):
-    target = im.const_of(node.input[1])
-    if target is None:
-        raise _Unsupported("a shape that is not a constant")
-    if im.attr(node, "allowzero", 0):
-        raise _Unsupported("allowzero=1")
-    src = im.shapes.get(node.input[0]) or []
-    dims = []
-    for i, d in enumerate(target.tolist()):
-        if d == 0:  # ONNX: copy the input's dim
-            if i >= len(src) or src[i] is None:
-                raise _Unsupported(f"0 at position {i} copies a dim of unknown size")
-            d = src[i]
-        dims.append(str(d))
-    im.emit(node, f"reshape({im.value(node.input[0])}, shape=[{', '.join(dims)}])")
-
-
-def _transpose(im, node):
-    perm = im.attr(node, "perm")
-    if perm is None:
-        rank = len(im.shapes.get(node.input[0]) or [])
-        if not rank:
-            raise _Unsupported("no perm and an input of unknown rank")
-        perm = list(reversed(range(rank)))
-    im.emit(node, f"transpose({im.value(node.input[0])}, perm=[{', '.join(map(str, perm))}])")
-
-
-def _gemm(im, node):
-    # Y = alpha * A' @ B' + beta * C, A' = A or A^T, B' = B or B^T. Expressible when the
-    # transposes and scales can be folded into constants, or a transpose op exists.
-    alpha, beta = im.attr(node, "alpha", 1.0), im.attr(node, "beta", 1.0)
-    trans = [im.attr(node, "transA", 0), im.attr(node, "transB", 0)]
-    operands = []
-    for k in range(2):
-        name = node.input[k]
-        c = im.const_of(name)
-        if trans[k] or (k == 1 and alpha != 1.0):
-            if c is None:
-                if alpha != 1.0 and k == 1:
-                    raise _Unsupported("alpha != 1 with a non-constant B")
-                if "transpose" not in im.ops:
-                    raise _Unsupported("transA/transB of a non-constant input needs transpose")
-                t = f"{name}.T"
-                im.lines.append(f"  {im.value(t)} = transpose({im.value(name)}, perm=[1, 0])")
-                name = t
+    def _reshape_tokens(self, in_dims, out_dims):
+        tokens, free = [], 0
+        for i, d in enumerate(out_dims):
+            expr = _ir_expr(d) if self.dim_exprs() else None
+            if _is_static(d):
+                tokens.append(str(d))
+            elif i < len(in_dims) and in_dims[i] == d:
+                tokens.append(expr or self.dim_name(d))
+            elif expr is not None and d in in_dims:
+                # A build with dim expressions resolves a named target dim against the dim the
+                # input declares with the same expression, wherever it is (docs/IR.md).
+                tokens.append(expr)
             else:
-                c = c.T if trans[k] else c
-                if k == 1 and alpha != 1.0:
-                    c = (c * np.asarray(alpha, dtype=c.dtype)).astype(c.dtype)
-                name = f"{name}.gemm{k}"
-                im.const_line(name, np.ascontiguousarray(c), f"Gemm operand of {node.name}")
-        operands.append(name)
-    if len(node.input) < 3 or not node.input[2]:
-        im.emit(node, f"matmul({im.value(operands[0])}, {im.value(operands[1])})")
-        return
-    bias = node.input[2]
-    if beta != 1.0:
-        c = im.const_of(bias)
-        if c is None:
-            raise _Unsupported("beta != 1 with a non-constant C")
-        bias = f"{bias}.beta"
-        im.const_line(bias, (c * np.asarray(beta, dtype=c.dtype)).astype(c.dtype), "Gemm C")
-    mm = f"{node.output[0]}.mm"
-    im.lines.append(f"  {im.value(mm)} = matmul({im.value(operands[0])}, {im.value(operands[1])})")
-    im.emit(node, f"add({im.value(mm)}, {im.value(bias)})")
+                tokens.append("-1")
+                free += 1
+        return tokens if free <= 1 else None
+
+    def dim_exprs(self):
+        """Whether this build's IR has dim expressions (a reshape target may name an input dim
+        at another position by its expression)."""
+        if not hasattr(self, "_dim_exprs"):
+            self._dim_exprs = self.supports(
+                "graph t(%x: f32[2, (H - 1) / 2 + 1]) {\n"
+                "  %y = reshape(%x, shape=[(H - 1) / 2 + 1, 2])\n  return %y\n}\n")
+        return self._dim_exprs
+
+    def emit_steps(self, node, src, steps, etype, k=0):
+        """Writes reshape_call's steps; the last one is node.output[k]."""
+        for j, (call, dims) in enumerate(steps):
+            call = call.replace("@", src)
+            if j == len(steps) - 1:
+                self.emit(node, call, dims, etype, k)
+            else:
+                src = self.emit_tmp(f"{node.output[k]}.aligned", call, dims, etype)
 
 
-def _constant(im, node):
+# ---- folding: one function per ONNX op the importer can evaluate -------------------------------
+
+
+def _np_fn(f):
+    return np.frompyfunc(f, 2, 1)
+
+
+def _as_known(a, etype):
+    """A folded result: numeric arrays keep their dtype; object arrays of plain ints become
+    numbers again (so a later tensor use writes a const of the right dtype)."""
+    a = np.asarray(a)
+    if a.dtype == object and all(_is_static(v) for v in a.flat):
+        return a.astype(_ONNX_NP.get(etype, np.int64))
+    return a
+
+
+def _fold_out(im, node, arr, etype):
+    arr = _as_known(arr, etype)
+    im.set_out(node.output[0], arr.shape, etype, arr)
+    return True
+
+
+def _f_constant(im, node):
     numpy_helper = im.onnx.numpy_helper
     a = node.attribute[0] if len(node.attribute) == 1 else None
     if a is None:
@@ -346,21 +653,800 @@ def _constant(im, node):
         arr = np.asarray(list(a.ints), dtype=np.int64)
     else:
         raise _Unsupported(f"attribute {a.name}")
-    im.const_line(node.output[0], arr, f"Constant {node.name}")
+    etype = {v: k for k, v in _ONNX_NP.items()}.get(arr.dtype.type, 0)
+    im.set_out(node.output[0], arr.shape, etype, arr)
+    return True
 
 
-# ONNX op type -> (gearbox ops it needs, the function writing it). One row per op.
+def _f_shape(im, node):
+    dims = im.shapes[node.input[0]]
+    start, end = im.attr(node, "start", 0), im.attr(node, "end", None)
+    dims = dims[slice(start, end)]
+    arr = np.empty(len(dims), dtype=object)
+    arr[:] = dims
+    return _fold_out(im, node, arr, 7)
+
+
+def _f_identity(im, node):
+    a = im.known[node.input[0]]
+    return _fold_out(im, node, a, im.etypes.get(node.input[0], 7))
+
+
+def _f_cast(im, node):
+    a = im.known[node.input[0]]
+    to = im.attr(node, "to")
+    if to not in _ONNX_NP:
+        raise _Unsupported(f"to={to}: gearbox has f32, i32, i64")
+    if a.dtype == object:
+        if to not in (6, 7):
+            raise _Unsupported(f"to={to} of dim expressions")
+        return _fold_out(im, node, a, to)
+    return _fold_out(im, node, a.astype(_ONNX_NP[to]), to)
+
+
+def _axes_of(im, node, i, what, rank):
+    axes = im.attr(node, "axes") if im.opset < 13 or len(node.input) <= i else None
+    if axes is None:
+        axes = im.int_list(node, i, what)
+    if axes is None:
+        return None
+    out = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise _Unsupported(f"axes={list(axes)}: axis {a} outside rank {rank}")
+        out.append(a % rank)
+    if len(set(out)) != len(out):
+        raise _Unsupported(f"axes={list(axes)} repeats an axis")
+    return sorted(out)
+
+
+def _f_unsqueeze(im, node):
+    a = im.known[node.input[0]]
+    axes = _axes_of(im, node, 1, "axes", a.ndim + len(_raw_axes(im, node, 1)))
+    for ax in axes:
+        a = np.expand_dims(a, ax)
+    return _fold_out(im, node, a, im.etypes.get(node.input[0], 7))
+
+
+def _raw_axes(im, node, i):
+    axes = im.attr(node, "axes") if im.opset < 13 or len(node.input) <= i else None
+    if axes is None:
+        axes = im.int_list(node, i, "axes", [])
+    return list(axes)
+
+
+def _f_squeeze(im, node):
+    a = im.known[node.input[0]]
+    axes = _axes_of(im, node, 1, "axes", a.ndim)
+    a = np.squeeze(a, axis=tuple(axes) if axes is not None else None)
+    return _fold_out(im, node, a, im.etypes.get(node.input[0], 7))
+
+
+def _f_concat(im, node):
+    arrs = [im.known[n] for n in node.input]
+    if any(x.dtype == object for x in arrs):
+        arrs = [x.astype(object) for x in arrs]
+    a = np.concatenate(arrs, axis=im.attr(node, "axis"))
+    return _fold_out(im, node, a, im.etypes.get(node.input[0], 7))
+
+
+def _f_gather(im, node):
+    data, idx = im.known[node.input[0]], im.known[node.input[1]]
+    if idx.dtype == object:
+        raise _Unsupported("indices that are dim expressions")
+    axis = im.attr(node, "axis", 0) % max(data.ndim, 1)
+    size = data.shape[axis]
+    if (idx < -size).any() or (idx >= size).any():
+        raise _Unsupported(f"an index outside [-{size}, {size})")
+    a = np.take(data, np.where(idx < 0, idx + size, idx), axis=axis)
+    return _fold_out(im, node, a, im.etypes.get(node.input[0], 7))
+
+
+def _slice_params(im, node, rank):
+    """Slice's starts, ends, axes, steps as int lists (opset 10+ inputs, opset 1 attributes).
+    An end that is a dim expression is allowed when it equals the sliced dim (to the end)."""
+    if im.opset < 10:
+        return im.attr(node, "starts"), im.attr(node, "ends"), im.attr(node, "axes"), None
+    starts = im.attr_input(node, 1, "starts")
+    ends = im.attr_input(node, 2, "ends")
+    if starts is None or ends is None:
+        raise _Unsupported("no starts or ends input")
+    axes = im.int_list(node, 3, "axes")
+    steps = im.int_list(node, 4, "steps")
+    return list(starts.reshape(-1)), list(ends.reshape(-1)), axes, steps
+
+
+def _normalize_slice(im, node, dims):
+    starts, ends, axes, steps = _slice_params(im, node, len(dims))
+    rank = len(dims)
+    if axes is None:
+        axes = list(range(len(starts)))
+    if steps is None:
+        steps = [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise _Unsupported("starts, ends, axes and steps of different lengths")
+    out = []
+    for s, e, ax, st in zip(starts, ends, axes, steps):
+        if not -rank <= ax < rank:
+            raise _Unsupported(f"axes: axis {ax} outside rank {rank}")
+        ax %= rank
+        d = dims[ax]
+        if not _is_static(s):
+            raise _Unsupported(f"starts: {_dim_str(s)} needs a dim expression")
+        if not _is_static(e):
+            if e != d:
+                raise _Unsupported(f"ends: {_dim_str(e)} needs a dim expression")
+            e = _INT64_MAX  # ends at the dim's end: clamped
+        if st == 0:
+            raise _Unsupported("steps: 0")
+        out.append((int(s), int(min(max(int(e), -_INT64_MAX), _INT64_MAX)), ax, int(st)))
+    return out
+
+
+def _sliced_dim(im, d, s, e, st):
+    if _is_static(d):
+        return len(range(*slice(s, e, st).indices(d)))
+    if st == 1 and s == 0 and e >= _INT64_MAX // 2:
+        return d
+    if st == 1 and s >= 0 and e >= _INT64_MAX // 2:
+        return d_sub(d, s)  # sizes below s are an error at run time anyway
+    return im.new_anon()
+
+
+def _f_slice(im, node):
+    a = im.known[node.input[0]]
+    index = [slice(None)] * a.ndim
+    for s, e, ax, st in _normalize_slice(im, node, list(a.shape)):
+        index[ax] = slice(s, e, st)
+    return _fold_out(im, node, a[tuple(index)], im.etypes.get(node.input[0], 7))
+
+
+def _f_reshape(im, node):
+    a = im.known[node.input[0]]
+    target = im.int_list(node, 1, "shape")
+    dims = [a.shape[i] if d == 0 and not im.attr(node, "allowzero", 0) else d
+            for i, d in enumerate(target)]
+    return _fold_out(im, node, a.reshape(dims), im.etypes.get(node.input[0], 7))
+
+
+def _f_constant_of_shape(im, node):
+    shape = im.int_list(node, 0, "input")
+    t = im.attr(node, "value")
+    value = im.onnx.numpy_helper.to_array(t).reshape(-1) if t is not None else \
+        np.zeros(1, np.float32)
+    etype = t.data_type if t is not None else 1
+    return _fold_out(im, node, np.full(shape, value[0], dtype=value.dtype), etype)
+
+
+def _trunc_div(a, b):
+    if _is_static(a) and _is_static(b):
+        q = abs(int(a)) // abs(int(b))
+        return q if (a >= 0) == (b >= 0) else -q
+    return d_floordiv(a, b)
+
+
+_SYM_BINARY = {"Add": d_add, "Sub": d_sub, "Mul": d_mul, "Div": _trunc_div}
+
+
+def _f_binary(im, node):
+    a, b = im.known[node.input[0]], im.known[node.input[1]]
+    etype = im.etypes.get(node.input[0], 7)
+    if a.dtype != object and b.dtype != object:
+        if node.op_type == "Div" and np.issubdtype(a.dtype, np.integer):
+            out = _np_fn(_trunc_div)(a.astype(object), b.astype(object))
+        else:
+            out = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
+                   "Div": np.divide}[node.op_type](a, b).astype(a.dtype)
+        return _fold_out(im, node, out, etype)
+    if etype not in (6, 7):
+        raise _Unsupported("dim expressions in a float computation")
+    out = _np_fn(_SYM_BINARY[node.op_type])(a.astype(object), b.astype(object))
+    return _fold_out(im, node, out, etype)
+
+
+def _f_split(im, node):
+    a = im.known[node.input[0]]
+    pieces = _split_sizes(im, node, list(a.shape))
+    axis, start = pieces[0], 0
+    for k, size in enumerate(pieces[1]):
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(start, start + size)
+        start += size
+        part = _as_known(a[tuple(index)], im.etypes.get(node.input[0], 7))
+        im.set_out(node.output[k], part.shape, im.etypes.get(node.input[0], 7), part)
+    return True
+
+
+# ONNX op type -> the function evaluating it on known inputs (fold): these nodes are never written.
+FOLD = {
+    "Constant": _f_constant,
+    "Shape": _f_shape,
+    "Identity": _f_identity,
+    "Cast": _f_cast,
+    "Unsqueeze": _f_unsqueeze,
+    "Squeeze": _f_squeeze,
+    "Concat": _f_concat,
+    "Gather": _f_gather,
+    "Slice": _f_slice,
+    "Split": _f_split,
+    "Reshape": _f_reshape,
+    "ConstantOfShape": _f_constant_of_shape,
+    "Add": _f_binary,
+    "Sub": _f_binary,
+    "Mul": _f_binary,
+    "Div": _f_binary,
+}
+
+
+# ---- one function per ONNX op written to the IR ------------------------------------------------
+
+
+def _broadcast(a, b):
+    out = []
+    for i in range(max(len(a), len(b))):
+        x = a[len(a) - 1 - i] if i < len(a) else 1
+        y = b[len(b) - 1 - i] if i < len(b) else 1
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1 or _is_static(y):
+            out.append(y)
+        else:
+            out.append(x)
+    return list(reversed(out))
+
+
+def _binary(op):
+    def fn(im, node):
+        a, b = node.input[0], node.input[1]
+        dims = _broadcast(im.shape(a), im.shape(b))
+        im.emit(node, f"{op}({im.tensor(a)}, {im.tensor(b)})", dims)
+
+    return fn
+
+
+def _unary(op):
+    def fn(im, node):
+        im.emit(node, f"{op}({im.tensor(node.input[0])})", im.shape(node.input[0]))
+
+    return fn
+
+
+def _not_folded(what):
+    def fn(im, node):
+        raise _Unsupported(f"{what}; gearbox has no such op (folded only when its inputs are "
+                           "known at import)")
+
+    return fn
+
+
+def _identity(im, node):
+    # Dropped: the output is another name for the input's IR value.
+    src, out = node.input[0], node.output[0]
+    im.tensor(src)
+    im.names[out] = im.names[src]
+    im.emitted.add(out)
+    im.set_out(out, im.shapes.get(src), im.etypes.get(src, 1), im.known.get(src))
+
+
+def _cast(im, node):
+    src, to = node.input[0], im.attr(node, "to")
+    if im.etypes.get(src) != to:
+        raise _Unsupported(f"to={to} of a run-time tensor of element type "
+                           f"{im.etypes.get(src)}; gearbox has no cast op")
+    _identity(im, node)
+
+
+def _matmul(im, node):
+    a, b = (im.shape(n) for n in node.input[:2])
+    if 1 in (len(a), len(b)) and not im.supports(
+        "graph t(%a: f32[4], %b: f32[4, 3]) { %m = matmul(%a, %b) return %m }"
+    ):
+        raise _Unsupported("a 1-D input; gearbox matmul in this build needs rank >= 2")
+    if len(a) == 1 and len(b) == 1:
+        dims = []
+    elif len(a) == 1:
+        dims = b[:-2] + b[-1:]
+    elif len(b) == 1:
+        dims = a[:-1]
+    else:
+        dims = _broadcast(a[:-2], b[:-2]) + [a[-2], b[-1]]
+    im.emit(node, f"matmul({im.tensor(node.input[0])}, {im.tensor(node.input[1])})", dims)
+
+
+def _concat(im, node):
+    axis = im.attr(node, "axis")
+    shapes = [im.shape(n) for n in node.input]
+    dims = list(shapes[0])
+    ax = axis % len(dims)
+    dims[ax] = 0
+    for s in shapes:
+        dims[ax] = d_add(dims[ax], s[ax])
+    args = ", ".join(im.tensor(n) for n in node.input)
+    im.emit(node, f"cat({args}, dim={axis})", dims)
+
+
+def _gather(im, node):
+    axis = im.attr(node, "axis", 0)
+    data, indices = node.input[0], node.input[1]
+    dims = im.shape(data)
+    if not -len(dims) <= axis < len(dims):
+        raise _Unsupported(f"axis={axis} outside rank {len(dims)}")
+    axis %= len(dims)
+    idx = im.const_of(indices)
+    if indices in im.known and idx is None:
+        raise _Unsupported("indices that are dim expressions")
+    if idx is not None:
+        idx_shape = list(idx.shape)
+        if (idx < 0).any() or idx.ndim != 1:
+            # ONNX: a negative index i means i + size; index_select takes [0, size) only, so
+            # constant indices are rewritten here, against the dim's static size; N-D (and 0-D)
+            # indices are flattened, and the result reshaped (or squeezed) after.
+            size = dims[axis]
+            if (idx < 0).any():
+                if not _is_static(size):
+                    raise _Unsupported("negative constant indices on a dim of unknown size")
+                if (idx < -size).any() or (idx >= size).any():
+                    raise _Unsupported(f"an index outside [-{size}, {size})")
+            fixed = np.where(idx < 0, idx + (size if _is_static(size) else 0), idx)
+            fixed = fixed.astype(idx.dtype).reshape(-1)
+            indices = indices + ".wrapped" if (idx < 0).any() else indices + ".flat"
+            im.const_line(indices, fixed, f"indices of {node.name}")
+        idx_value = im.tensor(indices)
+    else:
+        idx_shape = im.shape(indices, "indices")
+        idx_value = im.tensor(indices)
+        if len(idx_shape) != 1:
+            im.need("reshape")
+            flat = [_prod(idx_shape)]
+            idx_value = im.emit_tmp(f"{node.output[0]}.indices", f"reshape({idx_value}, "
+                                    "shape=[-1])", flat, im.etypes.get(indices, 7))
+    n = _prod(idx_shape)
+    selected = dims[:axis] + [n] + dims[axis + 1:]
+    out = dims[:axis] + idx_shape + dims[axis + 1:]
+    call = f"index_select({im.tensor(data)}, {idx_value}, dim={axis})"
+    if len(idx_shape) == 1:
+        im.emit(node, call, out)
+        return
+    sel = im.emit_tmp(f"{node.output[0]}.select", call, selected, im.etypes.get(data, 1))
+    if not idx_shape:
+        im.need("squeeze")
+        im.emit(node, f"squeeze({sel}, axes=[{axis}])", out)
+        return
+    im.emit_steps(node, sel, im.reshape_call(sel, selected, out, "indices reshape"),
+                  im.etypes.get(data, 1))
+
+
+def _reshape_dims(im, node, src):
+    """Reshape's output dims (ONNX rules: 0 copies the input dim unless allowzero, one -1)."""
+    target = im.attr_input(node, 1, "shape")
+    if target is None:
+        raise _Unsupported("no shape input")
+    allowzero = im.attr(node, "allowzero", 0)
+    dims, inferred = [], None
+    for i, d in enumerate(target.reshape(-1).tolist()):
+        if d == 0 and not allowzero:
+            if i >= len(src):
+                raise _Unsupported(f"shape: 0 at position {i} copies a dim the input lacks")
+            d = src[i]
+        elif _is_static(d) and d == -1:
+            if inferred is not None:
+                raise _Unsupported("shape: more than one -1")
+            inferred = i
+        elif _is_static(d) and d < -1:
+            raise _Unsupported(f"shape: {d}")
+        dims.append(d)
+    if inferred is not None:
+        rest = [d for i, d in enumerate(dims) if i != inferred]
+        left = list(src)
+        for d in list(rest):  # the same dims on both sides cancel
+            if not _is_static(d) and d in left:
+                left.remove(d)
+                rest.remove(d)
+        num, den = _prod(left), _prod(rest)
+        if not _is_static(den):
+            dims[inferred] = im.new_anon()
+        elif den == 0:
+            raise _Unsupported("shape: a -1 beside a 0 dim is ambiguous")
+        elif _is_static(num) and num % den:
+            raise _Unsupported(f"shape: {num} elements do not divide into {den}")
+        else:
+            dims[inferred] = d_floordiv(num, den)
+    return dims
+
+
+def _reshape(im, node):
+    src = im.shape(node.input[0])
+    dims = _reshape_dims(im, node, src)
+    if im.attr(node, "allowzero", 0) and 0 in dims:
+        raise _Unsupported("allowzero=1 with a 0 in shape (an empty tensor)")
+    steps = im.reshape_call(im.tensor(node.input[0]), src, dims, "shape")
+    im.emit_steps(node, im.tensor(node.input[0]), steps, im.etypes.get(node.input[0], 1))
+
+
+def _transpose(im, node):
+    src = im.shape(node.input[0])
+    perm = im.attr(node, "perm")
+    if perm is None:
+        perm = list(reversed(range(len(src))))
+    dims = [src[p] for p in perm]
+    im.emit(node, f"transpose({im.tensor(node.input[0])}, perm=[{', '.join(map(str, perm))}])",
+            dims)
+
+
+def _gemm(im, node):
+    # Y = alpha * A' @ B' + beta * C, A' = A or A^T, B' = B or B^T. Transposes and scales are
+    # folded into constant operands; a non-constant operand gets a transpose op, and a scale
+    # a mul by a scalar const.
+    alpha, beta = im.attr(node, "alpha", 1.0), im.attr(node, "beta", 1.0)
+    trans = [im.attr(node, "transA", 0), im.attr(node, "transB", 0)]
+    etype = im.etypes.get(node.input[0], 1)
+    operands, shapes, scale_after = [], [], alpha
+    for k in range(2):
+        name = node.input[k]
+        c = im.const_of(name)
+        dims = list(im.shape(name))
+        if trans[k]:
+            dims = dims[::-1]
+        if c is not None and (trans[k] or (k == 1 and alpha != 1.0)):
+            c = c.T if trans[k] else c
+            if k == 1 and alpha != 1.0:
+                c = (c * np.asarray(alpha, dtype=c.dtype)).astype(c.dtype)
+                scale_after = 1.0
+            name = f"{name}.gemm{k}"
+            im.const_line(name, np.ascontiguousarray(c), f"Gemm operand of {node.name}")
+        elif trans[k]:
+            im.need("transpose")
+            t = f"{name}.T"
+            im.emit_tmp(t, f"transpose({im.tensor(name)}, perm=[1, 0])", dims, etype)
+            name = t
+        operands.append(name)
+        shapes.append(dims)
+    dims = [shapes[0][0], shapes[1][1]]
+    has_bias = len(node.input) > 2 and node.input[2]
+    call = f"matmul({im.tensor(operands[0])}, {im.tensor(operands[1])})"
+    if scale_after != 1.0:
+        im.need("mul")
+        mm = im.emit_tmp(f"{node.output[0]}.mm", call, dims, etype)
+        im.const_line(f"{node.output[0]}.alpha", np.asarray(alpha, np.float32), "Gemm alpha")
+        call = f"mul({mm}, {im.tensor(node.output[0] + '.alpha')})"
+    if not has_bias:
+        im.emit(node, call, dims)
+        return
+    bias = node.input[2]
+    if beta != 1.0:
+        c = im.const_of(bias)
+        if c is not None:
+            bias = f"{bias}.beta"
+            im.const_line(bias, (c * np.asarray(beta, dtype=c.dtype)).astype(c.dtype), "Gemm C")
+        else:
+            im.need("mul")
+            im.const_line(f"{node.output[0]}.beta", np.asarray(beta, np.float32), "Gemm beta")
+            scaled = f"{node.output[0]}.c"
+            im.emit_tmp(scaled, f"mul({im.tensor(bias)}, {im.tensor(node.output[0] + '.beta')})",
+                        im.shape(bias), etype)
+            bias = scaled
+    mm = im.emit_tmp(f"{node.output[0]}.mm2" if scale_after != 1.0 else f"{node.output[0]}.mm",
+                     call, dims, etype)
+    im.emit(node, f"add({mm}, {im.tensor(bias)})", _broadcast(dims, im.shape(bias)))
+
+
+def _ints(v):
+    return "[" + ", ".join(str(int(x)) for x in v) + "]"
+
+
+def _float(v):
+    return str(np.float32(v))
+
+
+def _window_out(im, d, k, s, pb, pe, dil, ceil_mode):
+    """One spatial output size of a conv or pool: floor((d + pads - dil*(k-1) - 1) / s) + 1,
+    or with ceil_mode the ceiling, dropping a last window that would start in the end padding
+    (PyTorch's and ONNX Runtime's rule)."""
+    span = dil * (k - 1) + 1
+    if not ceil_mode:
+        return d_add(d_floordiv(d_add(d, pb + pe - span), s), 1)
+    if not _is_static(d):
+        return im.new_anon()  # the last-window rule needs the size
+    out = -(-(d + pb + pe - span) // s) + 1
+    if (out - 1) * s >= d + pb:
+        out -= 1
+    return out
+
+
+def _spatial_pads(im, node, dims, kernel, strides, dilations):
+    """Explicit [top, left, bottom, right] pads (ONNX's [x1_begin, x2_begin, x1_end, x2_end]),
+    from pads or from auto_pad where the spatial input dims are static."""
+    auto_pad = im.attr(node, "auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        pads = list(im.attr(node, "pads", [0, 0, 0, 0]))
+        if any(p < 0 for p in pads):
+            raise _Unsupported(f"pads={pads}: negative pads")
+        return pads
+    if auto_pad == "VALID":
+        return [0, 0, 0, 0]
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise _Unsupported(f"auto_pad={auto_pad}")
+    begins, ends = [], []
+    for i in range(2):
+        d = dims[2 + i]
+        if not _is_static(d):
+            raise _Unsupported(f"auto_pad={auto_pad} with input dim {2 + i} = {_dim_str(d)} "
+                               "(explicit pads need a static size)")
+        out = -(-d // strides[i])
+        total = max((out - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1 - d, 0)
+        small = total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else total - small)
+        ends.append(total - begins[-1])
+    return begins + ends
+
+
+def _kernel_2d(im, node, kernel, what):
+    if len(kernel) != 2:
+        raise _Unsupported(f"kernel_shape={list(kernel)} (rank {len(kernel)}): gearbox {what} "
+                           "takes 2-D kernels only")
+
+
+def _conv(im, node):
+    x, w = node.input[0], node.input[1]
+    dims, wdims = im.shape(x), im.shape(w, "weight")
+    kernel = list(im.attr(node, "kernel_shape", wdims[2:]))
+    _kernel_2d(im, node, kernel, "conv2d")
+    if len(dims) != 4 or len(wdims) != 4:
+        raise _Unsupported(f"input rank {len(dims)}, weight rank {len(wdims)} (conv2d: 4 and 4)")
+    if list(kernel) != list(wdims[2:]):
+        raise _Unsupported(f"kernel_shape={kernel} differs from the weight's {wdims[2:]}")
+    strides = list(im.attr(node, "strides", [1, 1]))
+    dilations = list(im.attr(node, "dilations", [1, 1]))
+    group = im.attr(node, "group", 1)
+    pads = _spatial_pads(im, node, dims, kernel, strides, dilations)
+    out = [dims[0], wdims[0]] + [
+        _window_out(im, dims[2 + i], kernel[i], strides[i], pads[i], pads[2 + i], dilations[i],
+                    False) for i in range(2)]
+    args = [im.tensor(x), im.tensor(w)]
+    if len(node.input) > 2 and node.input[2]:
+        args.append(im.tensor(node.input[2]))
+    im.emit(node, f"conv2d({', '.join(args)}, strides={_ints(strides)}, pads={_ints(pads)}, "
+            f"dilations={_ints(dilations)}, group={group})", out)
+
+
+def _pool(op):
+    def fn(im, node):
+        if len(node.output) > 1 and node.output[1]:
+            raise _Unsupported("the Indices output (gearbox max_pool2d returns values only)")
+        dims = im.shape(node.input[0])
+        kernel = list(im.attr(node, "kernel_shape"))
+        _kernel_2d(im, node, kernel, op)
+        if len(dims) != 4:
+            raise _Unsupported(f"input rank {len(dims)} ({op} takes [N, C, H, W])")
+        strides = list(im.attr(node, "strides", [1, 1]))
+        dilations = list(im.attr(node, "dilations", [1, 1]))
+        if im.attr(node, "storage_order", 0):
+            raise _Unsupported("storage_order=1")
+        if op == "avg_pool2d" and dilations != [1, 1]:
+            raise _Unsupported(f"dilations={dilations} (gearbox avg_pool2d has none)")
+        ceil_mode = im.attr(node, "ceil_mode", 0)
+        pads = _spatial_pads(im, node, dims, kernel, strides, dilations)
+        if any(2 * p > kernel[i % 2] for i, p in enumerate(pads)):
+            # gearbox's pools take PyTorch's limit (a window never lies wholly in padding).
+            raise _Unsupported(f"pads={pads} exceed half the kernel {kernel}")
+        out = dims[:2] + [
+            _window_out(im, dims[2 + i], kernel[i], strides[i], pads[i], pads[2 + i],
+                        dilations[i], ceil_mode) for i in range(2)]
+        attrs = f"kernel={_ints(kernel)}, strides={_ints(strides)}, pads={_ints(pads)}"
+        if op == "max_pool2d":
+            attrs += f", dilations={_ints(dilations)}, ceil_mode={ceil_mode}"
+        else:
+            attrs += (f", ceil_mode={ceil_mode}, "
+                      f"count_include_pad={im.attr(node, 'count_include_pad', 0)}")
+        im.emit(node, f"{op}({im.tensor(node.input[0])}, {attrs})", out)
+
+    return fn
+
+
+def _mean_call(im, node, axes, keepdims):
+    dims = im.shape(node.input[0])
+    out = [1 if i in axes else d for i, d in enumerate(dims)] if keepdims else \
+        [d for i, d in enumerate(dims) if i not in axes]
+    im.emit(node, f"mean({im.tensor(node.input[0])}, axes={_ints(axes)}, keepdims={keepdims})",
+            out)
+
+
+def _global_average_pool(im, node):
+    rank = len(im.shape(node.input[0]))
+    if rank < 3:
+        raise _Unsupported(f"input rank {rank} (needs [N, C, spatial...])")
+    _mean_call(im, node, list(range(2, rank)), 1)
+
+
+def _reduce_mean(im, node):
+    rank = len(im.shape(node.input[0]))
+    axes = _axes_of(im, node, 1, "axes", rank)
+    if axes is None:
+        if im.attr(node, "noop_with_empty_axes", 0):
+            raise _Unsupported("noop_with_empty_axes=1")
+        axes = list(range(rank))
+    _mean_call(im, node, axes, im.attr(node, "keepdims", 1))
+
+
+def _batch_norm(im, node):
+    if im.attr(node, "training_mode", 0):
+        raise _Unsupported("training_mode=1 (gearbox batch_norm is inference only)")
+    if len([o for o in node.output if o]) > 1:
+        raise _Unsupported("running mean/var outputs (training mode)")
+    if im.attr(node, "spatial", 1) != 1:
+        raise _Unsupported("spatial=0")
+    args = ", ".join(im.tensor(n) for n in node.input[:5])
+    eps = im.attr(node, "epsilon", 1e-5)
+    im.emit(node, f"batch_norm({args}, epsilon={_float(eps)})", im.shape(node.input[0]))
+
+
+def _clip(im, node):
+    if im.opset >= 11:
+        lo = im.attr_input(node, 1, "min")
+        hi = im.attr_input(node, 2, "max")
+        lo = None if lo is None else float(np.asarray(lo).reshape(-1)[0])
+        hi = None if hi is None else float(np.asarray(hi).reshape(-1)[0])
+    else:
+        lo, hi = im.attr(node, "min"), im.attr(node, "max")
+    if im.etypes.get(node.input[0], 1) != 1:
+        raise _Unsupported("a non-float input (gearbox clip is f32)")
+    attrs = ""
+    if lo is not None and lo != -np.inf:
+        attrs += f", min={_float(lo)}"
+    if hi is not None and hi != np.inf:
+        attrs += f", max={_float(hi)}"
+    im.emit(node, f"clip({im.tensor(node.input[0])}{attrs})", im.shape(node.input[0]))
+
+
+def _flatten(im, node):
+    dims = im.shape(node.input[0])
+    axis = im.attr(node, "axis", 1)
+    if not -len(dims) <= axis <= len(dims):
+        raise _Unsupported(f"axis={axis} outside rank {len(dims)}")
+    if axis < 0:
+        axis += len(dims)
+    out = [_prod(dims[:axis]), _prod(dims[axis:])]
+    src = im.tensor(node.input[0])
+    if "flatten" in im.ops:
+        im.emit(node, f"flatten({src}, axis={axis})", out)
+        return
+    # A build without flatten: the same as a reshape, where the two dims can be written.
+    im.need("reshape")
+    im.emit_steps(node, src, im.reshape_call(src, dims, out, "flatten as reshape"),
+                  im.etypes.get(node.input[0], 1))
+
+
+def _slice_call(im, src, dims, params):
+    out = list(dims)
+    for s, e, ax, st in params:
+        out[ax] = _sliced_dim(im, dims[ax], s, e, st)
+    starts = _ints(p[0] for p in params)
+    ends = _ints(p[1] for p in params)
+    axes = _ints(p[2] for p in params)
+    steps = _ints(p[3] for p in params)
+    return f"slice({src}, starts={starts}, ends={ends}, axes={axes}, steps={steps})", out
+
+
+def _slice(im, node):
+    dims = im.shape(node.input[0])
+    call, out = _slice_call(im, im.tensor(node.input[0]), dims, _normalize_slice(im, node, dims))
+    im.emit(node, call, out)
+
+
+def _split_sizes(im, node, dims):
+    axis = im.attr(node, "axis", 0)
+    if not -len(dims) <= axis < len(dims):
+        raise _Unsupported(f"axis={axis} outside rank {len(dims)}")
+    axis %= len(dims)
+    split = im.attr(node, "split") if im.opset < 13 else im.int_list(node, 1, "split")
+    n = len(node.output)
+    if split is None:
+        d = dims[axis]
+        if not _is_static(d):
+            raise _Unsupported(f"equal parts of dim {axis} = {_dim_str(d)} need a static size")
+        num = im.attr(node, "num_outputs", n)
+        chunk = -(-d // num)
+        split = [min(chunk, d - k * chunk) for k in range(num)]
+    if len(split) != n:
+        raise _Unsupported(f"split={list(split)} for {n} outputs")
+    return axis, [int(s) for s in split]
+
+
+def _split(im, node):
+    # The IR has one output per node: each output is its own slice of the input.
+    dims = im.shape(node.input[0])
+    axis, sizes = _split_sizes(im, node, dims)
+    if _is_static(dims[axis]) and sum(sizes) != dims[axis]:
+        raise _Unsupported(f"split={sizes} sums to {sum(sizes)}, not dim {axis} = {dims[axis]}")
+    start = 0
+    src = im.tensor(node.input[0])
+    for k, size in enumerate(sizes):
+        if node.output[k]:
+            call, out = _slice_call(im, src, dims, [(start, start + size, axis, 1)])
+            out[axis] = size
+            im.emit(node, call, out, k=k)
+        start += size
+
+
+def _squeeze(im, node):
+    dims = im.shape(node.input[0])
+    axes = _axes_of(im, node, 1, "axes", len(dims))
+    if axes is None:
+        if not all(_is_static(d) for d in dims):
+            raise _Unsupported("no axes and an input of symbolic dims (which ones are 1?)")
+        axes = [i for i, d in enumerate(dims) if d == 1]
+    for a in axes:
+        if _is_static(dims[a]) and dims[a] != 1:
+            raise _Unsupported(f"axes: dim {a} is {dims[a]}, not 1")
+    out = [d for i, d in enumerate(dims) if i not in axes]
+    im.emit(node, f"squeeze({im.tensor(node.input[0])}, axes={_ints(axes)})", out)
+
+
+def _unsqueeze(im, node):
+    dims = im.shape(node.input[0])
+    axes = _axes_of(im, node, 1, "axes", len(dims) + len(_raw_axes(im, node, 1)))
+    out = list(dims)
+    for a in axes:
+        out.insert(a, 1)
+    im.emit(node, f"unsqueeze({im.tensor(node.input[0])}, axes={_ints(axes)})", out)
+
+
+def _pad(im, node):
+    mode = im.attr(node, "mode", "constant")
+    if mode != "constant":
+        raise _Unsupported(f"mode={mode} (gearbox pad is constant only)")
+    dims = im.shape(node.input[0])
+    if im.opset >= 11:
+        pads = im.int_list(node, 1, "pads")
+        value = im.attr_input(node, 2, "constant_value")
+        value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
+        if len(node.input) > 3 and node.input[3]:
+            raise _Unsupported("the axes input (opset 18)")
+    else:
+        pads, value = list(im.attr(node, "pads")), im.attr(node, "value", 0.0)
+    if len(pads) != 2 * len(dims):
+        raise _Unsupported(f"pads={pads} for rank {len(dims)}")
+    if any(p < 0 for p in pads):
+        raise _Unsupported(f"pads={pads}: negative pads (cropping)")
+    r = len(dims)
+    out = [d_add(d, pads[i] + pads[r + i]) for i, d in enumerate(dims)]
+    im.emit(node, f"pad({im.tensor(node.input[0])}, pads={_ints(pads)}, value={_float(value)})",
+            out)
+
+
+# ONNX op type -> (gearbox ops it needs, the function writing it). One row per op. Ops in FOLD
+# are evaluated at import when their inputs are known; their row here handles the other case.
 OPS = {
     "Add": (["add"], _binary("add")),
     "Mul": (["mul"], _binary("mul")),
     "Relu": (["relu"], _unary("relu")),
+    "Sigmoid": (["sigmoid"], _unary("sigmoid")),
     "MatMul": (["matmul"], _matmul),
-    "Gemm": (["matmul", "add"], _gemm),
+    "Gemm": (["matmul", "add"], _gemm),  # + mul, transpose where needed
     "Gather": (["index_select"], _gather),
     "Concat": (["cat"], _concat),
     "Reshape": (["reshape"], _reshape),
     "Transpose": (["transpose"], _transpose),
-    "Constant": ([], _constant),
+    "Conv": (["conv2d"], _conv),
+    "MaxPool": (["max_pool2d"], _pool("max_pool2d")),
+    "AveragePool": (["avg_pool2d"], _pool("avg_pool2d")),
+    "GlobalAveragePool": (["mean"], _global_average_pool),
+    "ReduceMean": (["mean"], _reduce_mean),
+    "BatchNormalization": (["batch_norm"], _batch_norm),
+    "Clip": (["clip"], _clip),
+    "Flatten": ([], _flatten),  # flatten, or reshape in a build without it
+    "Slice": (["slice"], _slice),
+    "Split": (["slice"], _split),
+    "Squeeze": (["squeeze"], _squeeze),
+    "Unsqueeze": (["unsqueeze"], _unsqueeze),
+    "Pad": (["pad"], _pad),
+    "Identity": ([], _identity),
+    "Cast": ([], _cast),
+    "Constant": ([], _f_constant),
+    "Shape": ([], _not_folded("Shape of a value of unknown rank")),
+    "ConstantOfShape": ([], _not_folded("a shape computed at run time")),
+    "Sub": ([], _not_folded("Sub of a run-time tensor")),
+    "Div": ([], _not_folded("Div of a run-time tensor")),
 }
 
 

@@ -91,7 +91,7 @@ def test_gemm_folds_transpose_and_scales(tmp_path):
 
 def test_unsupported_nodes_all_listed_nothing_written(tmp_path, cli, env):
     nodes = [
-        helper.make_node("Sigmoid", ["x"], ["a"], name="sig"),
+        helper.make_node("Tanh", ["x"], ["a"], name="tanh"),
         helper.make_node("Softmax", ["a"], ["b"], name="soft"),
         helper.make_node("Add", ["b", "x"], ["y"], name="ok"),
     ]
@@ -103,7 +103,7 @@ def test_unsupported_nodes_all_listed_nothing_written(tmp_path, cli, env):
     proc = gbx_import(cli, env, model, outdir / "bad.gbx")
     assert proc.returncode == 2
     assert "2 unsupported node(s)" in proc.stderr
-    assert "sig (Sigmoid" in proc.stderr and "soft (Softmax" in proc.stderr
+    assert "tanh (Tanh" in proc.stderr and "soft (Softmax" in proc.stderr
     assert proc.stderr.startswith("gearbox: parse error: ")
     assert os.listdir(outdir) == []
 
