@@ -231,7 +231,10 @@ def test_gearbox_dynamic_hw_resnet_compiles(exports, tmp_path, cli, env):
     assert proc.returncode == 0, proc.stderr
     g = gearbox.load(str(gbx))
     trace = [{"x": [1 + k % 3, 3, 32 + 8 * k, 40 + 8 * k]} for k in range(10)]
-    recs = {r["mode"]: r for r in gearbox.compare(g, trace, modes=["static", "dynamic"],
+    static = "static"
+    dynamic = "dynamic"
+    assert static in gearbox.MODES and dynamic in gearbox.MODES
+    recs = {r["mode"]: r for r in gearbox.compare(g, trace, modes=[static, dynamic],
                                                    on_recompile_limit="unlimited")}
     assert recs["static"]["graph_compiles"] == 10
     assert recs["dynamic"]["graph_compiles"] < 10
