@@ -25,4 +25,17 @@ struct KernelCost {
 
 KernelCost kernelCost(const KernelKey& key);  // for the static shapes in key.inputs
 
+// The MODELED compile cost of one kernel of an op on the built-in accelerator-class device: a
+// base plus, where real compilers search tilings, a term per log2 of the kernel's FLOPs. Each op
+// states its terms and where each figure comes from in compiler/ops/<op>.cpp, so an op without
+// them does not link; a device profile may replace the whole table (executor/cost_model.h).
+struct CompileCostTerms {
+  double baseUs = 0;
+  std::string_view baseSource;
+  double perLog2FlopsUs = 0;  // 0: no size term
+  std::string_view perLog2FlopsSource;
+};
+
+CompileCostTerms compileCostTerms(OpKind kind);
+
 }  // namespace gearbox

@@ -96,6 +96,44 @@ ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
   return *this;
 }
 
+namespace {
+// Every op with a kernel (a zero base is Const's: no kernel to compile).
+std::vector<OpKind> compiledOps() {
+  std::vector<OpKind> kinds;
+  for (int i = 0; i < kOpCount; ++i)
+    if (compileCostTerms(static_cast<OpKind>(i)).baseUs > 0)
+      kinds.push_back(static_cast<OpKind>(i));
+  return kinds;
+}
+}  // namespace
+
+std::map<std::string, double, std::less<>> builtinKernelCompileUs() {
+  std::map<std::string, double, std::less<>> m;
+  for (OpKind kind : compiledOps())
+    m[std::string(opKernelName(kind))] = compileCostTerms(kind).baseUs;
+  return m;
+}
+
+std::map<std::string, double, std::less<>> builtinKernelCompileLog2FlopsUs() {
+  std::map<std::string, double, std::less<>> m;
+  for (OpKind kind : compiledOps())
+    if (const CompileCostTerms t = compileCostTerms(kind); t.perLog2FlopsUs > 0)
+      m[std::string(opKernelName(kind))] = t.perLog2FlopsUs;
+  return m;
+}
+
+std::map<std::string, std::string> builtinCompileSources() {
+  std::map<std::string, std::string> m;
+  for (OpKind kind : compiledOps()) {
+    const CompileCostTerms t = compileCostTerms(kind);
+    const std::string name(opKernelName(kind));
+    m["kernel_compile_us." + name] = std::string(t.baseSource);
+    if (t.perLog2FlopsUs > 0)
+      m["kernel_compile_log2_flops_us." + name] = std::string(t.perLog2FlopsSource);
+  }
+  return m;
+}
+
 double CostModel::kernelCompile(const KernelKey& key) const {
   const std::string_view op = opKernelName(key.kind);
   double us = lookup(kernelCompileUs, op, kernelCompileDefaultUs);
@@ -154,6 +192,9 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
            d, range.lo, range.hi, range.unit);
     return d;
   };
+  auto eraseSources = [&](const std::string& table) {
+    std::erase_if(m.sources, [&](const auto& kv) { return kv.first.starts_with(table + "."); });
+  };
   auto numMap = [&](const nlohmann::json& v, const std::string& key,
                     std::map<std::string, double, std::less<>>& out, const ValueRange& range) {
     if (!v.is_object()) fail(ErrorKind::kConfig, "{}: {} must be an object", where, key);
@@ -171,9 +212,11 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
       // device's (a100-class), and an op the profile does not list costs its
       // kernel_compile_default_us, not a figure borrowed from that device.
       m.kernelCompileUs.clear();
+      eraseSources(key);
       numMap(v, key, m.kernelCompileUs, kMicroseconds);
     } else if (key == "kernel_compile_log2_flops_us") {
       m.kernelCompileLog2FlopsUs.clear();
+      eraseSources(key);
       numMap(v, key, m.kernelCompileLog2FlopsUs, kMicroseconds);
     } else if (key == "sync_policy") {
       const nlohmann::json* x = &v;
@@ -204,8 +247,7 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
 }
 
 CostModel loadCostModel(const std::string& path) {
-  CostModel m;
-  m.sources.clear();
+  CostModel m;  // the ops' compile terms keep their sources unless the profile replaces them
   applyCostJson(m, readFile(path), path);
   return m;
 }
@@ -223,7 +265,6 @@ CostModel loadDeviceProfile(const std::string& nameOrFile) {
   for (const auto& [name, text] : embeddedDeviceProfiles()) {
     if (name != nameOrFile) continue;
     CostModel m;
-    m.sources.clear();
     applyCostJson(m, text, "examples/devices/" + name + ".json");
     return m;
   }
@@ -265,6 +306,19 @@ void applyCostOverride(CostModel& m, const std::string& assignment) {
   }
   CostModel copy = m;  // nothing applied half-way
   applyCostJson(copy, j.dump(), "--cost " + assignment);
+  // One entry of a per-op table is overridden, not the table replaced (as a profile's table
+  // would be): the other ops keep their figures and sources.
+  if (dot != std::string::npos) {
+    const std::string table = key.substr(0, dot);
+    auto keep = [&](auto& before, auto& after) {
+      for (const auto& [op, us] : before) after.emplace(op, us);  // emplace: the new one stays
+      for (const auto& [k, src] : m.sources)
+        if (k.starts_with(table + ".")) copy.sources.emplace(k, src);
+    };
+    if (table == "kernel_compile_us") keep(m.kernelCompileUs, copy.kernelCompileUs);
+    if (table == "kernel_compile_log2_flops_us")
+      keep(m.kernelCompileLog2FlopsUs, copy.kernelCompileLog2FlopsUs);
+  }
   // An overridden value no longer has its file's source.
   copy.sources[key] = "--cost " + assignment;
   m = std::move(copy);

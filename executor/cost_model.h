@@ -19,6 +19,12 @@ namespace gearbox {
 
 enum class SyncPolicy { kPerOp, kEndOnly };
 
+// The ops' own compile-cost terms (compiler/kernel_cost.h) by kernel name, and their sources
+// keyed as in a profile ("kernel_compile_us.MatMul").
+std::map<std::string, double, std::less<>> builtinKernelCompileUs();
+std::map<std::string, double, std::less<>> builtinKernelCompileLog2FlopsUs();
+std::map<std::string, std::string> builtinCompileSources();
+
 struct CostModel {
   std::string name = "a100-class";
   std::string description;
@@ -34,16 +40,13 @@ struct CostModel {
   double syncUs = 6;                  // per host-device synchronisation
   double allocUs = 20;                // per device allocation that needs new memory
   // Kernel compile: a per-op base (kernelCompileDefaultUs for ops not listed) plus, where real
-  // compilers search tilings, a size term per log2 of the kernel's FLOPs.
-  std::map<std::string, double, std::less<>> kernelCompileUs = {
-      {"Add", 25},     {"MatMul", 800},           {"IndexSelect", 40},
-      {"Cat", 40},     {"CatGather", 60},         {"Mul", 25},
-      {"Relu", 25},    {"Reshape", 25},           {"Transpose", 40},
-      {"Clip", 25},    {"Sigmoid", 25},           {"Flatten", 25},
-      {"Squeeze", 25}, {"Unsqueeze", 25},         {"Slice", 40},
-      {"Pad", 40},     {"BatchNormalization", 25}};
+  // compilers search tilings, a size term per log2 of the kernel's FLOPs. The built-in figures
+  // are the ops' own (compileCost<Op> in compiler/ops/<op>.cpp, each with its source); a
+  // profile's table replaces them.
+  std::map<std::string, double, std::less<>> kernelCompileUs = builtinKernelCompileUs();
   double kernelCompileDefaultUs = 100;
-  std::map<std::string, double, std::less<>> kernelCompileLog2FlopsUs = {{"MatMul", 10}};
+  std::map<std::string, double, std::less<>> kernelCompileLog2FlopsUs =
+      builtinKernelCompileLog2FlopsUs();
   double graphCompileBaseUs = 2000;   // per plan: graph optimisation, memory plan, load ...
   double graphCompilePerNodeUs = 20;  // ... plus this per node of the graph
   // Dynamic shapes: host work per op per call -- shape inference on every op-by-op path
@@ -54,7 +57,7 @@ struct CostModel {
   double genericKernelEfficiency = 0.88;
   SyncPolicy syncPolicy = SyncPolicy::kPerOp;  // dynamic mode: sync after every op (seed 001)
   // Where each value comes from, by JSON key ("memory_gbps", "kernel_compile_us.MatMul").
-  std::map<std::string, std::string> sources;
+  std::map<std::string, std::string> sources = builtinCompileSources();
 
   // MODELED microseconds.
   double kernelCompile(const KernelKey& key) const;

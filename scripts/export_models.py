@@ -153,8 +153,10 @@ def main(argv=None):
                    help="export BatchNormalization nodes instead of folding them into Conv")
     p.add_argument("--import", dest="do_import", action="store_true",
                    help="then run `gearbox import` on each export")
-    p.add_argument("--gearbox", default=os.path.join(os.path.dirname(__file__), "..", "build",
-                                                     "bin", "gearbox"))
+    built = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin",
+                         "gearbox")
+    p.add_argument("--gearbox", default=built if os.path.exists(built) else "gearbox",
+                   help="the CLI for --import (default: build/bin/gearbox, else gearbox on PATH)")
     args = p.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     if args.traces:

@@ -31,6 +31,13 @@ std::string valuesOf(CostModel m) {
 TEST(DeviceProfile, BundledDefaultEqualsTheBuiltInDefaults) {
   EXPECT_EQ(std::string(kDefaultProfile), "a100-class");
   EXPECT_EQ(valuesOf(loadDeviceProfile(kDefaultProfile)), valuesOf(CostModel{}));
+  // Every op with a kernel states its own compile terms (compileCost<Op>); Const has none.
+  const CostModel m;
+  EXPECT_EQ(m.kernelCompileUs.size(), static_cast<size_t>(kOpCount - 1));
+  EXPECT_FALSE(m.kernelCompileUs.contains("Const"));
+  EXPECT_EQ(m.kernelCompileUs.at("Conv2d"), compileCostTerms(OpKind::kConv2d).baseUs);
+  EXPECT_GT(m.kernelCompileLog2FlopsUs.at("Conv2d"), 0);
+  EXPECT_EQ(m.sources.at("kernel_compile_us.Conv2d"), compileCostTerms(OpKind::kConv2d).baseSource);
   // By name (compiled in) and by path (the file in the tree) give the same profile.
   EXPECT_EQ(costModelToJson(loadDeviceProfile(kDefaultProfile)),
             costModelToJson(loadDeviceProfile(example("devices/a100-class.json"))));
@@ -81,6 +88,11 @@ TEST(DeviceProfile, OverridesAndErrors) {
   applyCostOverride(m, "sync_policy=end_only");
   EXPECT_EQ(m.launchUs, 3);
   EXPECT_EQ(m.kernelCompileUs.at("MatMul"), 500);
+  // One entry overridden, the rest of the table kept with its sources.
+  EXPECT_EQ(m.kernelCompileUs.at("Add"), CostModel{}.kernelCompileUs.at("Add"));
+  EXPECT_EQ(m.sources.at("kernel_compile_us.MatMul"), "--cost kernel_compile_us.MatMul=500");
+  EXPECT_TRUE(m.sources.at("kernel_compile_us.Add").starts_with("libxsmm"))
+      << m.sources.at("kernel_compile_us.Add");
   EXPECT_EQ(m.peakGflops.at("float"), 1000);
   EXPECT_EQ(m.syncPolicy, SyncPolicy::kEndOnly);
   EXPECT_EQ(m.sources.at("launch_us"), "--cost launch_us=3");

@@ -4,11 +4,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "compiler/kernel_cost.h"
 #include "graph/op.h"
 
 namespace gearbox {
@@ -58,11 +60,37 @@ TEST(Docs, AddingAnOpListsTheFilesEveryOpHas) {
   EXPECT_NE(padding.find("#pragma GCC diagnostic error \"-Wswitch\""), std::string::npos);
 }
 
+TEST(Docs, CostModelTableListsEveryOpsOwnCompileTerms) {
+  const std::string page = readSource("docs/cost-model.md");
+  ASSERT_FALSE(page.empty());
+  // Rows "  | MatMul | 800 | 10 | source |" of the per-op compile table.
+  std::map<std::string, std::pair<double, double>> rows;
+  const std::regex row(R"(\n *\| ([A-Za-z0-9]+) \| ([0-9.]+) \| *([0-9.]*) *\|)");
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), row); it != std::sregex_iterator();
+       ++it)
+    rows[(*it)[1]] = {std::stod((*it)[2]), (*it)[3].length() ? std::stod((*it)[3]) : 0.0};
+  for (int i = 0; i < kOpCount; ++i) {
+    const auto kind = static_cast<OpKind>(i);
+    const CompileCostTerms t = compileCostTerms(kind);
+    const std::string name(opKernelName(kind));
+    if (t.baseUs == 0) {  // no kernel (Const)
+      EXPECT_FALSE(rows.contains(name)) << name;
+      continue;
+    }
+    ASSERT_TRUE(rows.contains(name)) << name << " is missing from docs/cost-model.md's table";
+    EXPECT_EQ(rows[name].first, t.baseUs) << name;
+    EXPECT_EQ(rows[name].second, t.perLog2FlopsUs) << name;
+    EXPECT_GT(t.baseSource.size(), 10u) << name;
+    if (t.perLog2FlopsUs > 0) EXPECT_GT(t.perLog2FlopsSource.size(), 10u) << name;
+  }
+}
+
 TEST(Docs, EveryPerOpFileBelongsToAnOp) {
   // A file in an op folder is an op's own file, or one of the shared helpers the page names.
-  const std::set<std::string> shared = {
-      "common",   "dispatch",   "broadcast", "elementwise",   "binary", "gather", "ref_common",
-      "op_hooks", "op_kernels", "window",    "window_params", "pool2d", "gemm", "copy", "axes"};
+  const std::set<std::string> shared = {"common",     "dispatch", "broadcast",     "elementwise",
+                                        "binary",     "gather",   "ref_common",    "op_hooks",
+                                        "op_kernels", "window",   "window_params", "pool2d",
+                                        "gemm",       "copy",     "axes"};
   const std::set<std::string> stems = opStems();
   for (const char* dir : {"graph/ops", "compiler/ops", "executor/kernels"})
     for (const auto& e : fs::directory_iterator(std::string(GEARBOX_SOURCE_DIR) + "/" + dir)) {

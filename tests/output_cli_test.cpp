@@ -128,6 +128,36 @@ TEST(CiBehaviour, RuntimeErrorNamesModeIterationAndTraceLine) {
   EXPECT_EQ(j["iterations"], 1);
 }
 
+TEST(CiBehaviour, AnErrorBeforeTheFirstCallPrintsNoReportAndWritesNothing) {
+  // --pad-to over a conv's spatial dims is refused up front (padding would leak into real
+  // outputs): exit 2 with the reason, and no summary of zero iterations, no --json.
+  TempDir dir;
+  const std::string model = dir.file("conv.gbx"), trace = dir.file("t.jsonl"),
+                    json = dir.file("r.json");
+  std::ofstream(model) << "graph g(%x: f32[N, 2, H, H]) {\n  %w = const f32[2, 2, 3, 3] "
+                          "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+                          "0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n  %y = conv2d(%x, %w, "
+                          "pads=[1, 1, 1, 1])\n  return %y\n}\n";
+  std::ofstream(trace) << "{\"x\": [1, 2, 5, 5]}\n{\"x\": [2, 2, 7, 7]}\n";
+  auto r = runGearbox("run " + shellQuote(model) + " --trace " + shellQuote(trace) +
+                      " -q --mode geared --pad-to x=2,2,8,8 --json " + shellQuote(json));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot pad input 'x' dim 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("spatial dim"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("0 iterations"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(json));
+  // Padding only the batch is fine (rows of a batch never meet in a conv).
+  std::ofstream(model) << "graph g(%x: f32[N, 2, 8, 8]) {\n  %w = const f32[2, 2, 3, 3] "
+                          "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+                          "0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n  %y = conv2d(%x, %w, "
+                          "pads=[1, 1, 1, 1])\n  return %y\n}\n";
+  std::ofstream(trace) << "{\"x\": [1, 2, 8, 8]}\n{\"x\": [2, 2, 8, 8]}\n";
+  auto b = runGearbox("run " + shellQuote(model) + " --trace " + shellQuote(trace) +
+                      " -q --mode geared --pad-to x=2,2,8,8");
+  EXPECT_EQ(b.exitCode, 0) << b.output;
+  EXPECT_NE(b.output.find("padded calls 1"), std::string::npos) << b.output;
+}
+
 TEST(CiBehaviour, RecompileLimitErrorIsAPolicyFailureExitOne) {
   TempDir dir;
   const std::string json = dir.file("r.json");

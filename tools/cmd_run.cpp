@@ -147,6 +147,9 @@ void registerRun(CLI::App& app) {
     } catch (const Error& e) {
       error = e;
     }
+    // Nothing ran (the up-front work or the first call failed): no report of nothing, no file
+    // written, just the error (exit 2).
+    if (error && tracker.calls() == 0 && error->kind() != ErrorKind::kLimit) throw *error;
     printSummary(session, std::cout, &tracker);
     tracker.printSummary(std::cout);
     auto report = reportJson(session, o->model, o->trace, {o.get(), &tracker, detail});

@@ -169,6 +169,13 @@ std::string plural(int64_t n, const char* one, const char* many) {
 
 // "1, 2, 3" or "1..64" when the sizes are consecutive and more than three.
 std::string sizesText(const std::vector<int64_t>& v) {
+  // A plan compiled with the dim symbolic (dynamic, auto) guards "any size"; the compile that
+  // follows is a specialisation (batch 1), so "any" then the size, not "-1".
+  if (std::any_of(v.begin(), v.end(), [](int64_t x) { return x < 0; })) {
+    std::vector<std::string> parts;
+    for (int64_t x : v) parts.push_back(x < 0 ? "any" : std::to_string(x));
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
   if (v.size() > 3) {
     bool run = true;
     for (size_t i = 1; i < v.size(); ++i) run = run && v[i] == v[i - 1] + 1;

@@ -10,6 +10,9 @@ void compileAdd(KernelSpec& spec) {
 KernelCost kernelCostAdd(const KernelKey& key) {
   return binaryCost(key);
 }
+CompileCostTerms compileCostAdd() {
+  return {25, "libxsmm: JIT of a small kernel < 25 us (docs/performance anchors)"};
+}
 void paramsToJsonAdd(const KernelSpec& spec, Json& p) {
   binaryParamsToJson(spec, p);
 }

@@ -11,6 +11,9 @@ void compileAvgPool2d(KernelSpec& spec) {
 KernelCost kernelCostAvgPool2d(const KernelKey& key) {
   return pool2dCost(key, 1.0);  // one add per window tap (the divide is per output)
 }
+CompileCostTerms compileCostAvgPool2d() {
+  return {40, "assumption: a window loop specialised to its kernel, strides and pads, like Slice"};
+}
 void paramsToJsonAvgPool2d(const KernelSpec& spec, Json& p) {
   pool2dParamsToJson(spec, p);
 }

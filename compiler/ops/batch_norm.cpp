@@ -28,6 +28,10 @@ KernelCost kernelCostBatchNorm(const KernelKey& key) {
   for (size_t i = 1; i < key.inputs.size(); ++i) stats += elementBytes(key.inputs[i]);
   return KernelCost{2 * x / static_cast<double>(dtypeSize(key.dtype)), 2 * x + stats};
 }
+CompileCostTerms compileCostBatchNorm() {
+  return {25,
+          "assumption: an elementwise kernel with per-channel operands, like Mul's row broadcast"};
+}
 
 void paramsToJsonBatchNorm(const KernelSpec& spec, Json& p) {
   const BatchNormParams& v = paramsAs<BatchNormParams>(spec);

@@ -40,6 +40,9 @@ KernelCost kernelCostCatGather(const KernelKey& key) {
   const double out = rows > 0 ? in / rows * count : 0;
   return KernelCost{0, 2 * out + elementBytes(key.inputs[n])};
 }
+CompileCostTerms compileCostCatGather() {
+  return {60, "assumption: Cat plus an index gather"};
+}
 
 void paramsToJsonCatGather(const KernelSpec& spec, Json& p) {
   const CatGatherParams& v = paramsAs<CatGatherParams>(spec);

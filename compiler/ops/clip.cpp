@@ -11,6 +11,9 @@ KernelCost kernelCostClip(const KernelKey& key) {
   const double bytes = elementBytes(key.inputs[0]);
   return KernelCost{2 * bytes / static_cast<double>(dtypeSize(key.dtype)), 2 * bytes};
 }
+CompileCostTerms compileCostClip() {
+  return {25, "assumption: a one-input elementwise kernel, like Relu"};
+}
 void paramsToJsonClip(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

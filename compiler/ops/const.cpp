@@ -12,6 +12,9 @@ void compileConst(KernelSpec& spec) {
 KernelCost kernelCostConst(const KernelKey&) {
   return {};  // no kernel runs: the data is bound at plan time
 }
+CompileCostTerms compileCostConst() {
+  return {0, "no kernel: a constant is data in the plan, loaded with it"};
+}
 void paramsToJsonConst(const KernelSpec&, Json&) {}
 void paramsFromJsonConst(const Json&, KernelSpec&) {
   fail(ErrorKind::kIo, "a const is not a kernel");

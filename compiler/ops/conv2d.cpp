@@ -87,6 +87,12 @@ KernelCost kernelCostConv2d(const KernelKey& key) {
   // A multiply-add per weight tap and output element, plus the bias add.
   return KernelCost{2.0 * positions * depth + (key.inputs.size() == 3 ? positions : 0), bytes};
 }
+CompileCostTerms compileCostConv2d() {
+  return {800,
+          "assumption: a convolution primitive is created like oneDNN's matmul primitive (0.8 ms "
+          "for 256x256, Sapphire Rapids), since it lowers to the same GEMM",
+          10, "assumption: MatMul's tile search, 10 us per doubling of FLOPs"};
+}
 
 void paramsToJsonConv2d(const KernelSpec& spec, Json& j) {
   const ConvParams& p = paramsAs<ConvParams>(spec);

@@ -83,4 +83,14 @@ KernelCost kernelCost(const KernelKey& key) {
   return {};
 }
 
+CompileCostTerms compileCostTerms(OpKind kind) {
+  switch (kind) {
+#define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
+  GEARBOX_OP_CASE(e, ops::compileCost##e())
+#include "graph/ops.def"
+#undef GEARBOX_OP
+  }
+  return {};
+}
+
 }  // namespace gearbox

@@ -12,6 +12,9 @@ KernelCost kernelCostFlatten(const KernelKey& key) {
   // plan's decision, not the kernel's.
   return KernelCost{0, 2 * elementBytes(key.inputs[0])};
 }
+CompileCostTerms compileCostFlatten() {
+  return {25, "assumption: a contiguous copy (a view in static plans), like Reshape"};
+}
 void paramsToJsonFlatten(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

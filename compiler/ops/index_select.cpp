@@ -31,6 +31,9 @@ KernelCost kernelCostIndexSelect(const KernelKey& key) {
     out = out / static_cast<double>(in[d]) * std::max<double>(0, key.inputs[1].shape[0]);
   return KernelCost{0, 2 * out + elementBytes(key.inputs[1])};
 }
+CompileCostTerms compileCostIndexSelect() {
+  return {40, "assumption: a copy kernel with an index gather"};
+}
 
 void paramsToJsonIndexSelect(const KernelSpec& spec, Json& p) {
   const GatherParams& v = paramsAs<GatherParams>(spec);

@@ -117,6 +117,11 @@ KernelCost kernelCostMatMul(const KernelKey& key) {
       2.0 * batch * mm * nn * kk,
       elementBytes(key.inputs[0]) + elementBytes(key.inputs[1]) + batch * mm * nn * esize};
 }
+CompileCostTerms compileCostMatMul() {
+  return {800, "oneDNN: matmul primitive creation 0.8 ms for 256x256 (Sapphire Rapids)", 10,
+          "assumption: tile-size search grows with the log of the problem size (autotuners "
+          "enumerate power-of-two tiles per dim); 10 us per doubling of FLOPs"};
+}
 
 void paramsToJsonMatMul(const KernelSpec& spec, Json& p) {
   const MatMulParams& v = paramsAs<MatMulParams>(spec);

@@ -11,6 +11,9 @@ void compileMaxPool2d(KernelSpec& spec) {
 KernelCost kernelCostMaxPool2d(const KernelKey& key) {
   return pool2dCost(key, 1.0);  // one comparison per window tap
 }
+CompileCostTerms compileCostMaxPool2d() {
+  return {40, "assumption: a window loop specialised to its kernel, strides and pads, like Slice"};
+}
 void paramsToJsonMaxPool2d(const KernelSpec& spec, Json& p) {
   pool2dParamsToJson(spec, p);
 }

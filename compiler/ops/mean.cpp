@@ -49,6 +49,9 @@ KernelCost kernelCostMean(const KernelKey& key) {
   const double in = elementBytes(key.inputs[0]);
   return KernelCost{in / 4.0, in + elementBytes(inferNode(keyContext(key)))};
 }
+CompileCostTerms compileCostMean() {
+  return {40, "assumption: a reduction specialised to its axes, like Transpose's address pattern"};
+}
 
 void paramsToJsonMean(const KernelSpec& spec, Json& j) {
   const ReduceParams& p = paramsAs<ReduceParams>(spec);

@@ -10,6 +10,10 @@ void compileMul(KernelSpec& spec) {
 KernelCost kernelCostMul(const KernelKey& key) {
   return binaryCost(key);
 }
+CompileCostTerms compileCostMul() {
+  return {25,
+          "assumption: Add's elementwise kernel with another operator, so Add's libxsmm figure"};
+}
 void paramsToJsonMul(const KernelSpec& spec, Json& p) {
   binaryParamsToJson(spec, p);
 }

@@ -20,6 +20,8 @@ namespace gearbox::ops {
   void compile##e(KernelSpec& spec);                                                           \
   /* Modeled flops and bytes for the key's static shapes (compiler/kernel_cost.h). */          \
   KernelCost kernelCost##e(const KernelKey& key);                                              \
+  /* Modeled compile-cost terms on the accelerator-class device, with their sources. */        \
+  CompileCostTerms compileCost##e();                                                           \
   /* Params <-> the "params" object of a kernel descriptor (docs/kernel-meta.md). */           \
   void paramsToJson##e(const KernelSpec& spec, Json& p);                                       \
   void paramsFromJson##e(const Json& p, KernelSpec& spec);                                     \

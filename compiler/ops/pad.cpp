@@ -57,6 +57,9 @@ KernelCost kernelCostPad(const KernelKey& key) {
         isStaticDim(in[d]) ? static_cast<double>(in[d] + pads[d] + pads[in.rank() + d]) : 1.0;
   return KernelCost{0, elementBytes(key.inputs[0]) + outBytes};
 }
+CompileCostTerms compileCostPad() {
+  return {40, "assumption: a row copy with fills specialised to its pads, like Transpose"};
+}
 
 void paramsToJsonPad(const KernelSpec& spec, Json& p) {
   const PadParams& v = paramsAs<PadParams>(spec);

@@ -11,6 +11,9 @@ KernelCost kernelCostRelu(const KernelKey& key) {
   const double bytes = elementBytes(key.inputs[0]);
   return KernelCost{bytes / static_cast<double>(dtypeSize(key.dtype)), 2 * bytes};
 }
+CompileCostTerms compileCostRelu() {
+  return {25, "assumption: a one-input elementwise kernel, taken equal to Add's libxsmm figure"};
+}
 void paramsToJsonRelu(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

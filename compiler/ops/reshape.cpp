@@ -14,6 +14,11 @@ KernelCost kernelCostReshape(const KernelKey& key) {
   // possible is the memory plan's decision, not the kernel's.
   return KernelCost{0, 2 * elementBytes(key.inputs[0])};
 }
+CompileCostTerms compileCostReshape() {
+  return {25,
+          "assumption: a contiguous copy (a view in static plans), taken equal to Add's libxsmm "
+          "figure"};
+}
 void paramsToJsonReshape(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

@@ -12,6 +12,9 @@ KernelCost kernelCostSigmoid(const KernelKey& key) {
   const double bytes = elementBytes(key.inputs[0]);
   return KernelCost{4 * bytes / static_cast<double>(dtypeSize(key.dtype)), 2 * bytes};
 }
+CompileCostTerms compileCostSigmoid() {
+  return {25, "assumption: a one-input elementwise kernel, like Relu"};
+}
 void paramsToJsonSigmoid(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

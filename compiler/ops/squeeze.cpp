@@ -12,6 +12,9 @@ KernelCost kernelCostSqueeze(const KernelKey& key) {
   // plan's decision, not the kernel's.
   return KernelCost{0, 2 * elementBytes(key.inputs[0])};
 }
+CompileCostTerms compileCostSqueeze() {
+  return {25, "assumption: a contiguous copy (a view in static plans), like Reshape"};
+}
 void paramsToJsonSqueeze(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }

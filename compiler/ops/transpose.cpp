@@ -39,6 +39,9 @@ KernelCost kernelCostTranspose(const KernelKey& key) {
   // device model's concern).
   return KernelCost{0, 2 * elementBytes(key.inputs[0])};
 }
+CompileCostTerms compileCostTranspose() {
+  return {40, "assumption: a copy whose address pattern follows the permutation, like IndexSelect"};
+}
 
 void paramsToJsonTranspose(const KernelSpec& spec, Json& p) {
   const TransposeParams& v = paramsAs<TransposeParams>(spec);

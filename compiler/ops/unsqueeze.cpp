@@ -12,6 +12,9 @@ KernelCost kernelCostUnsqueeze(const KernelKey& key) {
   // plan's decision, not the kernel's.
   return KernelCost{0, 2 * elementBytes(key.inputs[0])};
 }
+CompileCostTerms compileCostUnsqueeze() {
+  return {25, "assumption: a contiguous copy (a view in static plans), like Reshape"};
+}
 void paramsToJsonUnsqueeze(const KernelSpec& spec, Json& p) {
   elementwiseParamsToJson(spec, p);
 }
