@@ -131,8 +131,11 @@ bool CatIndexSelectFusion::run(Graph& g) {
       const Node& use = g.nodes[u];
       // The Cat must be the data operand only: a Cat of index tensors used as an index is
       // not a channel gather.
+      // An index_select with wrap=1 (negative indices count from the end) stays: cat_gather
+      // takes indices in [0, total) only.
       fusable = use.kind == OpKind::kIndexSelect && use.attrs.dim && use.inputs.size() == 2 &&
-                use.inputs[0] == cv && use.inputs[1] != cv &&
+                use.attrs.i(attr::IndexSelect::wrap) == 0 && use.inputs[0] == cv &&
+                use.inputs[1] != cv &&
                 catShape.wrapDim(*use.attrs.dim, g.describeNode(u)) == catDim;
       if (!fusable) break;
     }
@@ -145,7 +148,7 @@ bool CatIndexSelectFusion::run(Graph& g) {
       inputs.push_back(use.inputs[1]);
       use.kind = OpKind::kCatGather;
       use.inputs = std::move(inputs);
-      use.attrs.dim = catDim;
+      use.attrs = Attrs{catDim};  // cat_gather's own attributes: dim only (wrap=0 checked above)
       // The output type is unchanged in meaning; re-inferring it keeps the declared type
       // exactly what verification will infer (symbolic dims included).
       std::vector<TensorType> types;
@@ -303,7 +306,7 @@ bool SliceOfIndexSelect::run(Graph& g) {
       Node& use = g.nodes[u + 1];
       use.kind = OpKind::kIndexSelect;
       use.inputs = {g.nodes[n].inputs[0], pv};
-      use.attrs = Attrs{};
+      use.attrs = g.nodes[n].attrs;  // the gather's wrap rule holds for every part of its index
       use.attrs.dim = dim;
       rewritten.push_back(use.output);
     }

@@ -44,6 +44,9 @@ std::vector<KernelKey> sampleKeys() {
     for (DType ix : {DType::kI32, DType::kI64}) {
       add(OpKind::kIndexSelect, {t(d, {8, 4}), t(ix, {3})}, Attrs{-1});
       add(OpKind::kIndexSelect, {t(d, {b, 16, 49}), t(ix, {16})}, Attrs{1});
+      Attrs wrap{0};
+      wrap.setInt(attr::IndexSelect::wrap, 1);
+      add(OpKind::kIndexSelect, {t(d, {5, 2}), t(ix, {kAnyDim})}, wrap);
       add(OpKind::kCatGather, {t(d, {2, 8}), t(d, {2, 8}), t(ix, {16})}, Attrs{1});
       add(OpKind::kCatGather, {t(d, {b, 8}), t(d, {b, 8}), t(ix, {kAnyDim})}, Attrs{-1});
     }

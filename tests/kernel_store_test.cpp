@@ -478,8 +478,11 @@ TEST(OpInfo, LayoutFileNamesAndFieldsFollowSeed003) {
   EXPECT_EQ(matmul, expectedMatmul) << matmul.dump(2);
   const Json gather =
       Json::parse(readFile((run / pid / "IndexSelect_float_ND_2_7_3.json").string()));
+  // Every declared attribute, defaults included (wrap=0: PyTorch's index_select range).
   EXPECT_EQ(gather["attrs"], Json::parse(R"([{"name": "dim", "dtype": "int64", "index": 0,
-                                               "value": 1}])"));
+                                               "value": 1},
+                                              {"name": "wrap", "dtype": "int64", "index": 1,
+                                               "value": 0}])"));
   EXPECT_EQ(gather["inputs"][1]["dtype"], "int64");
   EXPECT_EQ(gather["inputs"][1]["name"], "index");
 }

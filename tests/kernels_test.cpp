@@ -230,6 +230,12 @@ std::vector<OpCase> indexSelectCases() {
       for (const Fixed& f : fixed) {
         if (f.large && (t != DType::kF32 || it != DType::kI64)) continue;
         cases.push_back({f.name, OpKind::kIndexSelect, t, {f.in}, f.dim, it, f.count, f.large});
+        // wrap=1 (ONNX's Gather): indices in [-size, size), makeInputs draws negative ones too.
+        if (f.large) continue;
+        OpCase w{
+            std::string(f.name) + "_wrap", OpKind::kIndexSelect, t, {f.in}, f.dim, it, f.count};
+        w.typed.setInt(attr::IndexSelect::wrap, 1);
+        cases.push_back(std::move(w));
       }
       Rng rng(200 + 10 * static_cast<int>(t) + static_cast<int>(it));
       for (int i = 0; i < 4; ++i) {
@@ -805,10 +811,11 @@ std::vector<OpCase> meanCases() {
 std::vector<OpCase> allCases() {
   std::vector<OpCase> all;
   for (auto make :
-       {addCases, matmulCases, indexSelectCases, catCases, catGatherCases, mulCases, reluCases,
-        transposeCases, reshapeCases, matmulVectorCases, convCases, maxPoolCases, avgPoolCases,
-        meanCases, clipCases, sigmoidCases, flattenCases, squeezeCases, unsqueezeCases, sliceCases,
-        padCases, batchNormCases})
+       {addCases,     matmulCases,   indexSelectCases, catCases,       catGatherCases,
+        mulCases,     reluCases,     transposeCases,   reshapeCases,   matmulVectorCases,
+        convCases,    maxPoolCases,  avgPoolCases,     meanCases,      clipCases,
+        sigmoidCases, flattenCases,  squeezeCases,     unsqueezeCases, sliceCases,
+        padCases,     batchNormCases})
     for (OpCase& c : make()) all.push_back(std::move(c));
   for (size_t i = 0; i < all.size(); ++i) all[i].seed = 1000 + i;
   return all;
@@ -828,8 +835,9 @@ std::vector<Tensor> makeInputs(const OpCase& c) {
     if (c.kind == OpKind::kIndexSelect) size = c.shapes[0][d];
     Tensor index(c.indexType, {c.indexCount});
     Rng rng(c.seed);
+    const bool wrap = c.kind == OpKind::kIndexSelect && c.typed.i(attr::IndexSelect::wrap) == 1;
     for (int64_t j = 0; j < c.indexCount; ++j) {
-      const int64_t v = rng.uniform(0, size - 1);
+      const int64_t v = rng.uniform(wrap ? -size : 0, size - 1);
       if (c.indexType == DType::kI32) {
         index.as<int32_t>()[j] = static_cast<int32_t>(v);
       } else {
@@ -1075,6 +1083,37 @@ TEST(KernelIndex, OutOfRangeThrowsInBothKernels) {
     std::vector<const void*> ptrs;
     for (const Tensor& t : ins) ptrs.push_back(t.data());
     expectIndexError(c.name, c.message, [&] { kernels::run(*spec, ptrs.data(), out.data()); });
+  }
+}
+
+TEST(KernelIndex, WrapTakesNegativeIndicesFromTheEndAndRefusesBelowMinusSize) {
+  Attrs attrs{0};
+  attrs.setInt(attr::IndexSelect::wrap, 1);
+  Tensor data(DType::kF32, {4, 2});
+  for (int64_t i = 0; i < 8; ++i) data.as<float>()[i] = static_cast<float>(i);
+  for (DType it : {DType::kI32, DType::kI64}) {
+    const std::vector<Tensor> ins = {data, indexTensor(it, {-1, 0, -4, 2})};
+    const TensorType outType = outputType(OpKind::kIndexSelect, typesOf(ins), attrs);
+    auto spec = compileKernelSpec(makeKernelKey(OpKind::kIndexSelect, typesOf(ins), attrs));
+    EXPECT_NE(spec->name.find("__wrap=1"), std::string::npos) << spec->name;
+    Tensor ref(outType.dtype, outType.shape), opt(outType.dtype, outType.shape);
+    kernels::ref::runOp(OpKind::kIndexSelect, attrs, viewsOf(ins), ref.view());
+    const void* ptrs[] = {ins[0].data(), ins[1].data()};
+    kernels::run(*spec, ptrs, opt.data());
+    const std::vector<float> want = {6, 7, 0, 1, 0, 1, 4, 5};  // rows 3, 0, 0, 2
+    for (int64_t i = 0; i < 8; ++i) {
+      EXPECT_EQ(ref.as<float>()[i], want[i]) << i;
+      EXPECT_EQ(opt.as<float>()[i], want[i]) << i;
+    }
+    const std::vector<Tensor> bad = {data, indexTensor(it, {1, -5})};
+    Tensor out(DType::kF32, {2, 2});
+    const std::string msg = "index value -5 at position 1 is out of range for dim 0 of size 4";
+    expectIndexError("ref", msg, [&] {
+      kernels::ref::runOp(OpKind::kIndexSelect, attrs, viewsOf(bad), out.view());
+    });
+    auto badSpec = compileKernelSpec(makeKernelKey(OpKind::kIndexSelect, typesOf(bad), attrs));
+    const void* badPtrs[] = {bad[0].data(), bad[1].data()};
+    expectIndexError("opt", msg, [&] { kernels::run(*badSpec, badPtrs, out.data()); });
   }
 }
 

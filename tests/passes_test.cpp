@@ -264,6 +264,19 @@ TEST(CatIndexSelectFusion, RuntimeIndexIsFusedToo) {
   EXPECT_EQ(n.inputs.back(), i);
 }
 
+TEST(CatIndexSelectFusion, WrapIndexSelectIsNotFused) {
+  // wrap=1 takes negative indices from the end of the dim; cat_gather takes [0, total) only.
+  const Graph g0 = parseGraph(
+      "graph w(%a: f32[2, 3], %c: f32[2, 5], %i: i64[4]) {\n"
+      "  %cat = cat(%a, %c, dim=1)\n  %o = index_select(%cat, %i, dim=1, wrap=1)\n"
+      "  return %o\n}\n",
+      "w.gbx");
+  Graph g = g0;
+  CatIndexSelectFusion fuse;
+  EXPECT_FALSE(fuse.run(g));
+  EXPECT_NE(printGraph(g).find("wrap=1"), std::string::npos) << printGraph(g);
+}
+
 // ---- pipeline -------------------------------------------------------------------------------
 
 // A deliberately broken pass: declares a wrong output type.

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "graph/error.h"
 
@@ -152,6 +153,28 @@ void checkIndices(const I* idx, int64_t count, int64_t size, int64_t dim) {
   if (!bad) return;
   for (int64_t j = 0; j < count; ++j)
     if (idx[j] < 0 || idx[j] >= size) failIndex(idx[j], j, dim, size);
+}
+
+// checkIndices for indices in [-size, size) (index_select with wrap=1, ONNX's Gather), then
+// the indices with size added to the negative ones: `idx` itself when none is negative (no
+// copy), else `scratch` filled.
+template <typename I>
+const I* wrapIndices(const I* idx, int64_t count, int64_t size, int64_t dim,
+                     std::vector<I>& scratch) {
+  bool bad = false, negative = false;
+  for (int64_t j = 0; j < count; ++j) {
+    bad |= static_cast<uint64_t>(static_cast<int64_t>(idx[j]) + size) >=
+           static_cast<uint64_t>(2 * size);
+    negative |= idx[j] < 0;
+  }
+  if (bad)
+    for (int64_t j = 0; j < count; ++j)
+      if (idx[j] < -size || idx[j] >= size) failIndex(idx[j], j, dim, size);
+  if (!negative) return idx;
+  scratch.assign(idx, idx + count);
+  for (I& v : scratch)
+    if (v < 0) v = static_cast<I>(v + size);
+  return scratch.data();
 }
 
 }  // namespace gearbox::kernels::detail

@@ -8,10 +8,15 @@ namespace gearbox::kernels {
 namespace {
 
 template <typename E, typename I>
-void runGather(const GatherParams& p, int64_t dim, int tasks, const void* const* in, void* out) {
+void runGather(const GatherParams& p, int64_t dim, bool wrap, int tasks, const void* const* in,
+               void* out) {
   const E* src = static_cast<const E*>(in[0]);
   const I* idx = static_cast<const I*>(in[1]);
-  detail::checkIndices(idx, p.count, p.dimSize, dim);
+  std::vector<I> wrapped;
+  if (wrap)
+    idx = detail::wrapIndices(idx, p.count, p.dimSize, dim, wrapped);
+  else
+    detail::checkIndices(idx, p.count, p.dimSize, dim);
   const int64_t rowStride = p.dimSize * p.inner;
   auto source = [&](int64_t o, int64_t i) { return src + o * rowStride + i * p.inner; };
   detail::runRanges(tasks, p.outer * p.count, 1, [&](int64_t begin, int64_t end) {
@@ -22,20 +27,22 @@ void runGather(const GatherParams& p, int64_t dim, int tasks, const void* const*
 
 template <typename E, typename I>
 struct GatherFn {
-  [[gnu::noinline]] static void run(const GatherParams& p, int64_t dim, int tasks,
+  [[gnu::noinline]] static void run(const GatherParams& p, int64_t dim, bool wrap, int tasks,
                                     const void* const* in, void* out) {
-    runGather<E, I>(p, dim, tasks, in, out);
+    runGather<E, I>(p, dim, wrap, tasks, in, out);
   }
 };
 
-void refImpl(const TensorView& in, const TensorView& index, int d, const TensorView& out) {
+void refImpl(const TensorView& in, const TensorView& index, int d, bool wrap,
+             const TensorView& out) {
   using namespace ref::detail;
-  checkIndex(index, d, in.shape[d]);
+  checkIndex(index, d, in.shape[d], wrap);
   const TensorView ins[] = {in};
   copyElements(ins, out, [&](const int64_t* idx) {
     int64_t src[kMaxRank];
     for (int i = 0; i < out.shape.rank(); ++i) src[i] = idx[i];
     src[d] = readIndex(index, idx[d]);
+    if (src[d] < 0) src[d] += in.shape[d];  // wrap=1 only: checkIndex refused it otherwise
     return std::pair<size_t, int64_t>{0, offsetOf(in.shape, src)};
   });
 }
@@ -44,14 +51,16 @@ void refImpl(const TensorView& in, const TensorView& index, int d, const TensorV
 
 void ref::refIndexSelect(const Attrs& attrs, std::span<const TensorView> ins,
                          const TensorView& out) {
-  refImpl(ins[0], ins[1], ref::detail::wrappedDim(attrs, ins[0]), out);
+  refImpl(ins[0], ins[1], ref::detail::wrappedDim(attrs, ins[0]),
+          attrs.i(attr::IndexSelect::wrap) != 0, out);
 }
 
 bool runIndexSelect(const KernelSpec& spec, const void* const* in, void* out) {
   const auto* p = std::get_if<GatherParams>(&spec.params);
   if (!p) return false;
   detail::dispatchGather<GatherFn>(spec.key.dtype, p->indexType, *p, spec.key.attrs.dim.value_or(0),
-                                   spec.tasks, in, out);
+                                   spec.key.attrs.i(attr::IndexSelect::wrap) != 0, spec.tasks, in,
+                                   out);
   return true;
 }
 

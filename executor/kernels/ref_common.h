@@ -55,11 +55,12 @@ inline int64_t readIndex(const TensorView& index, int64_t pos) {
 }
 
 // Every index value must lie in [0, size); negative values are out of range, as in PyTorch's
-// index_select. All values are checked, even when the output is empty.
-inline void checkIndex(const TensorView& index, int64_t dim, int64_t size) {
+// index_select; with `wrap` (ONNX's Gather) in [-size, size). All values are checked, even when
+// the output is empty.
+inline void checkIndex(const TensorView& index, int64_t dim, int64_t size, bool wrap = false) {
   for (int64_t pos = 0; pos < index.numel(); ++pos) {
     const int64_t v = readIndex(index, pos);
-    if (v < 0 || v >= size)
+    if (v < (wrap ? -size : 0) || v >= size)
       fail(ErrorKind::kIndex, "index value {} at position {} is out of range for dim {} of size {}",
            v, pos, dim, size);
   }

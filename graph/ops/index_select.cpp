@@ -1,5 +1,7 @@
-// IndexSelect(input, index, dim): out = input with dim replaced by index.size(0); index is a
-// 1-D i32/i64 tensor. Negative dims wrap. Index values are checked by the kernels.
+// IndexSelect(input, index, dim, wrap=0): out = input with dim replaced by index.size(0); index
+// is a 1-D i32/i64 tensor. Negative dims wrap. Index values are checked by the kernels: in
+// [0, size) as PyTorch's index_select takes them, or with wrap=1 in [-size, size), a negative
+// value counting from the end, as ONNX's Gather takes them.
 #include "graph/ops/common.h"
 
 namespace gearbox {
@@ -15,6 +17,8 @@ TensorType inferIndexSelect(const InferContext& ctx) {
   if (idx.shape.rank() != 1)
     fail(ErrorKind::kShape, "{}: {} must be 1-D, got rank {}", ctx.where(), ops::inputLabel(ctx, 1),
          idx.shape.rank());
+  if (const int64_t wrap = ctx.attrs.i(attr::IndexSelect::wrap); wrap != 0 && wrap != 1)
+    fail(ErrorKind::kShape, "{}: attribute wrap must be 0 or 1, got {}", ctx.where(), wrap);
   const int d = ops::wrapAttrDim(ctx, in.shape, /*ofInput0=*/true);
   // Every index into an empty dim is out of range, so say so now, before an output sized by the
   // index count is allocated (a [0, 1e9] input with 3 indices would otherwise allocate 12 GB

@@ -992,7 +992,10 @@ def _gather(im, node):
             indices = indices + ".wrapped" if (idx < 0).any() else indices + ".flat"
             im.const_line(indices, fixed, f"indices of {node.name}")
         idx_value = im.tensor(indices)
+        wrap = ""
     else:
+        # Run-time indices may be negative (ONNX); index_select's wrap=1 takes [-size, size).
+        wrap = ", wrap=1"
         idx_shape = im.shape(indices, "indices")
         idx_value = im.tensor(indices)
         if len(idx_shape) != 1:
@@ -1003,7 +1006,7 @@ def _gather(im, node):
     n = _prod(idx_shape)
     selected = dims[:axis] + [n] + dims[axis + 1:]
     out = dims[:axis] + idx_shape + dims[axis + 1:]
-    call = f"index_select({im.tensor(data)}, {idx_value}, dim={axis})"
+    call = f"index_select({im.tensor(data)}, {idx_value}, dim={axis}{wrap})"
     if len(idx_shape) == 1:
         im.emit(node, call, out)
         return

@@ -621,7 +621,9 @@ _OPS = {
     "relu": lambda F, torch, a, kw: torch.relu(a[0]),
     "sigmoid": lambda F, torch, a, kw: torch.sigmoid(a[0]),
     "matmul": lambda F, torch, a, kw: torch.matmul(a[0], a[1]),
-    "index_select": lambda F, torch, a, kw: torch.index_select(a[0], kw["dim"], a[1].long()),
+    # wrap=1: a negative index counts from the end of the dim (ONNX's Gather).
+    "index_select": lambda F, torch, a, kw: torch.index_select(
+        a[0], kw["dim"], a[1].long() % a[0].shape[kw["dim"]] if kw.get("wrap") else a[1].long()),
     "cat": lambda F, torch, a, kw: torch.cat(a, kw["dim"]),
     "reshape": _reshape,
     "transpose": lambda F, torch, a, kw: a[0].permute(kw["perm"]).contiguous(),

@@ -75,7 +75,6 @@ RUNTIME_FILL = ("ConstantOfShape of a run-time shape", "a shape computed at run 
 EMPTY = ("an empty tensor from allowzero=1", "allowzero=1 with a 0 in shape")
 BIG_POOL_PADS = ("pool pads larger than half the kernel (gearbox's pools take PyTorch's limit)",
                  "exceed half the kernel")
-NEG_INDEX = ("run-time negative Gather indices (index_select takes [0, size))", "index")
 
 EXPECTED_FAIL = {
     "test_add_uint8": UINT8,
@@ -115,7 +114,6 @@ EXPECTED_FAIL = {
     "test_div_bcast": NO_SUB_DIV,
     "test_div_example": NO_SUB_DIV,
     "test_div_uint8": UINT8,
-    "test_gather_negative_indices": NEG_INDEX,
     "test_identity_opt": OPTIONAL,
     "test_identity_sequence": OPTIONAL,
     "test_maxpool_1d_default": WINDOW_RANK,
