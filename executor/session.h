@@ -41,6 +41,7 @@ namespace gearbox {
 
 class GearedMode;
 class ModeHost;
+struct CallContext;
 class ModeStrategy;
 
 // Geared mode (set_dim_gears): per-input gear specs, merge policy and what to do with a shape
@@ -115,6 +116,9 @@ struct CallRecord {
   bool padded = false;    // geared: inputs were padded up to the gear
   int64_t realElements = 0, paddedElements = 0;  // geared: input elements before/after padding
   int64_t launches = 0, syncs = 0, allocations = 0;
+  // The mode's own fields of this call, by name, as the reports print them (reduce-overhead:
+  // "capture" = captured, replayed or eager).
+  std::vector<std::pair<std::string, std::string>> modeFields;
   double compileSeconds = 0;    // measured host time spent compiling
   double runSeconds = 0;        // measured host time of the call minus compiling
   double modeledDeviceUs = 0;   // MODELED device time (cost model) = modeled.total()
@@ -149,6 +153,8 @@ struct SessionStats {
   int64_t paddedCalls = 0;                       // geared: calls padded up to a gear
   int64_t realElements = 0, paddedElements = 0;  // geared: over padded calls
   std::vector<std::string> passesFired;          // passes that changed the graph, in run order
+  // The mode's own counters (ModeStrategy::counters), by name, in the mode's order.
+  std::vector<std::pair<std::string, int64_t>> modeCounters;
 };
 
 class Session {
@@ -189,8 +195,6 @@ class Session {
   std::vector<std::string> gearOptionLines() const;
 
  private:
-  // The mode's strategy reaches the members below through ModeHost only.
-  friend class ModeHost;
   GearedMode& gearedMode();  // Error(kConfig) outside geared mode
 
   // Shared with every plan compiled from it, so a plan never copies the graph.
@@ -201,16 +205,10 @@ class Session {
   KernelCache kernels_;
   PlanCache plans_;
   RecompilePolicy recompilePolicy_;
-  std::vector<std::string> kernelLog_;  // names of the kernels this call compiled
-  // What this call did, for the MODELED device time (computed in run(), after the timing):
-  // modeled compile and dynamic-path costs so far, the kernels of every whole-graph launch,
-  // and for a padded call the static plan and the real (unpadded) signature. The modes
-  // (executor/modes/) record these through ModeHost, a friend.
-  ModeledTime callModel_;
-  int64_t graphLaunchKernels_ = 0;
-  const Plan* staticPlanRun_ = nullptr;
-  std::optional<InputSignature> paddedFrom_;
-  void modelCall(CallRecord& rec, const DeviceCounters& before, const DeviceCounters& after);
+  // The MODELED device time of the call that just ran, from what the mode recorded in its
+  // CallContext (executor/modes/mode_strategy.h); computed in run(), after the timing.
+  void modelCall(CallRecord& rec, const CallContext& call, const DeviceCounters& before,
+                 const DeviceCounters& after);
   // The timeline's host pid for this session (0 without a timeline; the device pid is +1) and
   // the MODELED device clock the calls are laid end to end on.
   int timelinePid_ = 0;
@@ -218,8 +216,8 @@ class Session {
   void traceModeled(const std::string& name, const std::string& detail, const ModeledTime& m);
   std::vector<CallRecord> history_;
   int64_t historyDropped_ = 0;
-  uint64_t nextPlanId_ = 1;  // plans are numbered per session (PlanCompileOptions::id)
   mutable SessionStats stats_;
+  // The mode reaches the parts above through host_ (made from them when the session is built).
   std::unique_ptr<ModeHost> host_;
   std::unique_ptr<ModeStrategy> mode_;  // executor/modes/<mode>.cpp
   bool prepared_ = false;
