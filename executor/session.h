@@ -15,7 +15,9 @@
 //             per the cost model's policy (seed 001);
 //   auto    - automatic dynamic: static first; a miss caused by changed dims recompiles with
 //             those dims dynamic (torch.compile's default);
-//   geared  - set_dim_gears: every gear a static plan compiled up front (gears/).
+//   geared  - set_dim_gears: every gear a static plan compiled up front (gears/);
+//   reduce-overhead - the first call of each signature runs op by op and is captured; later
+//             calls replay the capture as one launch (aclgraph / CUDA graphs, seed 003).
 
 #include <chrono>
 #include <functional>
@@ -32,10 +34,9 @@
 #include "compiler/recompile_policy.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
+#include "executor/modes/gear_options.h"
 #include "executor/modes/mode_table.h"
 #include "executor/timeline.h"
-#include "gears/gear_set.h"
-#include "gears/padding.h"
 
 namespace gearbox {
 
@@ -43,24 +44,6 @@ class GearedMode;
 class ModeHost;
 struct CallContext;
 class ModeStrategy;
-
-// Geared mode (set_dim_gears): per-input gear specs, merge policy and what to do with a shape
-// outside the gears.
-struct GearOptions {
-  // set_dim_gears calls in order (validated as TorchAir validates them).
-  std::vector<std::pair<std::string, DimGearList>> dimGears;
-  std::string json;  // --gears '{"x1": {"0": [2, 4]}}', applied after dimGears
-  MergePolicy merge = MergePolicy::kZip;
-  bool padFallback = false;  // --gear-fallback pad: pad up to the smallest covering gear
-  // --pad-to NAME=DIMS (GearConfig::setPadTo): one fixed shape per input, every call padded
-  // to it (implies padFallback); dims sharing a symbol follow. Beyond TorchAir's rules.
-  std::vector<std::pair<std::string, Shape>> padTo;
-  // A pad may allocate at most this many bytes of padded inputs and outputs per call (1 GiB):
-  // a call of [3, 2] padded to a gear of 1e9 rows is refused with Error(kGear) naming the
-  // bytes instead of allocating and zeroing gigabytes. The padded bytes of a call count in
-  // SessionStats::peakBytes.
-  int64_t maxPadBytes = int64_t{1} << 30;
-};
 
 struct CallRecord;
 
@@ -82,6 +65,9 @@ struct SessionOptions {
   // compiles it, so every mode sees the optimized graph; false keeps the graph as given.
   bool runPasses = true;
   GearOptions gears;
+  // Options of the mode itself, by name (reduce-overhead: capture_limit). The mode reads the
+  // ones it takes when the session is built; one it does not take is an Error(kConfig).
+  std::map<std::string, std::string> modeOptions;
   // Model only: launches are counted but kernels are not executed, so a long trace can be
   // costed quickly. Counters and MODELED figures are exact (they do not depend on data);
   // outputs are meaningless and measured times are not kernel times.

@@ -22,7 +22,7 @@ static double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
+static std::unique_ptr<ModeStrategy> makeStrategyOf(Mode mode, ModeHost& host) {
   switch (mode) {
 #define GEARBOX_MODE(e, name, factory, needsGears, summary) \
   case Mode::k##e:                                          \
@@ -31,6 +31,17 @@ std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
 #undef GEARBOX_MODE
   }
   fail(ErrorKind::kConfig, "unknown mode {}", static_cast<int>(mode));
+}
+
+std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
+  auto strategy = makeStrategyOf(mode, host);
+  // A mode reads its own options when it is made; one it did not read is a mistake to report
+  // now, not an option silently ignored.
+  for (const auto& [name, value] : host.options().modeOptions)
+    if (!host.takenModeOptions().contains(name))
+      fail(ErrorKind::kConfig, "mode {} takes no option '{}' (given {}={})", modeName(mode), name,
+           name, value);
+  return strategy;
 }
 
 namespace {
@@ -65,7 +76,16 @@ class SessionHost final : public ModeHost {
   void chargeKernel(const KernelKey& key, bool generic, CallContext& call) override {
     call.modeled.computeUs += p_.options.cost.kernelRun(key, generic);
   }
-  void chargeCompile(double us, CallContext& call) override { call.modeled.compileUs += us; }
+  uint64_t recordGraphCompile(const std::string& reason, double modeledUs, double seconds,
+                              CallContext& call) override {
+    call.modeled.compileUs += modeledUs;
+    call.rec.compileSeconds += seconds;
+    call.rec.graphCompiled = true;
+    call.rec.planId = nextPlanId_++;
+    call.rec.reason = reason;
+    p_.stats.graphCompiles++;
+    return call.rec.planId;
+  }
   std::vector<Tensor> runOpByOp(const Graph& g, const Plan* plan, std::span<const Tensor> inputs,
                                 bool syncPerOp, OpKernels kernels, CallContext& call,
                                 const KernelChooser& choose, const OpObserver& observe) override;

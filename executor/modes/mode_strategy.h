@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -97,8 +98,11 @@ class ModeHost {
                            CallContext& call) = 0;
   // MODELED: one kernel run at `key` (generic: the shape-generic efficiency).
   virtual void chargeKernel(const KernelKey& key, bool generic, CallContext& call) = 0;
-  // MODELED: `us` of compile time a mode charges itself (a capture), with the kernels it names.
-  virtual void chargeCompile(double us, CallContext& call) = 0;
+  // Counts a graph the mode built itself (a capture) as one graph compile, as compile() counts
+  // a plan: in the call's record (graphCompiled, planId, reason, `seconds` measured) and the
+  // session's graphCompiles, with `modeledUs` of MODELED compile time. Returns its plan id.
+  virtual uint64_t recordGraphCompile(const std::string& reason, double modeledUs, double seconds,
+                                      CallContext& call) = 0;
   // Where the op-by-op path takes each node's kernel from.
   enum class OpKernels {
     kPlan,          // the step kernels of `plan` (a plan with dynamic dims)
@@ -125,6 +129,18 @@ class ModeHost {
   // The cost model's sync policy for the op-by-op path of dynamic plans and fallbacks.
   virtual bool syncPerOp() const = 0;
 
+  // An option of the mode itself (SessionOptions::modeOptions), null when not given. A mode
+  // reads its options in its constructor, so they are checked when the Session is built; the
+  // session refuses an option its mode did not read (makeModeStrategy).
+  const std::string* modeOption(const std::string& name) {
+    const auto& all = options().modeOptions;
+    const auto it = all.find(name);
+    if (it == all.end()) return nullptr;
+    taken_.insert(name);
+    return &it->second;
+  }
+  const std::set<std::string>& takenModeOptions() const { return taken_; }
+
   // A plan-cache miss: describes it against `cached`, asks the recompile policy, and either
   // returns the description (the caller compiles; rec.guardFailures filled) or runs the call
   // through the fallback path into `fallbackOut` (rec.fallback set) and returns nullopt. Under
@@ -133,6 +149,9 @@ class ModeHost {
                                                 const InputSignature& sig,
                                                 std::span<const Tensor> inputs, CallContext& call,
                                                 std::vector<Tensor>& fallbackOut) = 0;
+
+ private:
+  std::set<std::string> taken_;
 };
 
 // One execution mode.
