@@ -68,6 +68,9 @@ struct SessionOptions {
   // Options of the mode itself, by name (reduce-overhead: capture_limit). The mode reads the
   // ones it takes when the session is built; one it does not take is an Error(kConfig).
   std::map<std::string, std::string> modeOptions;
+  // A strategy made by the caller instead of the table's factory for `mode` (a test's
+  // throwaway mode, docs/adding-a-mode.md); `mode` then only names the session in reports.
+  std::function<std::unique_ptr<ModeStrategy>(ModeHost&)> strategy;
   // Model only: launches are counted but kernels are not executed, so a long trace can be
   // costed quickly. Counters and MODELED figures are exact (they do not depend on data);
   // outputs are meaningless and measured times are not kernel times.

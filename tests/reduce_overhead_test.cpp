@@ -4,6 +4,8 @@
 // seed 001's trace (examples/seed001_add.*) and the MLP serving trace. Every counter is exact.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "compiler/kernel_store.h"
@@ -11,6 +13,7 @@
 #include "graph/error.h"
 #include "graph/text.h"
 #include "tests/cli_util.h"
+#include "tests/temp_dir.h"
 #include "tests/warning_capture.h"
 #include "tools/trace.h"
 
@@ -242,6 +245,53 @@ TEST(ReduceOverheadCompare, IsAColumnOfCompare) {
       testing_util::shellQuote(examplePath("seed001_add.trace.jsonl")));
   EXPECT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("reduce-overhead"), std::string::npos) << r.output;
+}
+
+// Seed 003's workflow with the CLI: record the op shapes (eager, --record-op-info), precompile
+// a bundle, run reduce-overhead with it: every kernel is a static one from the bundle, and the
+// capture limit is an option of the mode.
+TEST(ReduceOverheadCli, PrecompiledBundleSuppliesStaticKernels) {
+  using testing_util::runGearbox;
+  using testing_util::shellQuote;
+  testing_util::TempDir dir;
+  const std::string model = shellQuote(examplePath("seed001_add.gbx"));
+  const std::string trace = shellQuote(examplePath("seed001_add.trace.jsonl"));
+  const std::string ro = std::string(modeName(Mode::kReduceOverhead));
+  auto r = runGearbox("run " + model + " --trace " + trace + " --mode " +
+                      std::string(modeName(Mode::kEager)) + " -q --record-op-info " +
+                      shellQuote(dir.file("rec")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  r = runGearbox("precompile " + shellQuote(dir.file("rec")) + " -o " +
+                 shellQuote(dir.file("k.run")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  auto report = [&](const std::string& extra) {
+    const std::string json = dir.file("r.json");
+    const auto run = runGearbox("run " + model + " --trace " + trace + " --mode " + ro +
+                                " -q --json " + shellQuote(json) + " " + extra);
+    EXPECT_EQ(run.exitCode, 0) << run.output;
+    std::ifstream in(json);
+    return nlohmann::json::parse(in);
+  };
+  const auto withBundle = report("--kernel-bundle " + shellQuote(dir.file("k.run")));
+  EXPECT_EQ(withBundle["kernel_compiles"], 0);
+  EXPECT_EQ(withBundle["kernel_store_hits"], 5);
+  EXPECT_EQ(withBundle["mode_counters"]["captures"], 5);
+  const auto generic = report("");
+  EXPECT_EQ(generic["kernel_compiles"], 1);
+  EXPECT_LT(withBundle["modeled"]["compute_us"].get<double>(),
+            generic["modeled"]["compute_us"].get<double>());
+  const auto limited = report("--mode-option " + ro + ".capture_limit=3");
+  EXPECT_EQ(limited["mode_counters"]["captures"], 3);
+  EXPECT_EQ(limited["mode_counters"]["replays"], 1);     // sizes 2, 3, 4 captured; 4 again
+  EXPECT_EQ(limited["mode_counters"]["eager_runs"], 3);  // 5, 5, 6
+  EXPECT_EQ(limited["config"]["mode_options"]["capture_limit"], "3");
+  // A name the mode does not take, or a mode that does not exist, is a config error.
+  r = runGearbox("run " + model + " --trace " + trace + " --mode " + ro + " -q --mode-option " +
+                 ro + ".nope=1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("takes no option 'nope'"), std::string::npos) << r.output;
+  r = runGearbox("run " + model + " --trace " + trace + " -q --mode-option nosuchmode.x=1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
 }
 
 }  // namespace

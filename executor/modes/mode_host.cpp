@@ -34,7 +34,8 @@ static std::unique_ptr<ModeStrategy> makeStrategyOf(Mode mode, ModeHost& host) {
 }
 
 std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
-  auto strategy = makeStrategyOf(mode, host);
+  auto strategy =
+      host.options().strategy ? host.options().strategy(host) : makeStrategyOf(mode, host);
   // A mode reads its own options when it is made; one it did not read is a mistake to report
   // now, not an option silently ignored.
   for (const auto& [name, value] : host.options().modeOptions)
