@@ -72,8 +72,8 @@ class SessionHost final : public ModeHost {
   void launchStaticViews(const Plan& plan, std::span<const TensorView> in,
                          std::span<const TensorView> out, const InputSignature* paddedFrom,
                          const std::string& label, CallContext& call) override;
-  void launchGraph(int64_t kernels, std::function<void()> body, const std::string& label,
-                   CallContext& call) override;
+  void launchGraph(int64_t kernels, std::function<void()> body,
+                   const std::function<std::string()>& label, CallContext& call) override;
   void chargeKernel(const KernelKey& key, bool generic, CallContext& call) override {
     call.modeled.computeUs += p_.options.cost.kernelRun(key, generic);
   }
@@ -215,8 +215,7 @@ std::vector<Tensor> SessionHost::launchStatic(const Plan& plan, std::span<const 
   std::vector<TensorView> in(inputs.size()), ov(out.size());
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].view();
   for (size_t i = 0; i < out.size(); ++i) ov[i] = out[i].view();
-  launchStaticViews(plan, in, ov, nullptr,
-                    fmt::format("run plan #{} (one graph launch + sync)", plan.id), call);
+  launchStaticViews(plan, in, ov, nullptr, {}, call);
   return out;
 }
 
@@ -229,17 +228,19 @@ void SessionHost::launchStaticViews(const Plan& plan, std::span<const TensorView
   if (paddedFrom) call.paddedFrom = *paddedFrom;
   call.graphLaunchKernels += static_cast<int64_t>(plan.steps.size());
   TimelineSpan span = this->span("run", "run");
-  if (span.on()) span.setName(label);
+  if (span.on())
+    span.setName(label.empty() ? fmt::format("run plan #{} (one graph launch + sync)", plan.id)
+                               : label);
   // One whole-graph launch and one sync: the static plan is issued to the device at once.
   p_.device.launch([&] { runStaticPlan(plan, in, out); }, /*graph=*/true);
   p_.device.sync();
 }
 
-void SessionHost::launchGraph(int64_t kernels, std::function<void()> body, const std::string& label,
-                              CallContext& call) {
+void SessionHost::launchGraph(int64_t kernels, std::function<void()> body,
+                              const std::function<std::string()>& label, CallContext& call) {
   call.graphLaunchKernels += kernels;
   TimelineSpan span = this->span("run", "run");
-  if (span.on()) span.setName(label);
+  if (span.on()) span.setName(label());
   p_.device.launch(std::move(body), /*graph=*/true);
   p_.device.sync();
 }

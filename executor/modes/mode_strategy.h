@@ -88,14 +88,16 @@ class ModeHost {
   virtual std::vector<Tensor> launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                            CallContext& call) = 0;
   // A static plan over views the mode prepared (a padded call: `paddedFrom` = the call's real
-  // shapes): one whole-graph launch and one sync. `label` names it on the timeline.
+  // shapes): one whole-graph launch and one sync. `label` names it on the timeline (empty:
+  // "run plan #N (one graph launch + sync)", formatted only when a timeline records it).
   virtual void launchStaticViews(const Plan& plan, std::span<const TensorView> in,
                                  std::span<const TensorView> out, const InputSignature* paddedFrom,
                                  const std::string& label, CallContext& call) = 0;
   // A whole-graph launch of `kernels` kernels that `body` runs on the device, and one sync
-  // (a replayed capture). The mode charges the kernels' compute itself (chargeKernel).
-  virtual void launchGraph(int64_t kernels, std::function<void()> body, const std::string& label,
-                           CallContext& call) = 0;
+  // (a replayed capture). The mode charges the kernels' compute itself (chargeKernel). `label`
+  // is called for the timeline's name only when a timeline records the launch.
+  virtual void launchGraph(int64_t kernels, std::function<void()> body,
+                           const std::function<std::string()>& label, CallContext& call) = 0;
   // MODELED: one kernel run at `key` (generic: the shape-generic efficiency).
   virtual void chargeKernel(const KernelKey& key, bool generic, CallContext& call) = 0;
   // Counts a graph the mode built itself (a capture) as one graph compile, as compile() counts

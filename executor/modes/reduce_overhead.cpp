@@ -220,7 +220,7 @@ class ReduceOverheadMode final : public ModeStrategy {
             }
           }
         },
-        fmt::format("replay capture #{} (one graph launch + sync)", c.id), call);
+        [&c] { return fmt::format("replay capture #{} (one graph launch + sync)", c.id); }, call);
     // Outputs that are inputs, constants or repeats are copies.
     for (size_t i = 0; i < g.outputs.size(); ++i) {
       if (!out[i].empty()) continue;
