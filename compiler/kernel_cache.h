@@ -21,6 +21,9 @@ class KernelStore {
  public:
   virtual ~KernelStore() = default;
   virtual std::shared_ptr<const KernelSpec> load(const KernelKey& key) = 0;
+  // Whether load(key) would find a kernel, without counting it as served (reduce-overhead mode
+  // asks before choosing a static kernel over a generic one).
+  virtual bool has(const KernelKey& key) { return load(key) != nullptr; }
   virtual void save(const KernelSpec& spec) = 0;
 };
 

@@ -153,6 +153,7 @@ class BundleStore final : public KernelStore {
   std::shared_ptr<const KernelSpec> load(const KernelKey& key) override;
   void save(const KernelSpec&) override {}
 
+  bool has(const KernelKey& key) override { return kernels_.count(key) > 0; }
   size_t size() const { return kernels_.size(); }
   int64_t hits() const { return hits_.load(); }
 

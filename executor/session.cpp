@@ -59,7 +59,8 @@ Session::Session(Graph graph, SessionOptions options)
                    {{"kernel", spec.name}});
     });
   }
-  host_ = std::make_unique<ModeHost>(*this);
+  host_ = makeSessionHost(SessionParts{graph_, options_, *device_, kernels_, plans_,
+                                       recompilePolicy_, stats_, timelinePid_});
   mode_ = makeModeStrategy(options_.mode, *host_);
 }
 
@@ -73,6 +74,7 @@ const SessionStats& Session::stats() const {
   stats_.kernelCacheMisses = k.cache.misses;
   stats_.kernelCache = k.cache;
   stats_.planCache = plans_.stats();
+  stats_.modeCounters = mode_->counters();
   return stats_;
 }
 
@@ -95,16 +97,12 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   rec.iteration = static_cast<int>(stats_.iterations);
   rec.signature = signatureToString(*graph_, sig);
   rec.shapes = sig;
-  kernelLog_.clear();
-  callModel_ = ModeledTime{};
-  graphLaunchKernels_ = 0;
-  staticPlanRun_ = nullptr;
-  paddedFrom_.reset();
+  CallContext call(rec);
   const DeviceCounters before = device_->counters();
   TimelineSpan span(options_.timeline, timelinePid_, "call (failed)", "call");
   const auto start = Clock::now();
   if (!prepared_) prepare(sig);
-  std::vector<Tensor> out = mode_->run(inputs, sig, rec);
+  std::vector<Tensor> out = mode_->run(inputs, sig, call);
   const double total = secondsSince(start);
   if (options_.timeline) {
     span.setName(fmt::format("iter {}", rec.iteration));
@@ -118,10 +116,10 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   rec.launches += after.launches - before.launches;
   rec.syncs += after.syncs - before.syncs;
   rec.allocations += after.allocations - before.allocations;
-  rec.kernelsCompiled = kernelLog_;
+  rec.kernelsCompiled = std::move(call.kernelsCompiled);
   rec.runSeconds = std::max(0.0, total - rec.compileSeconds);
 
-  modelCall(rec, before, after);
+  modelCall(rec, call, before, after);
   if (options_.timeline)
     traceModeled(fmt::format("iter {}", rec.iteration), rec.signature, rec.modeled);
 
@@ -149,20 +147,20 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
 
 // MODELED device time of the call that just ran (docs/cost-model.md). Runs after the call is
 // timed, so modeling never shows up in measured times.
-void Session::modelCall(CallRecord& rec, const DeviceCounters& before,
+void Session::modelCall(CallRecord& rec, const CallContext& call, const DeviceCounters& before,
                         const DeviceCounters& after) {
   const CostModel& c = options_.cost;
-  ModeledTime m = callModel_;
-  if (staticPlanRun_) {
+  ModeledTime m = call.modeled;
+  if (call.staticPlan) {
     // A static plan runs every step's kernel at the plan's shapes: the gear's (padded) shapes
     // for a padded call.
-    const Plan& plan = *staticPlanRun_;
+    const Plan& plan = *call.staticPlan;
     double run = 0;
     for (const PlanStep& step : plan.steps) run += c.kernelRun(step.kernel->key, false);
     m.computeUs += run;
-    if (paddedFrom_) {
+    if (call.paddedFrom) {
       // The same kernels at the real shapes: what the call would cost with no padding.
-      const std::vector<TensorType> types = specializeTypes(*plan.graph, *paddedFrom_);
+      const std::vector<TensorType> types = specializeTypes(*plan.graph, *call.paddedFrom);
       KernelKey key;
       double real = 0;
       for (const PlanStep& step : plan.steps) {
@@ -174,7 +172,7 @@ void Session::modelCall(CallRecord& rec, const DeviceCounters& before,
   }
   const int64_t graphLaunches = after.graphLaunches - before.graphLaunches;
   m.launchSyncUs += static_cast<double>(graphLaunches) * c.graphLaunchBaseUs +
-                    static_cast<double>(graphLaunchKernels_) * c.graphLaunchPerNodeUs +
+                    static_cast<double>(call.graphLaunchKernels) * c.graphLaunchPerNodeUs +
                     static_cast<double>(rec.launches - graphLaunches) * c.launchUs +
                     static_cast<double>(rec.syncs) * c.syncUs +
                     static_cast<double>(after.poolMisses - before.poolMisses) * c.allocUs;

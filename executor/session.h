@@ -15,7 +15,9 @@
 //             per the cost model's policy (seed 001);
 //   auto    - automatic dynamic: static first; a miss caused by changed dims recompiles with
 //             those dims dynamic (torch.compile's default);
-//   geared  - set_dim_gears: every gear a static plan compiled up front (gears/).
+//   geared  - set_dim_gears: every gear a static plan compiled up front (gears/);
+//   reduce-overhead - the first call of each signature runs op by op and is captured; later
+//             calls replay the capture as one launch (aclgraph / CUDA graphs, seed 003).
 
 #include <chrono>
 #include <functional>
@@ -32,34 +34,16 @@
 #include "compiler/recompile_policy.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
+#include "executor/modes/gear_options.h"
 #include "executor/modes/mode_table.h"
 #include "executor/timeline.h"
-#include "gears/gear_set.h"
-#include "gears/padding.h"
 
 namespace gearbox {
 
 class GearedMode;
 class ModeHost;
+struct CallContext;
 class ModeStrategy;
-
-// Geared mode (set_dim_gears): per-input gear specs, merge policy and what to do with a shape
-// outside the gears.
-struct GearOptions {
-  // set_dim_gears calls in order (validated as TorchAir validates them).
-  std::vector<std::pair<std::string, DimGearList>> dimGears;
-  std::string json;  // --gears '{"x1": {"0": [2, 4]}}', applied after dimGears
-  MergePolicy merge = MergePolicy::kZip;
-  bool padFallback = false;  // --gear-fallback pad: pad up to the smallest covering gear
-  // --pad-to NAME=DIMS (GearConfig::setPadTo): one fixed shape per input, every call padded
-  // to it (implies padFallback); dims sharing a symbol follow. Beyond TorchAir's rules.
-  std::vector<std::pair<std::string, Shape>> padTo;
-  // A pad may allocate at most this many bytes of padded inputs and outputs per call (1 GiB):
-  // a call of [3, 2] padded to a gear of 1e9 rows is refused with Error(kGear) naming the
-  // bytes instead of allocating and zeroing gigabytes. The padded bytes of a call count in
-  // SessionStats::peakBytes.
-  int64_t maxPadBytes = int64_t{1} << 30;
-};
 
 struct CallRecord;
 
@@ -81,6 +65,12 @@ struct SessionOptions {
   // compiles it, so every mode sees the optimized graph; false keeps the graph as given.
   bool runPasses = true;
   GearOptions gears;
+  // Options of the mode itself, by name (reduce-overhead: capture_limit). The mode reads the
+  // ones it takes when the session is built; one it does not take is an Error(kConfig).
+  std::map<std::string, std::string> modeOptions;
+  // A strategy made by the caller instead of the table's factory for `mode` (a test's
+  // throwaway mode, docs/adding-a-mode.md); `mode` then only names the session in reports.
+  std::function<std::unique_ptr<ModeStrategy>(ModeHost&)> strategy;
   // Model only: launches are counted but kernels are not executed, so a long trace can be
   // costed quickly. Counters and MODELED figures are exact (they do not depend on data);
   // outputs are meaningless and measured times are not kernel times.
@@ -115,6 +105,9 @@ struct CallRecord {
   bool padded = false;    // geared: inputs were padded up to the gear
   int64_t realElements = 0, paddedElements = 0;  // geared: input elements before/after padding
   int64_t launches = 0, syncs = 0, allocations = 0;
+  // The mode's own fields of this call, by name, as the reports print them (reduce-overhead:
+  // "capture" = captured, replayed or eager).
+  std::vector<std::pair<std::string, std::string>> modeFields;
   double compileSeconds = 0;    // measured host time spent compiling
   double runSeconds = 0;        // measured host time of the call minus compiling
   double modeledDeviceUs = 0;   // MODELED device time (cost model) = modeled.total()
@@ -149,6 +142,8 @@ struct SessionStats {
   int64_t paddedCalls = 0;                       // geared: calls padded up to a gear
   int64_t realElements = 0, paddedElements = 0;  // geared: over padded calls
   std::vector<std::string> passesFired;          // passes that changed the graph, in run order
+  // The mode's own counters (ModeStrategy::counters), by name, in the mode's order.
+  std::vector<std::pair<std::string, int64_t>> modeCounters;
 };
 
 class Session {
@@ -189,8 +184,6 @@ class Session {
   std::vector<std::string> gearOptionLines() const;
 
  private:
-  // The mode's strategy reaches the members below through ModeHost only.
-  friend class ModeHost;
   GearedMode& gearedMode();  // Error(kConfig) outside geared mode
 
   // Shared with every plan compiled from it, so a plan never copies the graph.
@@ -201,16 +194,10 @@ class Session {
   KernelCache kernels_;
   PlanCache plans_;
   RecompilePolicy recompilePolicy_;
-  std::vector<std::string> kernelLog_;  // names of the kernels this call compiled
-  // What this call did, for the MODELED device time (computed in run(), after the timing):
-  // modeled compile and dynamic-path costs so far, the kernels of every whole-graph launch,
-  // and for a padded call the static plan and the real (unpadded) signature. The modes
-  // (executor/modes/) record these through ModeHost, a friend.
-  ModeledTime callModel_;
-  int64_t graphLaunchKernels_ = 0;
-  const Plan* staticPlanRun_ = nullptr;
-  std::optional<InputSignature> paddedFrom_;
-  void modelCall(CallRecord& rec, const DeviceCounters& before, const DeviceCounters& after);
+  // The MODELED device time of the call that just ran, from what the mode recorded in its
+  // CallContext (executor/modes/mode_strategy.h); computed in run(), after the timing.
+  void modelCall(CallRecord& rec, const CallContext& call, const DeviceCounters& before,
+                 const DeviceCounters& after);
   // The timeline's host pid for this session (0 without a timeline; the device pid is +1) and
   // the MODELED device clock the calls are laid end to end on.
   int timelinePid_ = 0;
@@ -218,8 +205,8 @@ class Session {
   void traceModeled(const std::string& name, const std::string& detail, const ModeledTime& m);
   std::vector<CallRecord> history_;
   int64_t historyDropped_ = 0;
-  uint64_t nextPlanId_ = 1;  // plans are numbered per session (PlanCompileOptions::id)
   mutable SessionStats stats_;
+  // The mode reaches the parts above through host_ (made from them when the session is built).
   std::unique_ptr<ModeHost> host_;
   std::unique_ptr<ModeStrategy> mode_;  // executor/modes/<mode>.cpp
   bool prepared_ = false;

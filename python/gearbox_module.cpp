@@ -327,7 +327,8 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
                                  "seed",
                                  "kernel_meta",
                                  "record_op_info",
-                                 "kernel_bundles"};
+                                 "kernel_bundles",
+                                 "mode_options"};
   for (const auto& item : kw) {
     const std::string key = py::str(item.first).cast<std::string>();
     if (!known.count(key)) {
@@ -373,6 +374,9 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
   str("record_op_info", o.recordOpInfo);
   if (kw.contains("kernel_bundles"))
     o.kernelBundles = kw["kernel_bundles"].cast<std::vector<std::string>>();
+  // As --mode-option: ["reduce-overhead.capture_limit=8"].
+  if (kw.contains("mode_options"))
+    o.modeOptions = kw["mode_options"].cast<std::vector<std::string>>();
   return o;
 }
 
@@ -380,9 +384,9 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
 // are built as for a static session and switched to geared here (the CLI requires --gears
 // because it has no other way to set them).
 SessionOptions sessionOptions(const cli::RunOptions& o, Mode mode) {
-  if (mode != Mode::kGeared || !o.gears.empty()) return cli::toSessionOptions(o, mode);
+  if (!modeInfo(mode).needsGears || !o.gears.empty()) return cli::toSessionOptions(o, mode);
   SessionOptions s = cli::toSessionOptions(o, Mode::kStatic);
-  s.mode = Mode::kGeared;
+  s.mode = mode;
   s.gears.merge = parseMergePolicy(o.merge);
   s.gears.padFallback = o.gearFallback == "pad";
   return s;

@@ -592,7 +592,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ShuffleDifferential,
                                             ::testing::ValuesIn(modes(ModeSet::kWithoutGears))),
                          [](const auto& info) {
                            return std::get<0>(info.param).name() + "_" +
-                                  modeName(std::get<1>(info.param));
+                                  modeIdentifier(std::get<1>(info.param));
                          });
 
 TEST(ShuffleDifferential, ShuffleNetStageModelMatchesTheReferenceInEveryMode) {

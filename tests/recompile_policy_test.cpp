@@ -139,6 +139,8 @@ TEST(RecompilePolicy, EveryPlanCompilingModeDecidesInTheSameWords) {
     WarningCapture warnings;
     for (int64_t n : sizes) s.run(makeInputs(g, {Shape{n}}, 1));
     if (s.stats().graphCompiles == 0) continue;  // compiles no plan: no limit to hit
+    // Its captures are bound by its own capture_limit, not the recompile limit (docs/modes.md).
+    if (m == Mode::kReduceOverhead) continue;
     ++checked;
     const auto& h = s.history();
     ASSERT_EQ(s.stats().graphCompiles, 1);

@@ -52,10 +52,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Expected{Mode::kStatic, 5, 5, 2, 7, 7},
                                          Expected{Mode::kEager, 0, 5, 0, 7, 7},
                                          Expected{Mode::kDynamic, 1, 1, 6, 7, 7},
-                                         Expected{Mode::kAuto, 2, 2, 5, 7, 7}),
+                                         Expected{Mode::kAuto, 2, 2, 5, 7, 7},
+                                         // one capture per signature, one generic kernel
+                                         Expected{Mode::kReduceOverhead, 5, 1, 2, 7, 7}),
                        ::testing::Values(DeviceKind::kInline, DeviceKind::kStream)),
     [](const auto& info) {
-      return std::string(modeName(std::get<0>(info.param).mode)) + "_" +
+      return modeIdentifier(std::get<0>(info.param).mode) + "_" +
              deviceKindName(std::get<1>(info.param));
     });
 

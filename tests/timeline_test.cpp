@@ -125,7 +125,7 @@ std::vector<Mode> everyMode() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TimelineModes, ::testing::ValuesIn(everyMode()),
-                         [](const auto& info) { return std::string(modeName(info.param)); });
+                         [](const auto& info) { return modeIdentifier(info.param); });
 
 TEST(Timeline, KernelCompilesNestInsideTheirGraphCompile) {
   Timeline tl;

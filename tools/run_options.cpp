@@ -80,6 +80,10 @@ void addCommonOptions(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--max-pad-bytes", o.maxPadBytes,
                   "Largest padded inputs + outputs one padded call may allocate (default 1 GiB)")
       ->check(CLI::Range(0.0, 1099511627776.0));
+  cmd->add_option("--mode-option", o.modeOptions,
+                  "An option of one mode, MODE.NAME=VALUE (repeatable; e.g. "
+                  "reduce-overhead.capture_limit=8; docs/modes.md). A session takes those of "
+                  "its mode and refuses a name its mode does not take");
   cmd->add_flag("--no-passes", o.noPasses,
                 "Skip the graph passes (dce, cat+index_select fusion; docs/passes.md)");
   addReferenceOptions(cmd, o.checkReference, o.tolerance);
@@ -112,6 +116,16 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   if (!o.dynamicDims.empty()) s.dynamicDims = parseDimMarks(o.dynamicDims);
   if (!o.staticDims.empty()) s.staticDims = parseDimMarks(o.staticDims);
   attachKernelStores(o, s);
+  for (const std::string& a : o.modeOptions) {
+    const size_t dot = a.find('.'), eq = a.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || dot > eq)
+      fail(ErrorKind::kConfig, "--mode-option {}: expected MODE.NAME=VALUE", a);
+    const auto m = parseMode(a.substr(0, dot));
+    if (!m)
+      fail(ErrorKind::kConfig, "--mode-option {}: unknown mode '{}' (one of {})", a,
+           a.substr(0, dot), joinModeNames(ModeSet::kAll));
+    if (*m == mode) s.modeOptions[a.substr(dot + 1, eq - dot - 1)] = a.substr(eq + 1);
+  }
   if (modeInfo(mode).needsGears) {
     if (o.gears.empty() && o.padTo.empty())
       fail(ErrorKind::kConfig, "{} mode needs --gears or --pad-to", modeName(mode));
@@ -167,6 +181,10 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
   };
   c["dynamic_dims"] = marks(s.dynamicDims);
   c["static_dims"] = marks(s.staticDims);
+  if (!s.modeOptions.empty()) {
+    auto& mo = c["mode_options"] = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : s.modeOptions) mo[name] = value;
+  }
   if (modeInfo(s.mode).needsGears) {
     nlohmann::ordered_json g;
     // The report is written for a failed run too, so the gears text may be the one the session
@@ -276,6 +294,11 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
                              : 0.0;
     j["gear_options"] = s.gearOptionLines();
   }
+  // The mode's own counters, whatever the mode (ModeStrategy::counters).
+  if (!st.modeCounters.empty()) {
+    auto& mc = j["mode_counters"] = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : st.modeCounters) mc[name] = value;
+  }
   j["passes_fired"] = st.passesFired;
   // Only with --history-limit: how many early iterations the report no longer lists.
   const size_t userLimit = extras.options ? extras.options->historyLimit : s.options().historyLimit;
@@ -330,6 +353,12 @@ void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker)
                                 static_cast<double>(st.realElements)
                           : 0.0);
     for (const std::string& line : s.gearOptionLines()) os << "  " << line << "\n";
+  }
+  if (!st.modeCounters.empty()) {
+    std::string line;
+    for (const auto& [name, value] : st.modeCounters)
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", name, value);
+    os << fmt::format("  {}: {}\n", modeName(st.mode), line);
   }
   os << fmt::format("  measured: host compile {}, median run per call {}\n",
                     formatSeconds(st.compileSeconds), formatSeconds(medianRunSeconds(s, tracker)));

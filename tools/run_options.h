@@ -43,6 +43,9 @@ struct RunOptions {
   ReferenceTolerance tolerance;
   int64_t maxPadBytes = int64_t{1} << 30;  // GearOptions::maxPadBytes
   size_t historyLimit = 0;                 // SessionOptions::historyLimit
+  // --mode-option MODE.NAME=VALUE (repeatable): an option of one mode; a session gets those of
+  // its own mode (SessionOptions::modeOptions), which checks them when it is built.
+  std::vector<std::string> modeOptions;
 };
 
 // --gears takes the JSON itself or @path to a file holding it (tools/cmd_gears.cpp).

@@ -117,6 +117,11 @@ nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r, bool g
     it["real_elements"] = r.realElements;
     it["padded_elements"] = r.paddedElements;
   }
+  // The mode's own fields, whatever the mode (ModeStrategy writes them into the record).
+  if (!r.modeFields.empty()) {
+    auto& mf = it["mode_fields"] = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : r.modeFields) mf[name] = value;
+  }
   it["launches"] = r.launches;
   it["syncs"] = r.syncs;
   it["allocations"] = r.allocations;

@@ -12,7 +12,7 @@ class CompiledMode : public ModeStrategy {
  public:
   CompiledMode(ModeHost& host, DynamicDimPolicy::Start start);
   std::vector<Tensor> run(std::span<const Tensor> inputs, const InputSignature& sig,
-                          CallRecord& rec) override;
+                          CallContext& call) override;
 
  private:
   ModeHost& host_;

@@ -11,9 +11,9 @@ class EagerMode final : public ModeStrategy {
  public:
   explicit EagerMode(ModeHost& host) : host_(host) {}
   std::vector<Tensor> run(std::span<const Tensor> inputs, const InputSignature&,
-                          CallRecord& rec) override {
+                          CallContext& call) override {
     return host_.runOpByOp(host_.graph(), nullptr, inputs, /*syncPerOp=*/false,
-                           ModeHost::OpKernels::kEagerCompile, rec);
+                           ModeHost::OpKernels::kEagerCompile, call);
   }
 
  private:

@@ -3,11 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstring>
 
 #include "compiler/compile_log.h"
-#include "compiler/parallel_for.h"
 #include "executor/plan_runner.h"
 #include "graph/checked.h"
 #include "graph/error.h"
@@ -70,48 +68,21 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   log->info("  ge.dynamicNodeType = {}", set.dynamicNodeTypeOption());
   log->info("  ge.inputShape = {}", set.inputShapeOption());
 
-  // Timeline: the whole up-front compile on the host track, each gear on a track of its own.
-  Timeline* tl = host_.timeline();
-  const int pid = host_.timelinePid();
-  if (tl)
-    for (size_t gear = 0; gear < set.size(); ++gear)
-      tl->nameThread(pid, Timeline::kGearTidBase + static_cast<int>(gear),
-                     fmt::format("gear {} compile", gear));
-  TimelineSpan upFront = host_.span("compile gears up front", "prepare");
-  const auto start = std::chrono::steady_clock::now();
-  plans_.assign(set.size(), nullptr);
-  invalid_.assign(set.size(), "");
-  // MODELED device compile cost of each gear's kernels, summed in its own task.
-  std::vector<double> modeledKernels(set.size(), 0.0);
-  // One task per gear; the kernel cache makes sure a shared op shape compiles once.
-  parallelFor(set.size(), [&](size_t gear) {
-    auto shapes = set.shapes(gear);
-    Timeline::ScopedTid track(Timeline::kGearTidBase + static_cast<int>(gear));
-    TimelineSpan span = host_.span("gear compile", "graph_compile");
-    if (span.on()) span.setName(fmt::format("gear {} compile", gear));
-    try {
-      auto plan = compilePlan(host_.sharedGraph(), InputSignature(shapes.begin(), shapes.end()),
-                              host_.kernels(),
-                              PlanCompileOptions{fmt::format("gear {} compiled up front", gear),
-                                                 /*allocateArena=*/false,
-                                                 /*id=*/gear + 1});
-      for (const PlanStep& step : plan->steps)
-        if (step.compiled) modeledKernels[gear] += options.cost.kernelCompile(step.kernel->key);
-      plans_[gear] = std::move(plan);
-    } catch (const Error& e) {
-      // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
-      invalid_[gear] = e.what();
-      // Not a counted graph compile: a category of its own.
-      span.setCat("gear_compile_failed");
-      span.arg("error", e.what());
-    }
-  });
-  size_t valid = 0;
+  // Every gear is a plan compiled up front, through the host: counted as graph compiles and
+  // costed (MODELED) exactly as a plan compiled at a call.
+  std::vector<UpFrontCompile> jobs(set.size());
   for (size_t gear = 0; gear < set.size(); ++gear) {
-    if (plans_[gear]) {
-      ++valid;
-      continue;
-    }
+    auto shapes = set.shapes(gear);
+    jobs[gear] = {InputSignature(shapes.begin(), shapes.end()),
+                  fmt::format("gear {} compiled up front", gear), gear + 1,
+                  fmt::format("gear {} compile", gear)};
+  }
+  UpFrontResult compiled = host_.compileUpFront(jobs, "compile gears up front");
+  plans_ = std::move(compiled.plans);
+  invalid_ = std::move(compiled.errors);
+  const size_t valid = compiled.compiled;
+  for (size_t gear = 0; gear < set.size(); ++gear) {
+    if (plans_[gear]) continue;
     log->warn(
         "gear {} ({}) cannot be compiled and will never run: {}", gear,
         signatureToString(graph, InputSignature(set.shapes(gear).begin(), set.shapes(gear).end())),
@@ -121,36 +92,12 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   // One call runs one gear, so the gears share one arena sized for the largest (GE sizes a
   // multi-gear model's feature-map memory by its largest gear the same way): one allocation
   // instead of one per gear.
+  host_.bindSharedArena(plans_);
   int kernels = 0;
-  int64_t arenaBytes = 0;
-  for (const auto& p : plans_) {
-    if (!p) continue;
-    arenaBytes = std::max(arenaBytes, p->arenaBytes);
-    kernels += p->kernelsCompiled;
-  }
-  auto arena = allocateArena(arenaBytes);
   for (const auto& p : plans_)
-    if (p) bindArena(*p, arena);
-  stats.peakBytes = std::max(stats.peakBytes, arenaBytes);
-  if (arenaBytes > 0) stats.allocations++;
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  upFront.end();
+    if (p) kernels += p->kernelsCompiled;
   set_.emplace(std::move(set));
   stats.gears = static_cast<int64_t>(valid);
-  stats.graphCompiles += static_cast<int64_t>(valid);
-  stats.compileSeconds += secs;
-  // MODELED device cost of the up-front compile (serial, as a device compiles).
-  double modeled = static_cast<double>(valid) * options.cost.graphCompile(graph.nodes.size());
-  for (double us : modeledKernels) modeled += us;
-  if (!std::isfinite(modeled))
-    fail(ErrorKind::kConfig,
-         "device profile '{}': the MODELED compile time of the gears is not finite; the "
-         "profile's compile figures are too large to model",
-         options.cost.name);
-  stats.modeledDeviceUs += modeled;
-  stats.modeledCompileUs += modeled;
-  stats.modeled.compileUs += modeled;
   log->info("Compiled {} of {} gears up front: {} {} compiled", valid, plans_.size(), kernels,
             kernels == 1 ? "kernel" : "kernels");
 }
@@ -191,7 +138,8 @@ void copyBlock(const TensorView& src, const TensorView& dst) {
 }  // namespace
 
 std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputSignature& sig,
-                                    CallRecord& rec) {
+                                    CallContext& call) {
+  CallRecord& rec = call.rec;
   if (!set_) prepare(sig);
   const Graph& graph = host_.graph();
   SessionStats& stats = host_.stats();
@@ -206,7 +154,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
            signatureToString(graph, sig), *gear, invalid_[*gear]);
     stats.planCacheHits++;
     rec.gear = static_cast<int>(*gear);
-    return host_.launchStatic(*plans_[*gear], inputs, rec);
+    return host_.launchStatic(*plans_[*gear], inputs, call);
   }
   // A padded call is counted in paddedCalls, not as a plan-cache miss: a gear served it.
   if (!padAllowed()) {
@@ -222,7 +170,6 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   rec.gear = static_cast<int>(gear);
   rec.padded = true;
   rec.planId = plan.id;
-  host_.recordStaticRun(plan, &sig);  // MODELED: kernels at the gear's shapes, waste vs real
 
   // What this pad allocates (padded inputs and outputs), checked before any of it is: a huge
   // gear must be a clear error, not gigabytes zeroed for a call of a few elements.
@@ -264,19 +211,19 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   std::vector<Tensor> padded = allocateOutputs(plan);
   std::vector<TensorView> ov(padded.size());
   for (size_t i = 0; i < padded.size(); ++i) ov[i] = padded[i].view();
-  TimelineSpan run = host_.span("run", "run");
-  if (run.on()) run.setName(fmt::format("run gear {} padded (one graph launch + sync)", gear));
-  device.launch([&] { runStaticPlan(plan, in, ov); }, /*graph=*/true);
+  // One whole-graph launch and one sync through the host, which costs (MODELED) the gear's
+  // kernels at its shapes and the padding waste against the real shapes.
   try {
-    device.sync();
+    host_.launchStaticViews(plan, in, ov, &sig,
+                            fmt::format("run gear {} padded (one graph launch + sync)", gear),
+                            call);
   } catch (...) {
     for (size_t i = 0; i < in.size(); ++i)
-      device.release(inBytes[i] ? in[i].data : nullptr, inBytes[i]);
+      if (inBytes[i]) device.release(in[i].data, inBytes[i]);
     throw;
   }
   for (size_t i = 0; i < in.size(); ++i)
     if (inBytes[i]) device.release(in[i].data, inBytes[i]);
-  run.end();
 
   // Slice every output back to the real sizes the padding analysis traced.
   std::vector<Tensor> out;

@@ -18,7 +18,7 @@ class GearedMode final : public ModeStrategy {
   // Builds the gear list and compiles every gear to a static plan, one oneTBB task per gear.
   void prepare(const InputSignature& firstSeen) override;
   std::vector<Tensor> run(std::span<const Tensor> inputs, const InputSignature& sig,
-                          CallRecord& rec) override;
+                          CallContext& call) override;
   // The GE options of the compiled gears; empty before prepare().
   std::vector<std::string> reportLines() const override;
   const GearSet* gearSet() const;

@@ -1,11 +1,15 @@
 // The services a Session gives its mode (executor/modes/mode_strategy.h): compiling plans,
-// launching them, the op-by-op path and the recompile policy on a miss.
+// up front or on a miss, launching them, the op-by-op path and the recompile policy on a miss.
+// Everything counted or costed here goes into the call's CallContext or, for up-front work,
+// the session's counters.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "compiler/compile_log.h"
+#include "compiler/parallel_for.h"
 #include "executor/kernels.h"
 #include "executor/modes/mode_strategy.h"
 #include "executor/plan_runner.h"
@@ -18,7 +22,7 @@ static double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
+static std::unique_ptr<ModeStrategy> makeStrategyOf(Mode mode, ModeHost& host) {
   switch (mode) {
 #define GEARBOX_MODE(e, name, factory, needsGears, summary) \
   case Mode::k##e:                                          \
@@ -29,13 +33,87 @@ std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
   fail(ErrorKind::kConfig, "unknown mode {}", static_cast<int>(mode));
 }
 
-std::shared_ptr<Plan> ModeHost::compile(const InputSignature& sig, const std::string& reason,
-                                        CallRecord& rec) {
+std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
+  auto strategy =
+      host.options().strategy ? host.options().strategy(host) : makeStrategyOf(mode, host);
+  // A mode reads its own options when it is made; one it did not read is a mistake to report
+  // now, not an option silently ignored.
+  for (const auto& [name, value] : host.options().modeOptions)
+    if (!host.takenModeOptions().contains(name))
+      fail(ErrorKind::kConfig, "mode {} takes no option '{}' (given {}={})", modeName(mode), name,
+           name, value);
+  return strategy;
+}
+
+namespace {
+
+// ModeHost over a Session's parts.
+class SessionHost final : public ModeHost {
+ public:
+  explicit SessionHost(SessionParts p) : p_(p) {}
+
+  const Graph& graph() const override { return *p_.graph; }
+  const std::shared_ptr<const Graph>& sharedGraph() const override { return p_.graph; }
+  const SessionOptions& options() const override { return p_.options; }
+  SessionStats& stats() override { return p_.stats; }
+  KernelCache& kernels() override { return p_.kernels; }
+  PlanCache& plans() override { return p_.plans; }
+  Device& device() override { return p_.device; }
+  TimelineSpan span(const char* name, const char* cat) const override {
+    return TimelineSpan(p_.options.timeline, p_.timelinePid, name, cat);
+  }
+
+  std::shared_ptr<Plan> compile(const InputSignature& sig, const std::string& reason,
+                                CallContext& call) override;
+  UpFrontResult compileUpFront(const std::vector<UpFrontCompile>& jobs, const char* what) override;
+  void bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) override;
+  std::vector<Tensor> launchStatic(const Plan& plan, std::span<const Tensor> inputs,
+                                   CallContext& call) override;
+  void launchStaticViews(const Plan& plan, std::span<const TensorView> in,
+                         std::span<const TensorView> out, const InputSignature* paddedFrom,
+                         const std::string& label, CallContext& call) override;
+  void launchGraph(int64_t kernels, std::function<void()> body,
+                   const std::function<std::string()>& label, CallContext& call) override;
+  void chargeKernel(const KernelKey& key, bool generic, CallContext& call) override {
+    call.modeled.computeUs += p_.options.cost.kernelRun(key, generic);
+  }
+  uint64_t recordGraphCompile(const std::string& reason, double modeledUs, double seconds,
+                              CallContext& call) override {
+    call.modeled.compileUs += modeledUs;
+    call.rec.compileSeconds += seconds;
+    call.rec.graphCompiled = true;
+    call.rec.planId = nextPlanId_++;
+    call.rec.reason = reason;
+    p_.stats.graphCompiles++;
+    return call.rec.planId;
+  }
+  std::vector<Tensor> runOpByOp(const Graph& g, const Plan* plan, std::span<const Tensor> inputs,
+                                bool syncPerOp, OpKernels kernels, CallContext& call,
+                                const KernelChooser& choose, const OpObserver& observe) override;
+  bool syncPerOp() const override { return p_.options.cost.syncPolicy == SyncPolicy::kPerOp; }
+  std::optional<MissDescription> onMiss(std::vector<GuardedPlan> cached, const InputSignature& sig,
+                                        std::span<const Tensor> inputs, CallContext& call,
+                                        std::vector<Tensor>& fallbackOut) override;
+
+ private:
+  SessionParts p_;
+  uint64_t nextPlanId_ = 1;  // plans are numbered per session (PlanCompileOptions::id)
+};
+
+}  // namespace
+
+std::unique_ptr<ModeHost> makeSessionHost(SessionParts parts) {
+  return std::make_unique<SessionHost>(parts);
+}
+
+std::shared_ptr<Plan> SessionHost::compile(const InputSignature& sig, const std::string& reason,
+                                           CallContext& call) {
+  CallRecord& rec = call.rec;
   TimelineSpan span = this->span("graph compile", "graph_compile");
   const auto start = Clock::now();
   PlanCompileOptions options{reason};
-  options.id = s_.nextPlanId_++;
-  auto plan = compilePlan(s_.graph_, sig, s_.kernels_, options);
+  options.id = nextPlanId_++;
+  auto plan = compilePlan(p_.graph, sig, p_.kernels, options);
   rec.compileSeconds += secondsSince(start);
   if (span.on()) {
     span.setName(fmt::format("compile plan #{}", plan->id));
@@ -45,72 +123,155 @@ std::shared_ptr<Plan> ModeHost::compile(const InputSignature& sig, const std::st
   }
   for (const PlanStep& step : plan->steps) {
     if (!step.compiled) continue;
-    s_.kernelLog_.push_back(step.kernel->name);
-    s_.callModel_.compileUs += s_.options_.cost.kernelCompile(step.kernel->key);
+    call.kernelsCompiled.push_back(step.kernel->name);
+    call.modeled.compileUs += p_.options.cost.kernelCompile(step.kernel->key);
   }
-  s_.callModel_.compileUs += s_.options_.cost.graphCompile(plan->graph->nodes.size());
+  call.modeled.compileUs += p_.options.cost.graphCompile(plan->graph->nodes.size());
   rec.graphCompiled = true;
   rec.planId = plan->id;
   rec.reason = reason;
-  s_.stats_.graphCompiles++;
+  p_.stats.graphCompiles++;
   if (plan->isStatic) {
     // A static plan's arena is one device allocation made at compile time.
     if (plan->arenaBytes > 0) rec.allocations++;
-    s_.stats_.peakBytes = std::max(s_.stats_.peakBytes, plan->arenaBytes);
+    p_.stats.peakBytes = std::max(p_.stats.peakBytes, plan->arenaBytes);
   }
   return plan;
 }
 
-std::vector<Tensor> ModeHost::launchStatic(const Plan& plan, std::span<const Tensor> inputs,
-                                           CallRecord& rec) {
-  rec.planId = plan.id;
-  recordStaticRun(plan);
+UpFrontResult SessionHost::compileUpFront(const std::vector<UpFrontCompile>& jobs,
+                                          const char* what) {
+  Timeline* tl = p_.options.timeline;
+  const int pid = p_.timelinePid;
+  // Timeline: the whole batch on the host track, each job on a track of its own.
+  if (tl)
+    for (size_t i = 0; i < jobs.size(); ++i)
+      tl->nameThread(pid, Timeline::kGearTidBase + static_cast<int>(i), jobs[i].track);
+  TimelineSpan batch = this->span(what, "prepare");
+  const auto start = Clock::now();
+  UpFrontResult r;
+  r.plans.assign(jobs.size(), nullptr);
+  r.errors.assign(jobs.size(), "");
+  // MODELED device compile cost of each job's kernels, summed in its own task.
+  std::vector<double> modeledKernels(jobs.size(), 0.0);
+  // One task per job; the kernel cache makes sure a shared op shape compiles once.
+  parallelFor(jobs.size(), [&](size_t i) {
+    const UpFrontCompile& job = jobs[i];
+    Timeline::ScopedTid track(Timeline::kGearTidBase + static_cast<int>(i));
+    TimelineSpan span = this->span("up-front compile", "graph_compile");
+    if (span.on()) span.setName(job.track);
+    try {
+      auto plan = compilePlan(p_.graph, job.signature, p_.kernels,
+                              PlanCompileOptions{job.reason, /*allocateArena=*/false, job.id});
+      for (const PlanStep& step : plan->steps)
+        if (step.compiled) modeledKernels[i] += p_.options.cost.kernelCompile(step.kernel->key);
+      r.plans[i] = std::move(plan);
+    } catch (const Error& e) {
+      // A product can combine values the graph rejects (seed 001: (2,2) + (4,2) for an Add).
+      r.errors[i] = e.what();
+      // Not a counted graph compile: a category of its own.
+      span.setCat("gear_compile_failed");
+      span.arg("error", e.what());
+    }
+  });
+  // MODELED device cost of the up-front compile (serial, as a device compiles): the same terms
+  // as a run-time compile, for the plans that compiled.
+  double modeled = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!r.plans[i]) continue;
+    ++r.compiled;
+    modeled += p_.options.cost.graphCompile(p_.graph->nodes.size()) + modeledKernels[i];
+  }
+  const double secs = secondsSince(start);
+  batch.end();
+  if (!std::isfinite(modeled))
+    fail(ErrorKind::kConfig,
+         "device profile '{}': the MODELED compile time of the gears is not finite; the "
+         "profile's compile figures are too large to model",
+         p_.options.cost.name);
+  p_.stats.graphCompiles += static_cast<int64_t>(r.compiled);
+  p_.stats.compileSeconds += secs;
+  p_.stats.modeledDeviceUs += modeled;
+  p_.stats.modeledCompileUs += modeled;
+  p_.stats.modeled.compileUs += modeled;
+  return r;
+}
+
+void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) {
+  int64_t arenaBytes = 0;
+  for (const auto& p : plans)
+    if (p) arenaBytes = std::max(arenaBytes, p->arenaBytes);
+  auto arena = allocateArena(arenaBytes);
+  for (const auto& p : plans)
+    if (p) bindArena(*p, arena);
+  p_.stats.peakBytes = std::max(p_.stats.peakBytes, arenaBytes);
+  if (arenaBytes > 0) p_.stats.allocations++;
+}
+
+std::vector<Tensor> SessionHost::launchStatic(const Plan& plan, std::span<const Tensor> inputs,
+                                              CallContext& call) {
+  call.rec.planId = plan.id;
   std::vector<Tensor> out = allocateOutputs(plan);
   std::vector<TensorView> in(inputs.size()), ov(out.size());
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].view();
   for (size_t i = 0; i < out.size(); ++i) ov[i] = out[i].view();
-  TimelineSpan span = this->span("run", "run");
-  if (span.on()) span.setName(fmt::format("run plan #{} (one graph launch + sync)", plan.id));
-  // One whole-graph launch and one sync: the static plan is issued to the device at once.
-  s_.device_->launch([&] { runStaticPlan(plan, in, ov); }, /*graph=*/true);
-  s_.device_->sync();
+  launchStaticViews(plan, in, ov, nullptr, {}, call);
   return out;
 }
 
-void ModeHost::recordStaticRun(const Plan& plan, const InputSignature* paddedFrom) {
-  s_.staticPlanRun_ = &plan;
-  if (paddedFrom) s_.paddedFrom_ = *paddedFrom;
-  s_.graphLaunchKernels_ += static_cast<int64_t>(plan.steps.size());
+void SessionHost::launchStaticViews(const Plan& plan, std::span<const TensorView> in,
+                                    std::span<const TensorView> out,
+                                    const InputSignature* paddedFrom, const std::string& label,
+                                    CallContext& call) {
+  // MODELED (Session::run): the plan's kernels at its shapes; a padded call's waste vs real.
+  call.staticPlan = &plan;
+  if (paddedFrom) call.paddedFrom = *paddedFrom;
+  call.graphLaunchKernels += static_cast<int64_t>(plan.steps.size());
+  TimelineSpan span = this->span("run", "run");
+  if (span.on())
+    span.setName(label.empty() ? fmt::format("run plan #{} (one graph launch + sync)", plan.id)
+                               : label);
+  // One whole-graph launch and one sync: the static plan is issued to the device at once.
+  p_.device.launch([&] { runStaticPlan(plan, in, out); }, /*graph=*/true);
+  p_.device.sync();
 }
 
-bool ModeHost::syncPerOp() const {
-  return s_.options_.cost.syncPolicy == SyncPolicy::kPerOp;
+void SessionHost::launchGraph(int64_t kernels, std::function<void()> body,
+                              const std::function<std::string()>& label, CallContext& call) {
+  call.graphLaunchKernels += kernels;
+  TimelineSpan span = this->span("run", "run");
+  if (span.on()) span.setName(label());
+  p_.device.launch(std::move(body), /*graph=*/true);
+  p_.device.sync();
 }
 
-std::optional<MissDescription> ModeHost::onMiss(std::vector<GuardedPlan> cached,
-                                                const InputSignature& sig,
-                                                std::span<const Tensor> inputs, CallRecord& rec,
-                                                std::vector<Tensor>& fallbackOut) {
+std::optional<MissDescription> SessionHost::onMiss(std::vector<GuardedPlan> cached,
+                                                   const InputSignature& sig,
+                                                   std::span<const Tensor> inputs,
+                                                   CallContext& call,
+                                                   std::vector<Tensor>& fallbackOut) {
+  CallRecord& rec = call.rec;
   MissDescription miss =
-      describeMiss(*s_.graph_, std::move(cached), sig, s_.stats_.graphCompiles == 0);
+      describeMiss(*p_.graph, std::move(cached), sig, p_.stats.graphCompiles == 0);
   rec.guardFailures = miss.guardFailures;
   rec.guardFailureDetails = miss.failures;
-  const MissDecision d = s_.recompilePolicy_.onMiss(s_.stats_.graphCompiles, miss);
+  const MissDecision d = p_.recompilePolicy.onMiss(p_.stats.graphCompiles, miss);
   if (d.action == MissAction::kCompile) return miss;
   if (!d.warning.empty()) compileLogger()->warn("{}", d.warning);
   rec.fallback = true;
   rec.reason = miss.reason;
-  fallbackOut = runOpByOp(*s_.graph_, nullptr, inputs, syncPerOp(), OpKernels::kUncached, rec);
+  fallbackOut =
+      runOpByOp(*p_.graph, nullptr, inputs, syncPerOp(), OpKernels::kUncached, call, {}, {});
   return std::nullopt;
 }
 
-std::vector<Tensor> ModeHost::runOpByOp(const Graph& g, const Plan* plan,
-                                        std::span<const Tensor> inputs, bool syncPerOp,
-                                        OpKernels kernels, CallRecord& rec) {
-  (void)rec;  // counters come from the device; the kernels compiled go to the session's log
+std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
+                                           std::span<const Tensor> inputs, bool syncPerOp,
+                                           OpKernels kernels, CallContext& call,
+                                           const KernelChooser& choose, const OpObserver& observe) {
   TimelineSpan span =
       this->span(kernels == OpKernels::kUncached ? "fallback run op by op" : "run op by op", "run");
-  Device& device = *s_.device_;
+  Device& device = p_.device;
   const size_t nv = g.values.size();
   std::vector<TensorView> views(nv);
   std::vector<size_t> bytes(nv, 0);
@@ -162,10 +323,17 @@ std::vector<Tensor> ModeHost::runOpByOp(const Graph& g, const Plan* plan,
         spec = plan->steps[step].kernel;
       } else if (kernels == OpKernels::kEagerCompile) {
         int compiled = 0;
-        spec = s_.kernels_.get(runKey, &compiled);
+        spec = p_.kernels.get(runKey, &compiled);
         if (compiled) {
-          s_.kernelLog_.push_back(spec->name);
-          s_.callModel_.compileUs += s_.options_.cost.kernelCompile(spec->key);
+          call.kernelsCompiled.push_back(spec->name);
+          call.modeled.compileUs += p_.options.cost.kernelCompile(spec->key);
+        }
+      } else if (kernels == OpKernels::kChooser) {
+        int compiled = 0;
+        spec = choose(n, runKey, &compiled);
+        if (compiled) {
+          call.kernelsCompiled.push_back(spec->name);
+          call.modeled.compileUs += p_.options.cost.kernelCompile(spec->key);
         }
       } else {
         // Fallback after the recompile limit: a shape-generic kernel made on the spot, not
@@ -175,11 +343,12 @@ std::vector<Tensor> ModeHost::runOpByOp(const Graph& g, const Plan* plan,
           for (int d = 0; d < t.shape.rank(); ++d) t.shape[d] = kAnyDim;
         spec = compileKernelSpec(makeKernelKey(node.kind, generic, node.attrs));
       }
-      const CostModel& cost = s_.options_.cost;
-      s_.callModel_.hostDynamicUs +=
+      const CostModel& cost = p_.options.cost;
+      call.modeled.hostDynamicUs +=
           cost.hostShapeInferenceUs + (spec->generic ? cost.hostTilingUs : 0.0);
-      s_.callModel_.computeUs += cost.kernelRun(runKey, spec->generic);
+      call.modeled.computeUs += cost.kernelRun(runKey, spec->generic);
       ++step;
+      if (observe) observe(n, spec, runKey, args, ov);
       // Measured: the launch (on the inline device, the kernel itself) and the per-op sync.
       TimelineSpan launch = this->span("launch", "launch");
       if (launch.on()) launch.setName("launch " + spec->name);

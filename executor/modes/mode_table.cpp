@@ -32,6 +32,13 @@ const char* modeName(Mode m) {
   return i < std::size(kModes) ? kModes[i].name.data() : "?";
 }
 
+std::string modeIdentifier(Mode m) {
+  std::string id = modeName(m);
+  for (char& c : id)
+    if (c == '-') c = '_';
+  return id;
+}
+
 std::optional<Mode> parseMode(std::string_view s) {
   for (const ModeInfo& m : kModes)
     if (m.name == s) return m.mode;

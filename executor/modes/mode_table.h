@@ -31,6 +31,8 @@ struct ModeInfo {
 std::span<const ModeInfo> modeTable();
 const ModeInfo& modeInfo(Mode m);
 const char* modeName(Mode m);
+// The name as an identifier, '-' spelled '_' ("reduce_overhead"): test parameter names.
+std::string modeIdentifier(Mode m);
 std::optional<Mode> parseMode(std::string_view s);
 
 // Which modes a list holds.

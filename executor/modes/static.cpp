@@ -12,14 +12,14 @@ class StaticMode final : public ModeStrategy {
   explicit StaticMode(ModeHost& host) : host_(host) {}
 
   std::vector<Tensor> run(std::span<const Tensor> inputs, const InputSignature& sig,
-                          CallRecord& rec) override {
+                          CallContext& call) override {
     TimelineSpan lookup = host_.span("plan lookup", "lookup");
     auto hit = host_.plans().get(sig);
     lookup.arg("result", hit ? "hit" : "miss");
     lookup.end();
     if (hit) {
       host_.stats().planCacheHits++;
-      return host_.launchStatic(**hit, inputs, rec);
+      return host_.launchStatic(**hit, inputs, call);
     }
     host_.stats().planCacheMisses++;
     std::vector<GuardedPlan> cached;
@@ -27,11 +27,11 @@ class StaticMode final : public ModeStrategy {
       cached.push_back({p->id, k});
     });
     std::vector<Tensor> out;
-    const auto miss = host_.onMiss(std::move(cached), sig, inputs, rec, out);
+    const auto miss = host_.onMiss(std::move(cached), sig, inputs, call, out);
     if (!miss) return out;  // ran through the fallback path
-    auto plan = host_.compile(sig, miss->reason, rec);
+    auto plan = host_.compile(sig, miss->reason, call);
     host_.plans().put(sig, plan);
-    return host_.launchStatic(*plan, inputs, rec);
+    return host_.launchStatic(*plan, inputs, call);
   }
 
  private:

@@ -199,8 +199,9 @@ def test_compare_records(repo):
         [{"x1": [2, 2], "x2": [2, 2]}, {"x1": [4, 2], "x2": [4, 2]}],
         gears={"x1": {"0": [2, 4]}, "x2": {"0": [2, 4]}},
     )
-    assert [r["mode"] for r in geared][-1] == "geared"
-    assert geared[-1]["gears"] == 2
+    # With gears, every mode of the table runs, in its order.
+    assert [r["mode"] for r in geared] == list(gearbox.MODES)
+    assert {r["mode"]: r for r in geared}["geared"]["gears"] == 2
     # Records are flat dicts of plain values: what pandas.DataFrame(records) takes (pandas is
     # not a dependency; where it is installed the table is built too).
     for r in records:
@@ -209,7 +210,29 @@ def test_compare_records(repo):
         import pandas
     except ImportError:
         return
-    assert len(pandas.DataFrame(records)) == 4
+    assert len(pandas.DataFrame(records)) == len(records)
+
+
+def test_reduce_overhead_counters_fields_and_mode_options():
+    # The mode's own option, counters and per-call fields pass through the binding by name.
+    s = gearbox.Session(gearbox.parse(SEED001), mode="reduce-overhead",
+                        mode_options=["reduce-overhead.capture_limit=2"])
+    for rows in (2, 3, 2, 4):
+        (y,) = s.run(ones(rows, 2), ones(rows, 2))
+        np.testing.assert_array_equal(y, 2 * ones(rows, 2))
+    st = s.stats
+    assert st["mode_counters"] == {"captures": 2, "replays": 1, "eager_runs": 1,
+                                   "capture_limit": 2}
+    assert st["config"]["mode_options"] == {"capture_limit": "2"}
+    assert [r["mode_fields"]["capture"] for r in s.history] == [
+        "captured #1", "captured #2", "replayed #1", "eager (capture limit)"]
+    assert [r["launches"] for r in s.history] == [1, 1, 1, 1]
+    with pytest.raises(gearbox.Error, match="takes no option 'nope'"):
+        gearbox.Session(gearbox.parse(SEED001), mode="reduce-overhead",
+                        mode_options=["reduce-overhead.nope=1"])
+    with pytest.raises(gearbox.Error, match="capture_limit=0"):
+        gearbox.Session(gearbox.parse(SEED001), mode="reduce-overhead",
+                        mode_options=["reduce-overhead.capture_limit=0"])
 
 
 def test_compare_matches_cli_json(repo, cli, tmp_path):
