@@ -35,6 +35,8 @@ std::shared_ptr<Plan> ModeHost::compile(const InputSignature& sig, const std::st
   const auto start = Clock::now();
   PlanCompileOptions options{reason};
   options.id = s_.nextPlanId_++;
+  // Model only: no kernel runs, so the arena is counted but not materialised.
+  options.allocateArena = !s_.options_.modelOnly;
   auto plan = compilePlan(s_.graph_, sig, s_.kernels_, options);
   rec.compileSeconds += secondsSince(start);
   if (span.on()) {
