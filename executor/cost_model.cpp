@@ -138,7 +138,7 @@ double CostModel::kernelCompile(const KernelKey& key) const {
   const std::string_view op = opKernelName(key.kind);
   double us = lookup(kernelCompileUs, op, kernelCompileDefaultUs);
   if (const double perLog2 = lookup(kernelCompileLog2FlopsUs, op, 0); perLog2 > 0)
-    us += perLog2 * std::log2(1 + kernelCost(key).flops);
+    us += perLog2 * std::log2(1 + std::max(0.0, kernelCost(key).flops));
   return us;
 }
 

@@ -1,5 +1,6 @@
 #include "executor/device.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -31,32 +32,75 @@ void Device::recordError(std::exception_ptr e) {
   if (!error_) error_ = e;  // the first error wins, as a stream reports its first fault
 }
 
+namespace {
+// What a zero-byte request points at: valid, aligned, never read or written.
+alignas(64) std::byte zeroBytes[64];
+}  // namespace
+
 void* Device::allocate(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64 + 64;
   ++counters_.allocations;
-  auto& free = pool_[rounded];
-  if (!free.empty()) {
-    void* p = free.back();
-    free.pop_back();
-    return p;
+  if (bytes == 0) return zeroBytes;
+  const CachingAllocatorModel::Allocation a = memory_.allocate(bytes, &events_);
+  applySegmentEvents();
+  const CachingAllocatorStats& st = memory_.stats();
+  counters_.poolMisses = st.segmentAllocs;
+  counters_.bytesAllocated = st.bytesReservedTotal;
+  counters_.peakBytesReserved = st.peakBytesReserved;
+  counters_.segmentReleases = st.segmentReleases;
+  void* p = nullptr;
+  if (execute_) {
+    p = backing_.at(a.segment) + (a.address - a.segment);
+  } else {
+    // Unbacked: the device address itself, unique and never dereferenced (no kernel runs).
+    p = reinterpret_cast<void*>(static_cast<uintptr_t>(a.address));
   }
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw std::bad_alloc();
-  owned_.emplace_back(p, rounded);
-  ++counters_.poolMisses;
-  counters_.bytesAllocated += static_cast<int64_t>(rounded);
+  live_.emplace(p, std::make_pair(a.address, a.segment));
   return p;
 }
 
 void Device::release(void* p, size_t bytes) {
-  if (!p) return;
-  pool_[(bytes + 63) / 64 * 64 + 64].push_back(p);
+  if (!p || bytes == 0) return;
+  auto it = live_.find(p);
+  if (it == live_.end()) return;
+  memory_.free(it->second.first);
+  live_.erase(it);
+}
+
+void Device::releaseCachedMemory() {
+  memory_.releaseCached(&events_);
+  applySegmentEvents();
+  counters_.segmentReleases = memory_.stats().segmentReleases;
+}
+
+void Device::applySegmentEvents() {
+  if (events_.empty()) return;
+  if (execute_) {
+    // Freeing a segment's memory waits for the launches queued on it, as cudaFree does.
+    bool drained = false;
+    for (const auto& e : events_) {
+      if (e.allocated) {
+        // 64 bytes past the end, as host tensors have, for kernels' vector tails.
+        auto* m = static_cast<std::byte*>(std::aligned_alloc(64, e.bytes + 64));
+        if (!m) throw std::bad_alloc();
+        backing_.emplace(e.base, m);
+      } else {
+        if (!drained) drain();
+        drained = true;
+        auto it = backing_.find(e.base);
+        if (it != backing_.end()) {
+          std::free(it->second);
+          backing_.erase(it);
+        }
+      }
+    }
+  }
+  events_.clear();
 }
 
 void Device::freePool() {
-  for (auto& [p, n] : owned_) std::free(p);
-  owned_.clear();
-  pool_.clear();
+  for (auto& [base, m] : backing_) std::free(m);
+  backing_.clear();
+  live_.clear();
 }
 
 void InlineDevice::enqueue(std::function<void()> task) {

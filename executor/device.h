@@ -7,6 +7,7 @@
 // exception delivered at the next sync(), as a device error surfaces at synchronisation.
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -18,15 +19,21 @@
 #include <unordered_map>
 #include <vector>
 
+#include "executor/caching_allocator.h"
+
 namespace gearbox {
 
 struct DeviceCounters {
   int64_t launches = 0;       // kernel or whole-graph launches
   int64_t graphLaunches = 0;  // launches that carried a whole static graph
   int64_t syncs = 0;
-  int64_t allocations = 0;     // allocation requests (every intermediate a call allocates)
-  int64_t poolMisses = 0;      // requests that needed new memory (the rest reused pooled blocks)
-  int64_t bytesAllocated = 0;  // new memory only
+  int64_t allocations = 0;  // allocation requests (every intermediate a call allocates)
+  // Requests that needed a new segment (a device malloc, charged alloc_us); the rest were
+  // served from cached blocks (executor/caching_allocator.h).
+  int64_t poolMisses = 0;
+  int64_t bytesAllocated = 0;     // bytes of every new segment
+  int64_t peakBytesReserved = 0;  // most segment bytes held at once
+  int64_t segmentReleases = 0;    // cached segments released to stay under the capacity
 };
 
 enum class DeviceKind { kInline, kStream };
@@ -39,10 +46,16 @@ class Device {
   void launch(std::function<void()> task, bool graph = false);
   // Waits until every launched task ran; rethrows the first task error.
   void sync();
-  // Pooled device memory (a caching allocator): released blocks are kept by rounded size and
-  // reused. Every request counts as an allocation; pool misses also count as new memory.
+  // Device memory from a caching allocator (executor/caching_allocator.h): requests are rounded
+  // to 512 B blocks carved from 2 MiB / 20 MiB segments, released blocks are cached, split and
+  // merged, and the segments held are bounded by `memoryCapacity`. Every request counts as an
+  // allocation; a new segment is a pool miss. A zero-byte request gets a valid pointer to no
+  // memory. When execution is off the addresses are not backed by host memory at all.
   void* allocate(size_t bytes);
   void release(void* p, size_t bytes);
+  // Releases every wholly free cached segment (PyTorch's empty_cache).
+  void releaseCachedMemory();
+  const CachingAllocatorStats& memoryStats() const { return memory_.stats(); }
   const DeviceCounters& counters() const { return counters_; }
   virtual DeviceKind kind() const = 0;
   // false: launch() counts the task but does not run it (SessionOptions::modelOnly).
@@ -58,8 +71,13 @@ class Device {
  private:
   DeviceCounters counters_;
   bool execute_ = true;
-  std::unordered_map<size_t, std::vector<void*>> pool_;
-  std::vector<std::pair<void*, size_t>> owned_;
+  void applySegmentEvents();
+  CachingAllocatorModel memory_;
+  std::vector<CachingAllocatorModel::SegmentEvent> events_;
+  // Host memory behind each segment (execution on), by segment base address.
+  std::unordered_map<uint64_t, std::byte*> backing_;
+  // Live blocks: the pointer handed out -> (device address, segment base).
+  std::unordered_map<void*, std::pair<uint64_t, uint64_t>> live_;
 
  public:
   Device() = default;

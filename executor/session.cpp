@@ -124,8 +124,9 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
     traceModeled(fmt::format("iter {}", rec.iteration), rec.signature, rec.modeled);
 
   stats_.iterations++;
-  // The caching allocator never returns memory, so what it allocated is what it holds.
-  stats_.peakBytes = std::max(stats_.peakBytes, after.bytesAllocated);
+  // The most segment memory the caching allocator held at once (it releases cached segments
+  // only to stay under its capacity).
+  stats_.peakBytes = std::max(stats_.peakBytes, after.peakBytesReserved);
   stats_.launches += rec.launches;
   stats_.syncs += rec.syncs;
   stats_.allocations += rec.allocations;

@@ -129,8 +129,9 @@ struct SessionStats {
   int64_t syncs = 0;
   int64_t allocations = 0;
   int64_t fallbackRuns = 0;
-  // Largest plan arena (static/geared, plus a padded call's buffers) or the pooled device
-  // memory held (eager, dynamic, fallback runs: the pool keeps every block it allocated).
+  // Largest plan arena (static/geared, plus a padded call's buffers) or the most device memory
+  // the caching allocator held at once (eager, dynamic, fallback runs: whole segments, so a
+  // multiple of 2 MiB; executor/caching_allocator.h).
   int64_t peakBytes = 0;
   double compileSeconds = 0;    // measured
   double runSeconds = 0;        // measured, every call's run (history() may hold only the last)

@@ -1,5 +1,7 @@
 #include "graph/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <new>
@@ -8,6 +10,12 @@
 #include "graph/error.h"
 
 namespace gearbox {
+
+namespace {
+// From this size up a tensor's storage is fresh anonymous pages: zero without a memset and
+// resident only once written.
+constexpr size_t kMappedTensorBytes = size_t{1} << 20;
+}  // namespace
 
 void Tensor::Free::operator()(std::byte* p) const {
   std::free(p);
@@ -19,6 +27,15 @@ Tensor::Tensor(DType dtype, const Shape& shape) : dtype_(dtype), shape_(shape) {
   bytes_ = static_cast<size_t>(checkedBytes(shape, dtype, "tensor"));
   // aligned_alloc needs a size that is a multiple of the alignment; 64 keeps cache lines whole.
   const size_t alloc = ((bytes_ + 63) / 64) * 64 + 64;
+  if (alloc >= kMappedTensorBytes) {
+    // Large: fresh anonymous pages, zero until written and not resident until then, so a
+    // tensor nobody writes (a --model-only output, issue 22) costs no memory and no memset.
+    void* m = ::mmap(nullptr, alloc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    data_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(m),
+                                       [alloc](std::byte* q) { ::munmap(q, alloc); });
+    return;
+  }
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, alloc));
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, alloc);

@@ -11,6 +11,9 @@ pkgs+=(clang libfuzzer-14-dev libclang-rt-14-dev)
 # for the installed-package check.
 pkgs+=(python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
        pkg-config)
+# The importer's structure-aware fuzz test (tests/python/test_onnx_fuzz.py) builds ONNX protos
+# with hypothesis.
+pkgs+=(python3-hypothesis)
 # Real networks (issue 20): scripts/export_models.py exports torchvision's ShuffleNetV2,
 # ResNet-18 and MobileNetV2 with seeded random weights, and the tests compare gearbox with
 # torch; ONNX's own backend node tests come from libonnx-testdata.

@@ -16,6 +16,12 @@ for flavour in release asan; do
   # ---- package step (issue 13): pytest, install + out-of-tree consumer, shared build ----
   if [ "$flavour" = release ]; then bash scripts/test-package.sh build; fi
   # ---- end of package step ----
+  # The pytest suite against the ASan + UBSan module (issue 22), without the torchvision model
+  # runs of test_import_models.py (minutes each in a Debug + ASan build; run them with
+  # `bash scripts/test-python-asan.sh`, every file, when the budget allows).
+  if [ "$flavour" = asan ]; then
+    bash scripts/test-python-asan.sh build-asan --ignore=tests/python/test_import_models.py tests/python
+  fi
 done
 # ThreadSanitizer: the tests that touch threads (the sharded kernel cache under concurrent
 # lookups, the stream device, kernel_meta, sessions in every mode, the parallel gear compile and

@@ -168,6 +168,25 @@ TEST(KernelCost, FlopsAndBytesPerOp) {
   EXPECT_EQ(c.flops, 3);
 }
 
+TEST(KernelCost, AFullyGenericKeyCostsFiniteNonNegativeFigures) {
+  // reduce-overhead's eager kernels make every dim of every input dynamic, the conv weight's
+  // too; a dynamic dim counts as 1, so no figure goes negative (log2 of one did: NaN).
+  const CostModel m;
+  const TensorType x{DType::kF32, Shape{kAnyDim, kAnyDim, kAnyDim, kAnyDim}};
+  Attrs conv;
+  conv.setInts(attr::Conv2d::pads, {1, 1, 1, 1});
+  for (const KernelKey& key : {makeKernelKey(OpKind::kConv2d, {x, x}, conv),
+                               makeKernelKey(OpKind::kMatMul,
+                                             {TensorType{DType::kF32, Shape{kAnyDim, kAnyDim}},
+                                              TensorType{DType::kF32, Shape{kAnyDim, kAnyDim}}},
+                                             {})}) {
+    EXPECT_GE(kernelCost(key).flops, 0) << key.name();
+    EXPECT_TRUE(std::isfinite(m.kernelCompile(key))) << key.name();
+    EXPECT_GE(m.kernelCompile(key), m.kernelCompileUs.at(std::string(opKernelName(key.kind))));
+    EXPECT_TRUE(std::isfinite(m.kernelRun(key, true))) << key.name();
+  }
+}
+
 TEST(KernelCost, RooflineGenericEfficiencyAndMinimum) {
   CostModel m;
   m.peakGflops["float"] = 1000;  // 1e6 flop per us

@@ -257,6 +257,54 @@ TEST(HostileSurfaces, SuggestGearsMemoryDoesNotDependOnTheLargestSize) {
   }
 }
 
+TEST(HostileSurfaces, ModelOnlyPadToAHugeGearMaterialisesNothing) {
+  // `--pad-to x=268435456,4 --max-pad-bytes 1 TiB --model-only` allocated and zeroed 16.4 GB
+  // of padded inputs, outputs and arena in 75 s although no kernel runs. Model only, nothing
+  // is materialised: under a 1 GB address-space limit it finishes at once, and it still counts
+  // the padded call and its device allocations.
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limit;
+#else
+  const std::string limit = "ulimit -v 1000000; ";
+#endif
+  TempDir dir;
+  write(dir.file("t.jsonl"), "{\"x\": [3, 4], \"y\": [3, 4]}\n");
+  const RunResult r = runShell(
+      limit + "exec " + kBinary + " run " + shellQuote(example("four_ops.gbx")) + " --trace " +
+          shellQuote(dir.file("t.jsonl")) +
+          " --mode geared --pad-to x=268435456,4 --max-pad-bytes 1099511627776 --model-only "
+          "--json " +
+          shellQuote(dir.file("r.json")),
+      30);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const auto j = nlohmann::json::parse(std::ifstream(dir.file("r.json")));
+  EXPECT_EQ(j["padded_calls"].get<int64_t>(), 1) << j.dump();
+  EXPECT_GE(j["allocations"].get<int64_t>(), 2) << j.dump();  // the padded x and y, counted
+}
+
+TEST(HostileSurfaces, SuggestGearsOverManyDistinctSizesHoldsNoTensorPerSize) {
+  // The dynamic and auto reference rows replay the trace model-only. They held one zero input
+  // tensor per distinct shape (up to 1024: 2.1 GB for batches 1..1024 of examples/mlp.gbx) and
+  // the device pool kept blocks per exact size: a 10,000-size trace was killed at 21 GB after
+  // 213 s. Now one buffer per input, views of it per call: under a 1 GB address-space limit.
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limit;
+#else
+  const std::string limit = "ulimit -v 1000000; ";
+#endif
+  TempDir dir;
+  std::string trace;
+  for (int b = 1; b <= 3000; ++b) trace += "{\"x\": [" + std::to_string(b) + ", 1024]}\n";
+  write(dir.file("t.jsonl"), trace);
+  const RunResult r =
+      runShell(limit + "exec " + kBinary + " suggest-gears " + shellQuote(example("mlp.gbx")) +
+                   " --trace " + shellQuote(dir.file("t.jsonl")),
+               120);
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "suggested gears:")) << r.output;
+  EXPECT_TRUE(contains(r.output, "dynamic")) << r.output;
+}
+
 // ---- 5. self-reference -----------------------------------------------------------------------
 
 TEST(HostileSurfaces, SelfReferenceIsAnUndefinedValueInEveryBuild) {

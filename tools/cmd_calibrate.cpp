@@ -208,12 +208,17 @@ void registerCalibrate(CLI::App& app) {
         "per-op slope of eager calls (1 vs 32 Adds) minus the kernel and shape inference");
     set("host_tiling_us", m.hostTilingUs, std::max(0.0, dy.perNode - eg.perNode),
         "per-op slope of dynamic calls minus that of eager ones (generic-kernel params)");
-    // Device allocation: new pooled blocks of distinct sizes.
+    // Device allocation: a new segment each time (allocate, release, empty the cache).
     {
       InlineDevice dev;
-      size_t size = 1 << 16;
-      const double us = medianUs([&] { dev.allocate(size += 4096); }, 5, 200);
-      set("alloc_us", m.allocUs, us, "InlineDevice allocation of a new block (pool miss)");
+      const double us = medianUs(
+          [&] {
+            dev.release(dev.allocate(4096), 4096);
+            dev.releaseCachedMemory();
+          },
+          5, 200);
+      set("alloc_us", m.allocUs, us,
+          "InlineDevice allocation of a new 2 MiB segment (pool miss), with its release");
     }
     // Compiles: plan compile per node from chains of 10 and 1000 Adds (one kernel shape),
     // and one kernel spec per op.

@@ -16,6 +16,7 @@
 #include "compiler/passes.h"
 #include "executor/session.h"
 #include "gears/gear_choice.h"
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox::cli {
@@ -250,25 +251,33 @@ GearCandidate referenceMode(const Graph& g, const std::vector<InputSignature>& t
   o.runPasses = runPasses;
   o.historyLimit = 16;
   Session session(g, o);
-  // Data is never read in model-only mode: one zero tensor per input and shape, shared by
-  // every call that has it (weights once, not once per call), while there are few.
-  std::vector<std::map<std::string, Tensor>> byShape(g.inputs.size());
-  size_t held = 0;
-  std::vector<Tensor> in(g.inputs.size());
-  for (const InputSignature& sig : trace) {
-    for (size_t i = 0; i < sig.size(); ++i) {
-      const std::string key = sig[i].toString();
-      auto it = byShape[i].find(key);
-      if (it != byShape[i].end()) {
-        in[i] = it->second;
-        continue;
-      }
-      in[i] = Tensor(g.values[g.inputs[i]].type.dtype, sig[i]);
-      if (held < 1024) {
-        byShape[i].emplace(key, in[i]);
-        ++held;
+  // Data is never read in model-only mode: per input, one zero buffer as large as the largest
+  // shape the trace gives it, and every call's tensor is a view of it. It used to be one tensor
+  // per distinct shape (up to 1024 of them: 2.1 GB for batches 1..1024 of a 1024-wide input)
+  // and a fresh zeroed tensor per call after that (issue 22).
+  std::vector<std::shared_ptr<std::byte>> buffers(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const DType dt = g.values[g.inputs[i]].type.dtype;
+    Shape largest;
+    int64_t most = -1;
+    for (const InputSignature& sig : trace) {
+      if (i >= sig.size()) continue;
+      const int64_t bytes = checkedBytes(sig[i], dt, "trace input");
+      if (bytes > most) {
+        most = bytes;
+        largest = sig[i];
       }
     }
+    // A Tensor of the largest shape owns the buffer (zero pages, not resident until written).
+    if (most >= 0) {
+      auto owner = std::make_shared<Tensor>(dt, largest);
+      buffers[i] = std::shared_ptr<std::byte>(owner, static_cast<std::byte*>(owner->data()));
+    }
+  }
+  std::vector<Tensor> in(g.inputs.size());
+  for (const InputSignature& sig : trace) {
+    for (size_t i = 0; i < sig.size(); ++i)
+      in[i] = Tensor::wrap(g.values[g.inputs[i]].type.dtype, sig[i], buffers[i]);
     session.run(in);
   }
   const SessionStats& st = session.stats();

@@ -81,7 +81,9 @@ KernelCost kernelCostConv2d(const KernelKey& key) {
   const Shape& w = key.inputs[1].shape;
   const TensorType out = inferNode(keyContext(key));
   const double positions = elementBytes(out) / 4.0;  // N * M * OH * OW
-  const double depth = static_cast<double>(w[1] * w[2] * w[3]);
+  // A dynamic dim counts as 1 (compiler/kernel_cost.h), the weight's too in a generic key.
+  auto dim = [](int64_t d) { return static_cast<double>(d < 0 ? 1 : d); };
+  const double depth = dim(w[1]) * dim(w[2]) * dim(w[3]);
   double bytes = elementBytes(key.inputs[0]) + elementBytes(key.inputs[1]) + elementBytes(out);
   if (key.inputs.size() == 3) bytes += elementBytes(key.inputs[2]);
   // A multiply-add per weight tap and output element, plus the bias add.

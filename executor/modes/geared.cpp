@@ -144,6 +144,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   const Graph& graph = host_.graph();
   SessionStats& stats = host_.stats();
   Device& device = host_.device();
+  const bool modelOnly = host_.options().modelOnly;
   TimelineSpan lookup = host_.span("gear lookup", "lookup");
   const auto found = set_->find(sig);
   lookup.arg("result", found ? "hit" : "miss");
@@ -205,10 +206,13 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     }
     inBytes[i] = static_cast<size_t>(t.shape.numel()) * dtypeSize(t.dtype);
     in[i] = TensorView{device.allocate(inBytes[i]), t.dtype, t.shape};
+    if (modelOnly) continue;  // unbacked device memory: nothing to fill
     std::memset(in[i].data, 0, inBytes[i]);
     copyBlock(inputs[i].view(), in[i]);
   }
-  std::vector<Tensor> padded = allocateOutputs(plan);
+  // Model only: the gear's outputs are never written, so they are not allocated either; the
+  // call returns zeros of the real shapes (issue 22: a 2^28-row pad materialised 16.4 GB).
+  std::vector<Tensor> padded = modelOnly ? std::vector<Tensor>{} : allocateOutputs(plan);
   std::vector<TensorView> ov(padded.size());
   for (size_t i = 0; i < padded.size(); ++i) ov[i] = padded[i].view();
   // One whole-graph launch and one sync through the host, which costs (MODELED) the gear's
@@ -227,10 +231,15 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
 
   // Slice every output back to the real sizes the padding analysis traced.
   std::vector<Tensor> out;
-  for (size_t o = 0; o < padded.size(); ++o) {
-    Shape real = padded[o].shape();
+  for (size_t o = 0; o < plan.graph->outputs.size(); ++o) {
+    const TensorType& pt = plan.types[plan.graph->outputs[o]];
+    Shape real = pt.shape;
     for (const PaddedOutputDim& pd : padding_->outputs[o])
       real[pd.dim] = sig[pd.origin.input][pd.origin.dim];
+    if (modelOnly) {
+      out.emplace_back(pt.dtype, real);
+      continue;
+    }
     if (real == padded[o].shape()) {
       out.push_back(std::move(padded[o]));
       continue;

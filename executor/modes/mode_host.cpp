@@ -113,6 +113,8 @@ std::shared_ptr<Plan> SessionHost::compile(const InputSignature& sig, const std:
   const auto start = Clock::now();
   PlanCompileOptions options{reason};
   options.id = nextPlanId_++;
+  // Model only: no kernel runs, so the arena is counted but not materialised.
+  options.allocateArena = !p_.options.modelOnly;
   auto plan = compilePlan(p_.graph, sig, p_.kernels, options);
   rec.compileSeconds += secondsSince(start);
   if (span.on()) {
@@ -201,9 +203,12 @@ void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) 
   int64_t arenaBytes = 0;
   for (const auto& p : plans)
     if (p) arenaBytes = std::max(arenaBytes, p->arenaBytes);
-  auto arena = allocateArena(arenaBytes);
-  for (const auto& p : plans)
-    if (p) bindArena(*p, arena);
+  // Model only: no kernel runs, so the arena is counted but not materialised.
+  if (!p_.options.modelOnly) {
+    auto arena = allocateArena(arenaBytes);
+    for (const auto& p : plans)
+      if (p) bindArena(*p, arena);
+  }
   p_.stats.peakBytes = std::max(p_.stats.peakBytes, arenaBytes);
   if (arenaBytes > 0) p_.stats.allocations++;
 }

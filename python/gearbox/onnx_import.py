@@ -415,7 +415,12 @@ class _Importer:
             text = ", ".join(self.dim_text(d) for d in dims)
             inputs.append(f"{self.value(vi.name)}: {_DTYPES[elem]}[{text}]")
         for name, t in initializers.items():
-            arr = numpy_helper.to_array(t)
+            try:
+                arr = numpy_helper.to_array(t)
+            except Exception as e:  # an element type onnx cannot read (99, say)
+                raise ImportFailure("parse", f"initializer '{name[:80]}' (element type "
+                                             f"{t.data_type}): cannot read its data: "
+                                             f"{type(e).__name__}: {e}") from None
             self.set_out(name, arr.shape, t.data_type, arr)
         consumers = {}
         for node in g.node:
@@ -450,12 +455,23 @@ class _Importer:
                     # it: each of them is checked and listed too.
                     try:
                         row[1](self, node)
-                    except _Unsupported:
+                    except ImportFailure:
+                        raise
+                    except Exception:  # _Unsupported, or a node its row cannot read
                         self.poisoned.update(node.output)
                     continue
                 row[1](self, node)
             except _Unsupported as e:
                 self.unsupported.append((label, node.op_type, str(e)))
+                self.poisoned.update(node.output)
+            except ImportFailure:
+                raise
+            except Exception as e:
+                # A node its row cannot read (a missing attribute, a rank its op cannot have,
+                # shapes that do not broadcast): named, with what went wrong, not a traceback
+                # (found by tests/python/test_onnx_fuzz.py).
+                self.unsupported.append((label, node.op_type, "malformed for this op: "
+                                         f"{type(e).__name__}: {str(e)[:200]}"))
                 self.poisoned.update(node.output)
         # An initializer no written op used as a tensor is dropped if it was read as an
         # attribute or every consumer was folded; else (a weight no op reads, indices a Gather
@@ -1532,6 +1548,10 @@ def _read_model(model_path):
         model = onnx.load_model_from_string(data)
     except Exception as e:  # protobuf decode errors
         raise ImportFailure("io", f"{model_path}: not a readable ONNX model: {e}") from None
+    bad = _first_non_utf8_string(model)
+    if bad is not None:
+        raise ImportFailure("parse", f"{model_path}: {bad[0]} {bad[1]!r:.80} is not UTF-8 (ONNX "
+                                     "names and strings must be)")
     if not model.HasField("graph") or not model.graph.output:
         raise ImportFailure("parse", f"{model_path}: not an ONNX model with a graph (no graph "
                                      "outputs; an empty or truncated file?)")
@@ -1542,6 +1562,26 @@ def _read_model(model_path):
         _check_tensor(t, model_path)
     _check_nodes(model, model_path)
     return model
+
+
+def _first_non_utf8_string(msg, path="model"):
+    """The first string field of the proto that protobuf could not decode as UTF-8 (it hands
+    those over as bytes: proto2 does not reject them), as (field path, value), or None."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    for field, value in msg.ListFields():
+        where = f"{path}.{field.name}"
+        values = value if field.label == FieldDescriptor.LABEL_REPEATED else [value]
+        if field.type == FieldDescriptor.TYPE_STRING:
+            for v in values:
+                if isinstance(v, bytes):
+                    return where, v
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            for v in values:
+                found = _first_non_utf8_string(v, where)
+                if found is not None:
+                    return found
+    return None
 
 
 def _all_tensors(model):
