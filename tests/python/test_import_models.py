@@ -14,6 +14,7 @@ models' outputs are O(1); a summation-order difference in a 576-term conv dot pr
 Skipped without python3-torch / python3-torchvision."""
 import collections
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -240,6 +241,22 @@ def test_gearbox_dynamic_hw_resnet_compiles(exports, tmp_path, cli, env):
     assert recs["dynamic"]["graph_compiles"] < 10
     for r in recs.values():
         assert r["max_abs_diff_vs_reference"] <= 1e-4
+    # The batch fixed (above 1, which dynamic mode specialises): one dynamic compile for all 10
+    # image sizes, 10 static ones, and static's summary names x dims 2 and 3.
+    trace2 = [{"x": [2, 3, 32 + 8 * k, 40 + 8 * k]} for k in range(10)]
+    recs2 = {r["mode"]: r for r in gearbox.compare(g, trace2, modes=[static, dynamic],
+                                                    on_recompile_limit="unlimited")}
+    assert recs2["dynamic"]["graph_compiles"] == 1
+    assert recs2["static"]["graph_compiles"] == 10
+    # The CLI's report groups static's recompiles by input and dim.
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(c) + "\n" for c in trace2))
+    proc = subprocess.run([cli, "run", str(gbx), "--trace", str(tmp_path / "t.jsonl"), "-q",
+                           "--mode", static, "--model-only", "--recompile-limit", "100", "--json",
+                           str(tmp_path / "r.json")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reasons = json.loads((tmp_path / "r.json").read_text())["recompile_summary"]
+    named = {(r["input"], r["dim"]) for r in reasons["recompile_reasons"]}
+    assert {("x", 2), ("x", 3)} <= named, reasons
     s = gearbox.Session(g, mode="static")
     s.run(np.zeros((1, 3, 32, 40), np.float32))
     s.run(np.zeros((1, 3, 40, 40), np.float32))
