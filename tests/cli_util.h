@@ -22,9 +22,8 @@ inline std::string shellQuote(const std::string& s) {
   return out + "'";
 }
 
-// Runs GEARBOX_BINARY with `args` (already shell-quoted) through /bin/sh.
-inline RunResult runGearbox(const std::string& args) {
-  const std::string cmd = shellQuote(GEARBOX_BINARY) + " " + args + " 2>&1";
+// Runs `cmd` through popen and collects what it printed; exitCode -1 when it died of a signal.
+inline RunResult runPipe(const std::string& cmd) {
   RunResult r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) {
@@ -37,6 +36,22 @@ inline RunResult runGearbox(const std::string& args) {
   const int status = ::pclose(pipe);
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs GEARBOX_BINARY with `args` (already shell-quoted) through /bin/sh.
+inline RunResult runGearbox(const std::string& args) {
+  return runPipe(shellQuote(GEARBOX_BINARY) + " " + args + " 2>&1");
+}
+
+// A shell command under timeout(1): exit 124 means it hung, -1 that it died of a signal.
+inline RunResult runShell(const std::string& shellCmd, int seconds = 60) {
+  return runPipe("timeout " + std::to_string(seconds) + " /bin/sh -c " + shellQuote(shellCmd) +
+                 " 2>&1");
+}
+
+// GEARBOX_BINARY with `args` (already shell-quoted) under timeout(1).
+inline RunResult runBounded(const std::string& args, int seconds = 60) {
+  return runShell("exec " + shellQuote(GEARBOX_BINARY) + " " + args, seconds);
 }
 
 // The repository's bundled examples.

@@ -29,17 +29,10 @@ using testing_util::RunResult;
 using testing_util::shellQuote;
 using testing_util::TempDir;
 
-// Runs a shell command; exitCode is 128 + signal when the shell's child was killed.
+// A shell command under a 120 s timeout; exitCode is 128 + signal when the shell's child was
+// killed.
 RunResult sh(const std::string& cmd) {
-  RunResult r;
-  FILE* pipe = ::popen(("timeout 120 /bin/sh -c " + shellQuote(cmd) + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing_util::runShell(cmd, 120);
 }
 
 const std::string kBin = shellQuote(GEARBOX_BINARY);

@@ -20,8 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_util::example;
+using testing_util::runBounded;
 using testing_util::runGearbox;
 using testing_util::RunResult;
+using testing_util::runShell;
 using testing_util::shellQuote;
 using testing_util::TempDir;
 
@@ -33,26 +35,7 @@ void write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-// A shell command under timeout(1): exit 124 means it hung.
-RunResult runShell(const std::string& shellCmd, int seconds = 60) {
-  const std::string cmd =
-      "timeout " + std::to_string(seconds) + " /bin/sh -c " + shellQuote(shellCmd) + " 2>&1";
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 const std::string kBinary = shellQuote(GEARBOX_BINARY);
-
-RunResult runBounded(const std::string& args, int seconds = 60) {
-  return runShell("exec " + kBinary + " " + args, seconds);
-}
 
 const std::string kSeedModel = example("seed001_add.gbx");
 

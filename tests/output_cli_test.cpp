@@ -134,10 +134,15 @@ TEST(CiBehaviour, AnErrorBeforeTheFirstCallPrintsNoReportAndWritesNothing) {
   TempDir dir;
   const std::string model = dir.file("conv.gbx"), trace = dir.file("t.jsonl"),
                     json = dir.file("r.json");
-  std::ofstream(model) << "graph g(%x: f32[N, 2, H, H]) {\n  %w = const f32[2, 2, 3, 3] "
-                          "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
-                          "0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n  %y = conv2d(%x, %w, "
-                          "pads=[1, 1, 1, 1])\n  return %y\n}\n";
+  // A 3x3 conv with zero weights over input dims `xDims`.
+  auto writeConv = [&](const std::string& xDims) {
+    std::string zeros = "0";
+    for (int i = 1; i < 36; ++i) zeros += ", 0";
+    std::ofstream(model) << "graph g(%x: f32[" << xDims << "]) {\n  %w = const f32[2, 2, 3, 3] ["
+                         << zeros
+                         << "]\n  %y = conv2d(%x, %w, pads=[1, 1, 1, 1])\n  return %y\n}\n";
+  };
+  writeConv("N, 2, H, H");
   std::ofstream(trace) << "{\"x\": [1, 2, 5, 5]}\n{\"x\": [2, 2, 7, 7]}\n";
   auto r = runGearbox("run " + shellQuote(model) + " --trace " + shellQuote(trace) +
                       " -q --mode geared --pad-to x=2,2,8,8 --json " + shellQuote(json));
@@ -147,10 +152,7 @@ TEST(CiBehaviour, AnErrorBeforeTheFirstCallPrintsNoReportAndWritesNothing) {
   EXPECT_EQ(r.output.find("0 iterations"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(json));
   // Padding only the batch is fine (rows of a batch never meet in a conv).
-  std::ofstream(model) << "graph g(%x: f32[N, 2, 8, 8]) {\n  %w = const f32[2, 2, 3, 3] "
-                          "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
-                          "0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n  %y = conv2d(%x, %w, "
-                          "pads=[1, 1, 1, 1])\n  return %y\n}\n";
+  writeConv("N, 2, 8, 8");
   std::ofstream(trace) << "{\"x\": [1, 2, 8, 8]}\n{\"x\": [2, 2, 8, 8]}\n";
   auto b = runGearbox("run " + shellQuote(model) + " --trace " + shellQuote(trace) +
                       " -q --mode geared --pad-to x=2,2,8,8");
