@@ -3,7 +3,7 @@
 # build-fuzz/, replays every seed (tests/fuzz/corpus/<target>/) and every crash found so far
 # (tests/fuzz/crashes/<target>/) as regression inputs, then fuzzes each target for a short
 # smoke run.
-#   FUZZ_SECONDS=20  seconds of fuzzing per target (0: replay only)
+#   FUZZ_SECONDS=10  seconds of fuzzing per target (0: replay only)
 #   FUZZ_TARGETS="npy trace"  a subset (default: all)
 # For a long run of one target, keeping what it finds:
 #   scripts/fuzz.sh  (once, to build)
@@ -13,7 +13,7 @@
 # tests/fuzz/crashes/<target>/ with the fix, so every later run replays it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${FUZZ_SECONDS:-20}
+secs=${FUZZ_SECONDS:-10}
 jobs=${GEARBOX_JOBS:-$(nproc)}
 targets=${FUZZ_TARGETS:-"ir_text npy trace gears_json cost_model kernel_descriptor bundle op_info recompile_report cost_override assert gears_report"}
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
