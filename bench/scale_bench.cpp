@@ -16,7 +16,7 @@
 #include "compiler/kernel_store.h"
 #include "compiler/memory_plan.h"
 #include "graph/graph.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox {
 namespace {

@@ -21,7 +21,7 @@
 #include "compiler/ops/op_hooks.h"
 #include "compiler/parallel_for.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox {
 

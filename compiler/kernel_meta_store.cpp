@@ -22,7 +22,7 @@
 #include "compiler/kernel_store_internal.h"
 #include "compiler/ops/op_hooks.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox {
 

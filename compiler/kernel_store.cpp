@@ -25,7 +25,7 @@
 #include "compiler/ops/op_hooks.h"
 #include "graph/error.h"
 #include "graph/json_limits.h"
-#include "graph/npy.h"
+
 
 namespace gearbox {
 

@@ -166,12 +166,6 @@ class BundleStore final : public KernelStore {
 
 inline constexpr const char* kOpInfoTopDir = "aclnn_static_shape_kernel_outputs";
 
-// Refuses an output path that contains a NUL byte, a ".." component, or an existing component
-// that is a symlink, with Error(kConfig) naming `what` (e.g. "--record-op-info"). Ascend's
-// build dir has the same rule; it keeps a recorder from being pointed outside the tree it
-// was given.
-void checkOutputPath(const std::string& path, const std::string& what);
-
 // The op-info JSON of one kernel key: {op_type, inputs[], outputs[], attrs[]}, each tensor
 // with name, index, dtype, shape, format, origin_shape, origin_format, each attr with name,
 // dtype, index, value. Dynamic dims are written as -1.
@@ -190,8 +184,8 @@ std::string opInfoFileName(const KernelKey& key, int counter);
 // hook() keep the recorder alive for as long as a kernel cache holds them.
 class OpInfoRecorder : public std::enable_shared_from_this<OpInfoRecorder> {
  public:
-  // Checks `dir` (checkOutputPath) and creates the run's directories. Throws Error(kConfig)
-  // for a refused path and Error(kIo) when the directories cannot be created.
+  // Checks `dir` (checkOutputPath, OutputKind::kTree) and creates the run's directories. Throws
+  // Error(kConfig) for a refused path and Error(kIo) when the directories cannot be created.
   explicit OpInfoRecorder(const std::string& dir);
 
   // Records the op of `key` (once per distinct record). Throws Error(kIo) if a write fails.

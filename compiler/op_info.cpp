@@ -22,7 +22,7 @@
 #include "compiler/kernel_store_internal.h"
 #include "compiler/ops/op_hooks.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox {
 
@@ -30,32 +30,6 @@ namespace fs = std::filesystem;
 using namespace store_detail;
 
 // ---- op-info records ---------------------------------------------------------------------------
-
-void checkOutputPath(const std::string& path, const std::string& what) {
-  if (path.empty()) fail(ErrorKind::kConfig, "{}: the path is empty", what);
-  if (const size_t nul = path.find('\0'); nul != std::string::npos) {
-    // Printed up to the NUL with an escape: a raw NUL would end the message for every C reader.
-    fail(ErrorKind::kConfig, "{} '{}\\0...': the path contains a NUL byte", what,
-         path.substr(0, nul));
-  }
-  const fs::path p(path);
-  for (const fs::path& part : p)
-    if (part == "..")
-      fail(ErrorKind::kConfig, "{} '{}': paths containing '..' are refused", what, path);
-  // Every existing component is checked with lstat(): a symlink anywhere would let the output
-  // land outside the directory the user named. The walk stops at the first missing component,
-  // since nothing below it can exist.
-  fs::path prefix;
-  for (const fs::path& part : p) {
-    prefix /= part;
-    if (part == "/" || part == "." || part.empty()) continue;
-    struct stat st {};
-    if (::lstat(prefix.c_str(), &st) != 0) break;
-    if (S_ISLNK(st.st_mode))
-      fail(ErrorKind::kConfig, "{} '{}': component '{}' is a symlink; symlinks are refused", what,
-           path, prefix.string());
-  }
-}
 
 namespace {
 
@@ -116,10 +90,10 @@ std::string opInfoFileName(const KernelKey& key, int counter) {
 }
 
 OpInfoRecorder::OpInfoRecorder(const std::string& dir) {
-  checkOutputPath(dir, "--record-op-info");
+  checkOutputPath("--record-op-info", dir, OutputKind::kTree);
   const long pid = static_cast<long>(::getpid());
   const fs::path top = fs::path(dir) / kOpInfoTopDir;
-  checkOutputPath(top.string(), "--record-op-info");
+  checkOutputPath("--record-op-info", top.string(), OutputKind::kTree);
   std::error_code ec;
   fs::create_directories(top, ec);
   if (ec)
@@ -131,7 +105,7 @@ OpInfoRecorder::OpInfoRecorder(const std::string& dir) {
   for (int attempt = 0;; ++attempt) {
     const auto t = now + std::chrono::microseconds(attempt);
     const fs::path run = top / fmt::format("ts{}_pid{}_outputs", compactTimestamp(t, true), pid);
-    checkOutputPath(run.string(), "--record-op-info");
+    checkOutputPath("--record-op-info", run.string(), OutputKind::kTree);
     if (fs::create_directory(run, ec)) {
       runDir_ = run.string();
       break;

@@ -7,7 +7,7 @@
 
 #include "graph/error.h"
 #include "graph/json_limits.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox {
 

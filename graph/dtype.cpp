@@ -1,7 +1,5 @@
 #include "graph/dtype.h"
 
-#include "graph/error.h"
-
 namespace gearbox {
 
 std::string_view dtypeName(DType t) {
@@ -27,19 +25,6 @@ std::optional<DType> parseDType(std::string_view s) {
   if (s == "i32") return DType::kI32;
   if (s == "i64") return DType::kI64;
   return std::nullopt;
-}
-
-const char* errorKindName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kParse: return "parse error";
-    case ErrorKind::kShape: return "shape error";
-    case ErrorKind::kIndex: return "index error";
-    case ErrorKind::kIo: return "I/O error";
-    case ErrorKind::kGear: return "gear error";
-    case ErrorKind::kConfig: return "config error";
-    case ErrorKind::kLimit: return "recompile limit";
-  }
-  return "error";
 }
 
 }  // namespace gearbox

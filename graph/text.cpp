@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/error.h"
+#include "graph/file_io.h"
 #include "graph/npy.h"
 
 namespace gearbox {

@@ -28,7 +28,7 @@
 #include "gearbox/version.h"
 #include "graph/error.h"
 #include "graph/graph.h"
-#include "graph/npy.h"
+
 #include "graph/text.h"
 #include "tools/run_options.h"
 #include "tools/trace.h"

@@ -8,7 +8,7 @@
 
 #include "cli_util.h"
 #include "executor/cost_model.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "json_schema.h"
 #include "temp_dir.h"
 

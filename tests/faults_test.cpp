@@ -15,6 +15,7 @@
 #include "cli_util.h"
 #include "compiler/kernel_store.h"
 #include "executor/session.h"
+#include "graph/file_io.h"
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "json_schema.h"

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "graph/file_io.h"
 #include "graph/npy.h"
 #include "json_schema.h"
 #include "temp_dir.h"

@@ -16,7 +16,7 @@
 #include "cli_util.h"
 #include "expect_error.h"
 #include "graph/json_limits.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "graph/text.h"
 #include "temp_dir.h"
 #include "tools/html_report.h"

@@ -26,6 +26,7 @@
 #include "gears/gear_spec.h"
 #include "graph/checked.h"
 #include "graph/json_limits.h"
+#include "graph/file_io.h"
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "temp_dir.h"

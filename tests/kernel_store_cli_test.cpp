@@ -14,7 +14,7 @@
 #include <string>
 
 #include "cli_util.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "json_schema.h"
 #include "temp_dir.h"
 

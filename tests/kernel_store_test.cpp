@@ -15,7 +15,7 @@
 #include "compiler/compile_log.h"
 #include "executor/session.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "graph/text.h"
 #include "temp_dir.h"
 #include "warning_capture.h"

@@ -9,6 +9,7 @@
 
 #include "expect_error.h"
 #include "graph/error.h"
+#include "graph/file_io.h"
 #include "tests/temp_dir.h"
 
 namespace gearbox {
@@ -288,6 +289,42 @@ TEST(AtomicWrite, ReplacesExistingContentsWithoutLeftovers) {
   EXPECT_EQ(entriesIn(dir.path()), 1u);
   writeFileAtomic(path, "");
   EXPECT_EQ(readFile(path), "");
+}
+
+// The one output-path check (graph/file_io.h): a file must be writable where it lands; a tree
+// must stay where it was named. Both kinds name the option and the path.
+TEST(OutputPath, AFileMustLandInAWritableFolderAndNotOnADirectory) {
+  TempDir dir;
+  EXPECT_NO_THROW(checkOutputPath("--json", dir.file("r.json")));
+  std::string msg =
+      errorOf([&] { checkOutputPath("--json", dir.path().string()); }, ErrorKind::kIo);
+  EXPECT_NE(msg.find("--json " + dir.path().string() + ": is a directory"), std::string::npos)
+      << msg;
+  msg = errorOf([&] { checkOutputPath("-o", dir.file("missing/r.json")); }, ErrorKind::kIo);
+  EXPECT_NE(msg.find("-o " + dir.file("missing/r.json") + ": directory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
+  msg = errorOf([&] { checkOutputPath("--html", ""); }, ErrorKind::kIo);
+  EXPECT_NE(msg.find("--html: the path is empty"), std::string::npos) << msg;
+  msg = errorOf([&] { checkOutputPath("--json", std::string("a\0b", 3)); }, ErrorKind::kConfig);
+  EXPECT_NE(msg.find("the path contains a NUL byte"), std::string::npos) << msg;
+}
+
+TEST(OutputPath, ATreeRefusesDotDotAndSymlinkedComponents) {
+  TempDir dir;
+  EXPECT_NO_THROW(checkOutputPath("--record-op-info", dir.file("new/deeper"), OutputKind::kTree));
+  // A directory is what a tree is: no is-a-directory error here.
+  EXPECT_NO_THROW(checkOutputPath("--record-op-info", dir.path().string(), OutputKind::kTree));
+  std::string msg =
+      errorOf([&] { checkOutputPath("--record-op-info", dir.file("a/../b"), OutputKind::kTree); },
+              ErrorKind::kConfig);
+  EXPECT_NE(msg.find("--record-op-info '" + dir.file("a/../b") + "': paths containing '..'"),
+            std::string::npos)
+      << msg;
+  std::filesystem::create_directory_symlink(dir.path(), dir.file("link"));
+  msg = errorOf([&] { checkOutputPath("--record-op-info", dir.file("link/x"), OutputKind::kTree); },
+                ErrorKind::kConfig);
+  EXPECT_NE(msg.find("component '" + dir.file("link") + "' is a symlink"), std::string::npos)
+      << msg;
 }
 
 }  // namespace

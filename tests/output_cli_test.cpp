@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cli_util.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "temp_dir.h"
 
 namespace gearbox {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "cli_util.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "temp_dir.h"
 
 namespace gearbox {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "graph/file_io.h"
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "json_schema.h"

@@ -7,7 +7,7 @@
 
 #include "cli_util.h"
 #include "executor/modes/mode_table.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "json_schema.h"
 #include "temp_dir.h"
 

@@ -11,7 +11,7 @@
 #include "cli_util.h"
 #include "expect_error.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "graph/text.h"
 #include "temp_dir.h"
 #include "tools/run_report.h"

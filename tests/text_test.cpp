@@ -11,6 +11,7 @@
 
 #include "expect_error.h"
 #include "graph/error.h"
+#include "graph/file_io.h"
 #include "graph/npy.h"
 #include "tests/graph_equal.h"
 #include "tests/temp_dir.h"

@@ -21,7 +21,7 @@
 #include "executor/kernels.h"
 #include "executor/session.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"
 

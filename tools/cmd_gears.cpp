@@ -22,7 +22,7 @@
 #include "gears/gear_spec.h"
 #include "gears/padding.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/gear_suggest.h"

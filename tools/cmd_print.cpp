@@ -12,7 +12,7 @@
 
 #include "compiler/passes.h"
 #include "compiler/specialize.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"

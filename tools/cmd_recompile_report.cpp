@@ -16,7 +16,7 @@
 
 #include "compiler/recompile_report.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "tools/commands.h"
 
 namespace gearbox::cli {

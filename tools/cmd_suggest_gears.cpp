@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/gear_suggest.h"

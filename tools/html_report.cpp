@@ -8,7 +8,7 @@
 #include <map>
 #include <thread>
 
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox::cli {
 

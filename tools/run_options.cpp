@@ -12,7 +12,7 @@
 #include "gearbox/version.h"
 #include "graph/error.h"
 #include "graph/json_limits.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox::cli {
 

@@ -16,7 +16,7 @@
 
 #include "compiler/compile_log.h"
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "tools/html_report.h"
 
 namespace gearbox::cli {
@@ -455,19 +455,6 @@ void writeJunit(const std::string& path, const std::string& suite,
 
 std::string dumpJson(const nlohmann::ordered_json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
-void checkOutputPath(const std::string& option, const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (path.empty()) fail(ErrorKind::kIo, "{}: empty path", option);
-  if (fs::is_directory(path, ec)) fail(ErrorKind::kIo, "{} {}: is a directory", option, path);
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  if (!fs::is_directory(dir, ec))
-    fail(ErrorKind::kIo, "{} {}: directory {} does not exist", option, path, dir.string());
-  if (::access(dir.c_str(), W_OK) != 0)
-    fail(ErrorKind::kIo, "{} {}: directory {} is not writable", option, path, dir.string());
 }
 
 void checkOutputsAreNotInputs(const NamedPaths& outputs, const NamedPaths& inputs) {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "executor/session.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 
 namespace gearbox::cli {
 
@@ -147,10 +147,6 @@ void writeJunit(const std::string& path, const std::string& suite,
 // its bad bytes: file names and option values come from outside, and nlohmann's default is to
 // throw (type_error 316) after the run has finished, losing its report.
 std::string dumpJson(const nlohmann::ordered_json& j, int indent = -1);
-
-// Checks before a run that `path` can be written: its directory exists and is writable, and the
-// path is not a directory. Error(kIo) naming the option otherwise.
-void checkOutputPath(const std::string& option, const std::string& path);
 
 // (option, path) pairs; an empty path is an option not given.
 using NamedPaths = std::vector<std::pair<std::string, std::string>>;

@@ -6,7 +6,7 @@
 #include <ostream>
 
 #include "graph/error.h"
-#include "graph/npy.h"
+#include "graph/file_io.h"
 #include "tools/run_report.h"
 
 namespace gearbox::cli {

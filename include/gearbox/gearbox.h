@@ -15,6 +15,7 @@
 #include "gears/gear_spec.h"
 #include "graph/error.h"
 #include "graph/graph.h"
+#include "graph/file_io.h"
 #include "graph/npy.h"
 #include "graph/tensor.h"
 #include "graph/text.h"
