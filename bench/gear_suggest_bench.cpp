@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "graph/text.h"
-#include "tools/gear_suggest.h"
+#include "driver/gear_suggest.h"
 
 namespace gearbox {
 namespace {

@@ -11,7 +11,7 @@
 // considered, and the largest size must be a gear. The choice is then a partition of the
 // sorted sizes into consecutive runs: an exact dynamic programme over (gear count, last gear).
 //
-// The costs are inputs: gears/ knows nothing of devices. tools/gear_suggest.h feeds it the
+// The costs are inputs: gears/ knows nothing of devices. driver/gear_suggest.h feeds it the
 // device model's figures.
 
 #include <cstddef>

@@ -31,7 +31,7 @@
 
 #include "graph/text.h"
 #include "tools/run_options.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace py = pybind11;
 

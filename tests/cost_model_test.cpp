@@ -12,7 +12,7 @@
 #include "graph/error.h"
 #include "graph/text.h"
 #include "test_models.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

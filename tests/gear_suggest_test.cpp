@@ -1,7 +1,7 @@
 // Choosing gears (issue 14): the exact DP against exhaustive search, suggest-gears on the
 // bundled serving trace against every listed candidate and against a real geared run, seed 001,
 // and gears that follow shared symbols.
-#include "tools/gear_suggest.h"
+#include "driver/gear_suggest.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include "graph/error.h"
 #include "graph/text.h"
 #include "test_models.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

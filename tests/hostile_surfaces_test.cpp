@@ -19,7 +19,7 @@
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "temp_dir.h"
-#include "tools/html_report.h"
+#include "driver/html_report.h"
 #include "tools/run_options.h"
 
 namespace gearbox {

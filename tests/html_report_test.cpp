@@ -1,6 +1,6 @@
-// compare --html (tools/html_report.h): one self-contained page, one series per mode in every
+// compare --html (driver/html_report.h): one self-contained page, one series per mode in every
 // plot, every outside string escaped. The browser test is tests/python/test_html_report.py.
-#include "tools/html_report.h"
+#include "driver/html_report.h"
 
 #include <gtest/gtest.h>
 

@@ -208,8 +208,8 @@ TEST(ModeTable, NoHandWrittenModeListOutsideTheTable) {
   const fs::path root(GEARBOX_SOURCE_DIR);
   const fs::path table = root / "executor" / "modes" / "modes.def";
   int scanned = 0;
-  for (const char* dir :
-       {"graph", "gears", "compiler", "executor", "tools", "tests", "bench", "scripts", "python"}) {
+  for (const char* dir : {"graph", "gears", "compiler", "executor", "driver", "tools", "tests",
+                          "bench", "scripts", "python"}) {
     if (!fs::exists(root / dir)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(root / dir)) {
       if (!entry.is_regular_file() || entry.path() == table) continue;

@@ -8,7 +8,7 @@
 
 #include "executor/session.h"
 #include "graph/text.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

@@ -15,7 +15,7 @@
 #include "tests/cli_util.h"
 #include "tests/temp_dir.h"
 #include "tests/warning_capture.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

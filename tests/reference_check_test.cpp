@@ -1,6 +1,6 @@
-// --check-reference: the agreement rule (tools/reference_check.h) and the CLI over every
+// --check-reference: the agreement rule (driver/reference_check.h) and the CLI over every
 // bundled model.
-#include "tools/reference_check.h"
+#include "driver/reference_check.h"
 
 #include <gtest/gtest.h>
 

@@ -23,7 +23,7 @@
 #include "graph/error.h"
 #include "graph/file_io.h"
 #include "tools/commands.h"
-#include "tools/run_report.h"
+#include "driver/run_report.h"
 
 namespace gearbox::cli {
 

@@ -20,11 +20,11 @@
 #include "graph/error.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/gear_suggest.h"
-#include "tools/html_report.h"
+#include "driver/gear_suggest.h"
+#include "driver/html_report.h"
 #include "tools/run_options.h"
-#include "tools/run_report.h"
-#include "tools/trace.h"
+#include "driver/run_report.h"
+#include "driver/trace.h"
 #include "tools/visual_options.h"
 
 namespace gearbox::cli {

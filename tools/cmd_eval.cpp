@@ -9,7 +9,8 @@
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/reference_check.h"
+#include "driver/reference_check.h"
+#include "tools/reference_options.h"
 
 namespace gearbox::cli {
 

@@ -25,9 +25,9 @@
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/gear_suggest.h"
+#include "driver/gear_suggest.h"
 #include "tools/run_options.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace gearbox::cli {
 namespace {

@@ -15,8 +15,8 @@
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/run_report.h"
-#include "tools/trace.h"
+#include "driver/run_report.h"
+#include "driver/trace.h"
 
 namespace gearbox::cli {
 

@@ -12,8 +12,8 @@
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/run_options.h"
-#include "tools/run_report.h"
-#include "tools/trace.h"
+#include "driver/run_report.h"
+#include "driver/trace.h"
 #include "tools/visual_options.h"
 
 namespace gearbox::cli {

@@ -1,7 +1,7 @@
 // `gearbox suggest-gears MODEL --trace T [--max-gears K] [--device-profile P] [--cost k=v]
 // [--merge zip|product] [-o gears.json] [--json report.json]`: chooses the gears that minimise
 // the MODELED total of geared mode over the trace and prints them next to the usual choices
-// (tools/gear_suggest.h, docs/gears.md "Choosing gears").
+// (driver/gear_suggest.h, docs/gears.md "Choosing gears").
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,9 +11,9 @@
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/gear_suggest.h"
+#include "driver/gear_suggest.h"
 #include "tools/run_options.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace gearbox::cli {
 namespace {

@@ -15,6 +15,8 @@ void registerEval(CLI::App& app);
 void registerCompare(CLI::App& app);
 void registerRecompileReport(CLI::App& app);
 void registerGears(CLI::App& app);
+// `gearbox suggest-gears` (tools/cmd_suggest_gears.cpp); registered by registerGears.
+void registerSuggestGears(CLI::App& app);
 void registerKernels(CLI::App& app);
 void registerPrecompile(CLI::App& app);
 void registerCalibrate(CLI::App& app);

@@ -13,6 +13,7 @@
 #include "graph/error.h"
 #include "graph/json_limits.h"
 #include "graph/file_io.h"
+#include "tools/reference_options.h"
 
 namespace gearbox::cli {
 
@@ -147,7 +148,7 @@ NamedPaths inputPaths(const RunOptions& o) {
 }
 
 void configureLogFromOptions(const RunOptions& o) {
-  // Warnings go through the deduplicating sink (tools/run_report.h) instead of stderr directly.
+  // Warnings go through the deduplicating sink (driver/run_report.h) instead of stderr directly.
   configureLogging(LogOptions{o.logFile, o.logStdout, true});
   warningLog().clear();
   installWarningSink(o.quiet ? nullptr : &std::cerr);

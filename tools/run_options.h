@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "executor/session.h"
-#include "tools/reference_check.h"
-#include "tools/run_report.h"
-#include "tools/trace.h"
+#include "driver/reference_check.h"
+#include "driver/run_report.h"
+#include "driver/trace.h"
 
 namespace gearbox::cli {
 
@@ -26,7 +26,7 @@ struct RunOptions {
   std::vector<std::string> costOverrides, asserts;
   std::string logFile;
   bool logStdout = false, iterMarkers = false, explain = false, quiet = false, verbose = false;
-  // Report v1 outputs (tools/run_report.h): --iterations none|compiles|all, --jsonl, --junit.
+  // Report v1 outputs (driver/run_report.h): --iterations none|compiles|all, --jsonl, --junit.
   std::string iterations = "all", jsonl, junit;
   bool noPasses = false;  // --no-passes: run the graph as written (the unfused comparison)
   size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;  // each in [1, kMaxCacheCapacity]
@@ -38,7 +38,7 @@ struct RunOptions {
   // Geared mode.
   std::string gears, merge = "zip", gearFallback = "error";
   std::vector<std::string> padTo;  // --pad-to NAME=DIMS: the fixed-shape policy (seed 002)
-  // --check-reference (tools/reference_check.h).
+  // --check-reference (driver/reference_check.h).
   bool checkReference = false;
   ReferenceTolerance tolerance;
   int64_t maxPadBytes = int64_t{1} << 30;  // GearOptions::maxPadBytes

@@ -1,7 +1,7 @@
 #pragma once
 // The options that make something to look at: --timeline FILE (run, compare) writes Chrome
 // trace event JSON (executor/timeline.h, docs/timeline.md) and --html FILE (compare) a
-// self-contained report page (tools/html_report.h).
+// self-contained report page (driver/html_report.h).
 
 #include <CLI/CLI.hpp>
 #include <memory>

@@ -9,7 +9,7 @@
 #include "executor/modes/mode_table.h"
 #include "fuzz_common.h"
 #include "graph/json_limits.h"
-#include "tools/html_report.h"
+#include "driver/html_report.h"
 #include "tools/run_options.h"
 
 namespace {

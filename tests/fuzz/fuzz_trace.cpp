@@ -1,4 +1,4 @@
-// The trace readers (tools/trace.h) against seed001's two-input graph, differentially: the
+// The trace readers (driver/trace.h) against seed001's two-input graph, differentially: the
 // in-memory parseTrace and the streaming TraceReader (what `gearbox run` uses, through a memfd
 // so the real file path is read) must agree on every input: the same iterations and lines, or
 // both an Error of the same kind. A disagreement aborts, which libFuzzer reports as a finding.
@@ -12,7 +12,7 @@
 
 #include "fuzz_common.h"
 #include "graph/text.h"
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 namespace {
 const gearbox::Graph& model() {

@@ -1,4 +1,4 @@
-#include "tools/run_report.h"
+#include "driver/run_report.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -17,7 +17,7 @@
 #include "compiler/compile_log.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
-#include "tools/html_report.h"
+#include "driver/html_report.h"
 
 namespace gearbox::cli {
 

@@ -1,4 +1,4 @@
-#include "tools/reference_check.h"
+#include "driver/reference_check.h"
 
 #include <fmt/format.h>
 
@@ -7,19 +7,6 @@
 #include "graph/error.h"
 
 namespace gearbox::cli {
-
-void addReferenceOptions(CLI::App* cmd, bool& check, ReferenceTolerance& tol) {
-  cmd->add_flag("--check-reference", check,
-                "Also run the reference executor on the same inputs and report the max abs/rel "
-                "error per output; exit 1 when an element is outside |out - ref| <= atol + "
-                "rtol * |ref|");
-  cmd->add_option("--rtol", tol.rtol, "Relative tolerance of --check-reference")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--atol", tol.atol, "Absolute tolerance of --check-reference")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-}
 
 ReferenceCheck::ReferenceCheck(Graph original, ReferenceTolerance tol)
     : graph_(std::move(original)), tol_(tol) {

@@ -93,14 +93,3 @@ std::vector<int64_t> vllmCaptureSizes(int64_t largest,
 constexpr size_t kMaxCostedGears = 16384;
 
 }  // namespace gearbox::cli
-
-namespace CLI {
-class App;
-}
-
-namespace gearbox::cli {
-
-// `gearbox suggest-gears` (tools/cmd_suggest_gears.cpp); registered by registerGears.
-void registerSuggestGears(CLI::App& app);
-
-}  // namespace gearbox::cli

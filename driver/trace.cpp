@@ -1,4 +1,4 @@
-#include "tools/trace.h"
+#include "driver/trace.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

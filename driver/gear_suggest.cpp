@@ -1,5 +1,5 @@
-// suggest-gears (tools/gear_suggest.h).
-#include "tools/gear_suggest.h"
+// suggest-gears (driver/gear_suggest.h).
+#include "driver/gear_suggest.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "tools/html_report.h"
+#include "driver/html_report.h"
 
 #include <fmt/format.h>
 

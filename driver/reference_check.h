@@ -10,7 +10,6 @@
 // expected, but a wrong element is far outside. Integer outputs must be equal (torch.testing's
 // rule for integer dtypes: rtol = atol = 0).
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <span>
@@ -25,9 +24,6 @@ struct ReferenceTolerance {
   double rtol = 1.3e-6;
   double atol = 1e-5;
 };
-
-// Adds --check-reference, --rtol and --atol to a command.
-void addReferenceOptions(CLI::App* cmd, bool& check, ReferenceTolerance& tol);
 
 // The worst disagreement of one output over every call checked.
 struct OutputAgreement {
