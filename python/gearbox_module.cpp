@@ -24,14 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "driver/gear_suggest.h"
+#include "driver/trace.h"
 #include "executor/session.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
 #include "graph/graph.h"
-
 #include "graph/text.h"
 #include "tools/run_options.h"
-#include "driver/trace.h"
 
 namespace py = pybind11;
 
@@ -454,6 +454,16 @@ class PySession {
     return toPython(j);
   }
 
+  // The CLI's whole --json report (report v1, docs/report-schema.json), per_iteration included.
+  py::dict report(const std::string& trace) const {
+    return toPython(cli::reportJson(*session_, graph_->sourceFile, trace));
+  }
+  // Writes that report as `gearbox run --json` does: the path checked first, written atomically.
+  void writeReport(const std::string& path, const std::string& trace) const {
+    checkOutputPath("path", path);
+    cli::writeReportFile(path, cli::reportJson(*session_, graph_->sourceFile, trace), nullptr);
+  }
+
   // The CLI's per-iteration records, with the input shapes as {name: [dims]} and every failed
   // guard also as a dict (parseGuard).
   py::list history() const {
@@ -500,6 +510,45 @@ class PySession {
   std::map<size_t, py::dict> shapes_;
   int64_t inputCopies_ = 0;
 };
+
+// A trace from Python: a .jsonl path, or a list of {input: shape} dicts (one per call).
+// Returns the signatures and the name errors use.
+std::pair<std::vector<InputSignature>, std::string> traceFromPython(const py::object& trace,
+                                                                    const Graph& g) {
+  if (py::isinstance<py::str>(trace)) {
+    const std::string path = trace.cast<std::string>();
+    return {cli::loadTrace(path, g), path};
+  }
+  std::string text;
+  for (const py::handle& it : trace)
+    text += py::module_::import("json").attr("dumps")(it).cast<std::string>() + "\n";
+  return {cli::parseTrace(text, "<trace>", g), "<trace>"};
+}
+
+// gearbox.suggest_gears(graph, trace, ...): `gearbox suggest-gears` (driver/gear_suggest.h)
+// from Python. Returns its --json report; "gears" there is what Session(gears=...) takes.
+py::dict suggestGearsPy(const PyGraph& g, const py::object& trace, int64_t maxGears,
+                        const std::string& merge, bool references, bool passes,
+                        const std::string& deviceProfile, const std::vector<std::string>& cost) {
+  // Signed and checked as the CLI checks --max-gears: -1 is not 2^64-1.
+  if (maxGears < 0 || maxGears > static_cast<int64_t>(kMaxGears))
+    fail(ErrorKind::kConfig, "max_gears {}: TorchAir needs 2 to {} gears per dim", maxGears,
+         kMaxGears);
+  CostModel model =
+      loadDeviceProfile(deviceProfile.empty() ? std::string(kDefaultProfile) : deviceProfile);
+  for (const std::string& a : cost) applyCostOverride(model, a);
+  const auto [sigs, traceName] = traceFromPython(trace, *g.g);
+  cli::SuggestOptions so;
+  so.maxGears = static_cast<size_t>(maxGears);
+  so.merge = parseMergePolicy(merge);
+  so.references = references;
+  so.runPasses = passes;
+  const cli::GearSuggestion sug = cli::suggestGears(*g.g, sigs, model, so);
+  nlohmann::ordered_json j = cli::suggestionJson(sug, model.name);
+  j["model"] = g.g->sourceFile;
+  j["trace"] = traceName;
+  return toPython(j);
+}
 
 // gearbox.compare(graph, trace, modes, **options): one Session per mode over the same trace and
 // the same deterministic data as `gearbox compare`; one record per mode, the CLI's --json report
@@ -703,7 +752,11 @@ PYBIND11_MODULE(_gearbox, m) {
       .def_property_readonly("graph", &PySession::graph)
       .def_property_readonly("gear_options", &PySession::gearOptions)
       .def("compile_gears", &PySession::compileGears)
-      .def("set_dim_gears", &PySession::setDimGears, py::arg("input"), py::arg("dim_gears"));
+      .def("set_dim_gears", &PySession::setDimGears, py::arg("input"), py::arg("dim_gears"))
+      .def("report", &PySession::report, py::arg("trace") = "",
+           "The CLI's --json report of the calls so far (docs/report-schema.json).")
+      .def("write_report", &PySession::writeReport, py::arg("path"), py::arg("trace") = "",
+           "Writes report() as `gearbox run --json` does (atomically).");
 
   m.def(
       "set_dim_gears",
@@ -712,6 +765,12 @@ PYBIND11_MODULE(_gearbox, m) {
       },
       py::arg("session"), py::arg("input"), py::arg("dim_gears"),
       "TorchAir's spelling: set_dim_gears(session, \"x1\", {0: [2, 4]}).");
+  m.def("suggest_gears", &suggestGearsPy, py::arg("graph"), py::arg("trace"),
+        py::arg("max_gears") = static_cast<int64_t>(kMaxGears), py::arg("merge") = "zip",
+        py::arg("references") = true, py::arg("passes") = true, py::arg("device_profile") = "",
+        py::arg("cost") = std::vector<std::string>{},
+        "`gearbox suggest-gears` (docs/gears.md): the gears that minimise geared mode's MODELED "
+        "total over the trace, with the usual choices beside them.");
   m.def("compare", &compare, py::arg("graph"), py::arg("trace"),
         py::arg("modes") = modeNames(ModeSet::kWithoutGears));
   m.def(

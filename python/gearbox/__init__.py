@@ -24,6 +24,7 @@ from ._gearbox import (  # noqa: F401
     parse,
     reference_run,
     set_dim_gears,
+    suggest_gears,
 )
 from ._gearbox import compare as _compare
 from ._gearbox import mode_table as _mode_table

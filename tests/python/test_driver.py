@@ -1,0 +1,78 @@
+"""The driver from Python (issue 21 item 3): suggest_gears and the report writers are the CLI's
+own (driver/), so Python and `gearbox suggest-gears` / `gearbox run --json` agree exactly."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import gearbox
+
+# Counters and MODELED figures are deterministic; measured times are not compared.
+COUNTERS = ("iterations", "graph_compiles", "kernel_compiles", "launches", "syncs", "allocations",
+            "plan_cache_hits", "kernel_cache_hits", "fallback_runs", "peak_bytes")
+
+
+def test_suggest_gears_is_the_cli_suggestion(repo, cli, tmp_path):
+    model = str(repo / "examples" / "mlp.gbx")
+    trace = str(repo / "examples" / "mlp_serving.trace.jsonl")
+    out = tmp_path / "s.json"
+    subprocess.run([cli, "suggest-gears", model, "--trace", trace, "--json", str(out)],
+                   check=True, capture_output=True)
+    want = json.loads(out.read_text())
+    got = gearbox.suggest_gears(gearbox.load(model), trace)
+    assert got["gears"] == want["gears"]
+    assert got["gears_json"] == want["gears_json"]
+    assert got["method"] == want["method"]
+    assert [(c["name"], c["graph_compiles"], c["modeled"]) for c in got["candidates"]] == \
+        [(c["name"], c["graph_compiles"], c["modeled"]) for c in want["candidates"]]
+
+
+def test_suggested_gears_run_in_a_geared_session(repo):
+    g = gearbox.load(str(repo / "examples" / "seed001_add.gbx"))
+    trace = [{"x1": [b, 2], "x2": [b, 2]} for b in (3, 9, 17, 30, 3, 9, 5, 12)]
+    sug = gearbox.suggest_gears(g, trace, references=False)
+    assert sug["calls"] == len(trace)
+    s = gearbox.Session(g, mode="geared", gears=sug["gears_json"], gear_fallback="pad")
+    for t in trace:
+        s.run(np.ones(t["x1"], np.float32), np.ones(t["x2"], np.float32))
+    # Every gear compiled up front, and every call served by one of them.
+    assert s.stats["graph_compiles"] == len(sug["gears"])
+    assert s.stats["iterations"] == len(trace)
+
+
+def test_suggest_gears_checks_its_options(repo):
+    g = gearbox.load(str(repo / "examples" / "seed001_add.gbx"))
+    trace = [{"x1": [b, 2], "x2": [b, 2]} for b in (3, 9)]
+    with pytest.raises(gearbox.Error, match="max_gears -1"):
+        gearbox.suggest_gears(g, trace, max_gears=-1)
+    with pytest.raises(gearbox.Error, match="merge"):
+        gearbox.suggest_gears(g, trace, merge="zipper")
+    with pytest.raises(gearbox.Error):
+        gearbox.suggest_gears(g, trace, cost=["launch_us=nan"])
+
+
+def test_report_is_the_cli_run_report(repo, cli, tmp_path):
+    model = str(repo / "examples" / "seed001_add.gbx")
+    trace = str(repo / "examples" / "seed001_add.trace.jsonl")
+    out = tmp_path / "r.json"
+    subprocess.run([cli, "run", model, "--trace", trace, "--mode", "static", "--json", str(out),
+                    "-q"], check=True, capture_output=True)
+    want = json.loads(out.read_text())
+    s = gearbox.Session(gearbox.load(model), mode="static")
+    for line in open(trace):
+        shapes = json.loads(line)
+        s.run(*[np.ones(shapes[k], np.float32) for k in ("x1", "x2")])
+    got = s.report(trace)
+    assert got["schema_version"] == want["schema_version"]
+    for key in COUNTERS:
+        assert got[key] == want[key], key
+    assert got["modeled"] == want["modeled"]
+    assert len(got["per_iteration"]) == len(want["per_iteration"])
+    written = tmp_path / "py.json"
+    s.write_report(str(written), trace)
+    from_file = json.loads(written.read_text())
+    assert [r["graph_compiled"] for r in from_file["per_iteration"]] == \
+        [r["graph_compiled"] for r in want["per_iteration"]]
+    with pytest.raises(gearbox.Error, match="is a directory"):
+        s.write_report(str(tmp_path))
