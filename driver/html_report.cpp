@@ -296,15 +296,8 @@ window.addEventListener('error', function (e) {
 </script>
 )";
 
-}  // namespace
-
-std::string renderHtmlReport(const HtmlReport& r) {
-  std::vector<const HtmlModeData*> ok;
-  for (const HtmlModeData& m : r.modes)
-    if (m.failure.empty()) ok.push_back(&m);
-  std::map<std::string, const char*> color;
-  for (size_t i = 0; i < r.modes.size(); ++i) color[r.modes[i].mode] = modeColor(i);
-
+// The page head, title and the notes on what is MEASURED and what is MODELED.
+std::string pageHead(const HtmlReport& r) {
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
@@ -323,7 +316,12 @@ std::string renderHtmlReport(const HtmlReport& r) {
        "device times computed by the cost model from the device profile (docs/cost-model.md); "
        "there is no device behind them. The two are never added together.</p>\n";
 
-  // The side-by-side table.
+  return h;
+}
+
+// The side-by-side table of counters and times, the failures and compare's verdicts.
+std::string sideBySide(const HtmlReport& r) {
+  std::string h;
   h += "<h2>Side by side</h2>\n<table>\n<tr><th></th>";
   for (const HtmlModeData& m : r.modes) h += "<th>" + htmlEscape(m.mode) + "</th>";
   h += "</tr>\n";
@@ -382,6 +380,13 @@ std::string renderHtmlReport(const HtmlReport& r) {
     h += "</pre>\n";
   }
 
+  return h;
+}
+
+// Cumulative compiles and per-call time (measured and MODELED) over the iterations.
+std::string iterationPlots(const HtmlReport& r, const std::vector<const HtmlModeData*>& ok,
+                           std::map<std::string, const char*>& color) {
+  std::string h;
   // Compiles over iterations: the up-front (geared) compiles are the value before iteration 0.
   size_t longest = 0;
   for (const HtmlModeData* m : ok) longest = std::max(longest, m->history.size());
@@ -449,6 +454,84 @@ std::string renderHtmlReport(const HtmlReport& r) {
                 "microseconds (MODELED)", modeled, true);
   h += "</div>\n";
 
+  return h;
+}
+
+// The MODELED device time of each mode as one stacked bar by kind.
+std::string modeledBreakdown(const std::vector<const HtmlModeData*>& ok,
+                             std::map<std::string, const char*>& color) {
+  std::string h;
+  const std::pair<const char*, const char*> parts[] = {{"compile", "#7f7f7f"},
+                                                       {"launch+sync+alloc", "#E69F00"},
+                                                       {"compute", "#0072B2"},
+                                                       {"host dynamic-shape work", "#CC79A7"}};
+  double maxTotal = 0;
+  for (const HtmlModeData* m : ok) maxTotal = std::max(maxTotal, m->stats.modeled.total());
+  h += "<h2>MODELED device time by kind</h2>\n";
+  h += "<p class=\"note\">MODELED by the device profile, over the whole trace; padding waste "
+       "is the hatched part of compute.</p>\n";
+  const double rowH = 30, height = PlotFrame::T + 30 + rowH * static_cast<double>(ok.size()) + 40;
+  std::string s = fmt::format(
+      "<svg class=\"plot\" data-plot=\"modeled-breakdown\" data-expected-series=\"{}\" "
+      "width=\"{}\" height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\" "
+      "aria-label=\"MODELED device time by kind\">\n"
+      "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+      "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"#fff\" "
+      "opacity=\".6\"/></pattern></defs>\n"
+      "<text class=\"title\" x=\"{}\" y=\"16\">MODELED device time by kind (us)</text>\n",
+      ok.size(), PlotFrame::W * 2, height, PlotFrame::W * 2, height, PlotFrame::L);
+  std::vector<std::pair<std::string, const char*>> entries;
+  for (const auto& [label, c] : parts) entries.emplace_back(label, c);
+  s += legend(entries);
+  const double left = 110, width = PlotFrame::W * 2 - left - 120;
+  const double scale = maxTotal > 0 ? width / maxTotal : 0;
+  double y = PlotFrame::T + 10;
+  for (const HtmlModeData* m : ok) {
+    const ModeledTime& t = m->stats.modeled;
+    s += fmt::format("<g class=\"series\" data-mode=\"{}\">\n", htmlEscape(m->mode));
+    s += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">{}</text>\n", left - 6,
+                     y + rowH * 0.6, htmlEscape(m->mode));
+    double x = left;
+    const double values[] = {t.compileUs, t.launchSyncUs, t.computeUs, t.hostDynamicUs};
+    for (size_t p = 0; p < 4; ++p) {
+      const double w = values[p] * scale;
+      if (w <= 0) continue;
+      s += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
+          "fill=\"{}\"><title>{} "
+          "{}: {:.1f} us MODELED</title></rect>\n",
+          x, y, w, rowH * 0.7, parts[p].second, htmlEscape(m->mode), parts[p].first, values[p]);
+      if (p == 2 && t.paddingWasteUs > 0)
+        s += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
+            "fill=\"url(#hatch)\"><title>padding waste: {:.1f} us MODELED</title></rect>\n",
+            x + w - t.paddingWasteUs * scale, y, t.paddingWasteUs * scale, rowH * 0.7,
+            t.paddingWasteUs);
+      x += w;
+    }
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\">{:.1f} us</text>\n", x + 6, y + rowH * 0.6,
+                     t.total());
+    s += "</g>\n";
+    y += rowH;
+  }
+  h += s + "</svg>\n";
+  return h;
+}
+
+}  // namespace
+
+std::string renderHtmlReport(const HtmlReport& r) {
+  std::vector<const HtmlModeData*> ok;
+  for (const HtmlModeData& m : r.modes)
+    if (m.failure.empty()) ok.push_back(&m);
+  std::map<std::string, const char*> color;
+  for (size_t i = 0; i < r.modes.size(); ++i) color[r.modes[i].mode] = modeColor(i);
+
+  std::string h = pageHead(r);
+  h += sideBySide(r);
+
+  h += iterationPlots(r, ok, color);
+
   // Padding waste per gear (geared): padded elements over real ones, per gear that padded.
   for (const HtmlModeData* m : ok) {
     if (m->stats.gears == 0) continue;
@@ -498,63 +581,7 @@ std::string renderHtmlReport(const HtmlReport& r) {
     h += s + "</g>\n</svg>\n";
   }
 
-  // MODELED breakdown per mode: one stacked bar per mode.
-  {
-    const std::pair<const char*, const char*> parts[] = {{"compile", "#7f7f7f"},
-                                                         {"launch+sync+alloc", "#E69F00"},
-                                                         {"compute", "#0072B2"},
-                                                         {"host dynamic-shape work", "#CC79A7"}};
-    double maxTotal = 0;
-    for (const HtmlModeData* m : ok) maxTotal = std::max(maxTotal, m->stats.modeled.total());
-    h += "<h2>MODELED device time by kind</h2>\n";
-    h += "<p class=\"note\">MODELED by the device profile, over the whole trace; padding waste "
-         "is the hatched part of compute.</p>\n";
-    const double rowH = 30, height = PlotFrame::T + 30 + rowH * static_cast<double>(ok.size()) + 40;
-    std::string s = fmt::format(
-        "<svg class=\"plot\" data-plot=\"modeled-breakdown\" data-expected-series=\"{}\" "
-        "width=\"{}\" height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" role=\"img\" "
-        "aria-label=\"MODELED device time by kind\">\n"
-        "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-        "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"#fff\" "
-        "opacity=\".6\"/></pattern></defs>\n"
-        "<text class=\"title\" x=\"{}\" y=\"16\">MODELED device time by kind (us)</text>\n",
-        ok.size(), PlotFrame::W * 2, height, PlotFrame::W * 2, height, PlotFrame::L);
-    std::vector<std::pair<std::string, const char*>> entries;
-    for (const auto& [label, c] : parts) entries.emplace_back(label, c);
-    s += legend(entries);
-    const double left = 110, width = PlotFrame::W * 2 - left - 120;
-    const double scale = maxTotal > 0 ? width / maxTotal : 0;
-    double y = PlotFrame::T + 10;
-    for (const HtmlModeData* m : ok) {
-      const ModeledTime& t = m->stats.modeled;
-      s += fmt::format("<g class=\"series\" data-mode=\"{}\">\n", htmlEscape(m->mode));
-      s += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">{}</text>\n", left - 6,
-                       y + rowH * 0.6, htmlEscape(m->mode));
-      double x = left;
-      const double values[] = {t.compileUs, t.launchSyncUs, t.computeUs, t.hostDynamicUs};
-      for (size_t p = 0; p < 4; ++p) {
-        const double w = values[p] * scale;
-        if (w <= 0) continue;
-        s += fmt::format(
-            "<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
-            "fill=\"{}\"><title>{} "
-            "{}: {:.1f} us MODELED</title></rect>\n",
-            x, y, w, rowH * 0.7, parts[p].second, htmlEscape(m->mode), parts[p].first, values[p]);
-        if (p == 2 && t.paddingWasteUs > 0)
-          s += fmt::format(
-              "<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" "
-              "fill=\"url(#hatch)\"><title>padding waste: {:.1f} us MODELED</title></rect>\n",
-              x + w - t.paddingWasteUs * scale, y, t.paddingWasteUs * scale, rowH * 0.7,
-              t.paddingWasteUs);
-        x += w;
-      }
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\">{:.1f} us</text>\n", x + 6, y + rowH * 0.6,
-                       t.total());
-      s += "</g>\n";
-      y += rowH;
-    }
-    h += s + "</svg>\n";
-  }
+  h += modeledBreakdown(ok, color);
   h += "<p class=\"note\">Written by gearbox compare --html; self-contained (no network).</p>\n";
   h += kCheckScript;
   h += "</body>\n</html>\n";
