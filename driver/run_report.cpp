@@ -15,9 +15,9 @@
 #include <mutex>
 
 #include "compiler/compile_log.h"
+#include "driver/html_report.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
-#include "driver/html_report.h"
 
 namespace gearbox::cli {
 
@@ -473,6 +473,13 @@ void checkOutputsAreNotInputs(const NamedPaths& outputs, const NamedPaths& input
              outOption, out, inOption, in);
     }
   }
+}
+
+std::string formatSeconds(double s) {
+  if (s < 1e-6) return fmt::format("{:.0f} ns", s * 1e9);
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.2f} s", s);
 }
 
 }  // namespace gearbox::cli

@@ -156,4 +156,7 @@ using NamedPaths = std::vector<std::pair<std::string, std::string>>;
 // before anything is opened. Error(kConfig) naming both options and the path.
 void checkOutputsAreNotInputs(const NamedPaths& outputs, const NamedPaths& inputs);
 
+// Formats seconds for humans: "412 ns", "3.1 us", "2.4 ms", "1.20 s".
+std::string formatSeconds(double s);
+
 }  // namespace gearbox::cli

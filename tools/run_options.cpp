@@ -11,8 +11,8 @@
 #include "compiler/compile_log.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
-#include "graph/json_limits.h"
 #include "graph/file_io.h"
+#include "graph/json_limits.h"
 #include "tools/reference_options.h"
 
 namespace gearbox::cli {
@@ -322,13 +322,6 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
     its.push_back(iterationJson(s.graph(), r, geared));
   }
   return j;
-}
-
-std::string formatSeconds(double s) {
-  if (s < 1e-6) return fmt::format("{:.0f} ns", s * 1e9);
-  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
-  return fmt::format("{:.2f} s", s);
 }
 
 void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker) {

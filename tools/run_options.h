@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "executor/session.h"
 #include "driver/reference_check.h"
 #include "driver/run_report.h"
 #include "driver/trace.h"
+#include "executor/session.h"
 
 namespace gearbox::cli {
 
@@ -140,8 +140,5 @@ void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j);
 // streamed from its temp file into the report's last key, so the report is never held whole.
 void writeReportFile(const std::string& path, const nlohmann::ordered_json& report,
                      const RunTracker* tracker);
-
-// Formats seconds for humans: "412 ns", "3.1 us", "2.4 ms", "1.20 s".
-std::string formatSeconds(double s);
 
 }  // namespace gearbox::cli
