@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "executor/kernels.h"
+#include "executor/modes/geared.h"
 #include "executor/plan_runner.h"
 #include "executor/session.h"
 #include "graph/text.h"
@@ -142,8 +143,8 @@ void BM_GearedCall(benchmark::State& state) {
   SessionOptions o;
   o.mode = Mode::kGeared;
   Session s(fourOps(64), o);
-  s.setDimGears("x", {{0, {1, 2, 4, 8, 16, 32, 64, 128}}});
-  s.compileGears();
+  set_dim_gears(s, "x", {{0, {1, 2, 4, 8, 16, 32, 64, 128}}});
+  compileGears(s);
   auto in = makeInputs(s.graph(), {Shape{state.range(0), 64}, Shape{64, 64}}, 3);
   for (auto _ : state) benchmark::DoNotOptimize(s.run(in));
 }
@@ -155,7 +156,7 @@ std::unique_ptr<Session> gearedSession(const Graph& g, int64_t first, int64_t la
   auto s = std::make_unique<Session>(g, o);
   std::vector<int64_t> batches;
   for (int64_t b = first; b <= last; ++b) batches.push_back(b);
-  s->setDimGears("x", {{0, batches}});
+  set_dim_gears(*s, "x", {{0, batches}});
   return s;
 }
 
@@ -183,13 +184,13 @@ void BM_GearCompile(benchmark::State& state, const char* model) {
   for (auto _ : state) {
     auto s1 = gearedSession(g, 1, 64), s2 = gearedSession(g, 1, 64);
     auto lo = gearedSession(g, 1, 32), hi = gearedSession(g, 33, 64);
-    serial += secondsOf([&] { serialArena.execute([&] { s1->compileGears(); }); });
-    const double p = secondsOf([&] { parallelArena.execute([&] { s2->compileGears(); }); });
+    serial += secondsOf([&] { serialArena.execute([&] { compileGears(*s1); }); });
+    const double p = secondsOf([&] { parallelArena.execute([&] { compileGears(*s2); }); });
     parallel += p;
     peer += secondsOf([&] {
       parallelArena.execute([&] {
-        tbb::parallel_invoke([&] { tbb::this_task_arena::isolate([&] { lo->compileGears(); }); },
-                             [&] { tbb::this_task_arena::isolate([&] { hi->compileGears(); }); });
+        tbb::parallel_invoke([&] { tbb::this_task_arena::isolate([&] { compileGears(*lo); }); },
+                             [&] { tbb::this_task_arena::isolate([&] { compileGears(*hi); }); });
       });
     });
     state.SetIterationTime(p);

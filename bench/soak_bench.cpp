@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "graph/text.h"
 
@@ -45,7 +46,7 @@ void BM_Soak(benchmark::State& state) {
     o.mode = mode;
     o.historyLimit = limit;
     if (modeInfo(mode).needsGears)
-      o.gears.json = R"({"x": {"0": [1, 2, 3, 4, 8]}, "y": {"0": [1, 2, 3, 4, 8]}})";
+      gearOptions(o).json = R"({"x": {"0": [1, 2, 3, 4, 8]}, "y": {"0": [1, 2, 3, 4, 8]}})";
     Session s(loadGraph(std::string(GEARBOX_SOURCE_DIR) + "/examples/four_ops.gbx"), o);
     std::vector<std::vector<Tensor>> inputs;
     for (int64_t b : batches)

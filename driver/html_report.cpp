@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "executor/modes/geared.h"
 #include "graph/file_io.h"
 
 namespace gearbox::cli {
@@ -534,24 +535,25 @@ std::string renderHtmlReport(const HtmlReport& r) {
 
   // Padding waste per gear (geared): padded elements over real ones, per gear that padded.
   for (const HtmlModeData* m : ok) {
-    if (m->stats.gears == 0) continue;
+    const int64_t gears = gearedCounters(m->stats).gears;  // 0 outside geared mode
+    if (gears == 0) continue;
     std::map<int, std::pair<int64_t, int64_t>> perGear;  // gear -> (real, padded) elements
     std::map<int, int64_t> callsPerGear, paddedPerGear;
     std::map<int, double> wasteUs;
     for (const CallRecord& rec : m->history) {
-      if (rec.gear < 0) continue;
-      callsPerGear[rec.gear]++;
-      if (!rec.padded) continue;
-      paddedPerGear[rec.gear]++;
-      perGear[rec.gear].first += rec.realElements;
-      perGear[rec.gear].second += rec.paddedElements;
-      wasteUs[rec.gear] += rec.modeled.paddingWasteUs;
+      const GearedCall call = gearedCall(rec);
+      if (call.gear < 0) continue;
+      callsPerGear[call.gear]++;
+      if (!call.padded) continue;
+      paddedPerGear[call.gear]++;
+      perGear[call.gear].first += call.realElements;
+      perGear[call.gear].second += call.paddedElements;
+      wasteUs[call.gear] += rec.modeled.paddingWasteUs;
     }
     h += fmt::format("<h2>Padding waste per gear ({})</h2>\n", htmlEscape(m->mode));
     h += "<p class=\"note\">Per gear: the share of the padded calls' input elements that are "
          "padding, (padded - real) / padded, and the MODELED compute time spent on them.</p>\n";
     PlotFrame f;
-    const int64_t gears = m->stats.gears;
     f.x0 = -0.5;
     f.x1 = static_cast<double>(gears) - 0.5;
     f.y0 = 0;

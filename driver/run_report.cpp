@@ -87,7 +87,7 @@ nlohmann::ordered_json shapesJson(const Graph& g, const InputSignature& sig) {
   return j;
 }
 
-nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r, bool geared) {
+nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r) {
   nlohmann::ordered_json it;
   it["iteration"] = r.iteration;
   it["shapes"] = shapesJson(g, r.shapes);
@@ -111,17 +111,24 @@ nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r, bool g
   }
   it["kernels_compiled"] = r.kernelsCompiled;
   it["fallback"] = r.fallback;
-  if (geared) {
-    it["gear"] = r.gear;
-    it["padded"] = r.padded;
-    it["real_elements"] = r.realElements;
-    it["padded_elements"] = r.paddedElements;
+  // The mode's own fields, whatever the mode (ModeStrategy writes them into the record): keys
+  // of their own at this level (geared's gear and padding), then the "mode_fields" section.
+  nlohmann::ordered_json mf = nlohmann::ordered_json::object();
+  for (const ModeField& f : r.modeFields) {
+    nlohmann::ordered_json* to = nullptr;
+    if (f.place == ModeReportPlace::kTopLevel)
+      to = &it[f.name];
+    else if (f.place == ModeReportPlace::kModeSection)
+      to = &mf[f.name];
+    else
+      continue;  // the run log's and the timeline's
+    switch (f.kind) {
+      case ModeField::Kind::kInt: *to = std::stoll(f.value); break;
+      case ModeField::Kind::kBool: *to = f.value == "true"; break;
+      case ModeField::Kind::kText: *to = f.value; break;
+    }
   }
-  // The mode's own fields, whatever the mode (ModeStrategy writes them into the record).
-  if (!r.modeFields.empty()) {
-    auto& mf = it["mode_fields"] = nlohmann::ordered_json::object();
-    for (const auto& [name, value] : r.modeFields) mf[name] = value;
-  }
+  if (!mf.empty()) it["mode_fields"] = std::move(mf);
   it["launches"] = r.launches;
   it["syncs"] = r.syncs;
   it["allocations"] = r.allocations;
@@ -134,12 +141,19 @@ nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r, bool g
 
 // ---- The tracker ----
 
-RunTracker::RunTracker(const Graph& g, bool geared, Verbosity v, bool explain)
-    : graph_(&g), geared_(geared), verbosity_(v), explain_(explain) {
+RunTracker::RunTracker(const Graph& g, Verbosity v, bool explain)
+    : graph_(&g), verbosity_(v), explain_(explain) {
   for (ValueId id : g.inputs) inputNames_.push_back(g.values[id].name);
 }
 
 namespace {
+
+// The field the mode gave for the run log's "what ran", if any.
+const ModeField* runLogField(const CallRecord& r) {
+  for (const ModeField& f : r.modeFields)
+    if (f.place == ModeReportPlace::kRunLog) return &f;
+  return nullptr;
+}
 
 // One line per iteration: what ran, what compiled and why.
 void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
@@ -148,10 +162,8 @@ void printIteration(const CallRecord& r, bool explain, std::ostream& os) {
     what = fmt::format("recompile limit hit: ran through the dynamic path ({})", r.reason);
   } else if (r.graphCompiled) {
     what = fmt::format("compiled plan #{} ({})", r.planId, r.reason);
-  } else if (r.gear >= 0) {
-    what = r.padded ? fmt::format("padded {} -> {} elements, ran gear {} (plan #{})",
-                                  r.realElements, r.paddedElements, r.gear, r.planId)
-                    : fmt::format("gear {} (plan #{})", r.gear, r.planId);
+  } else if (const ModeField* ran = runLogField(r)) {
+    what = ran->value;  // the mode's own words (geared: the gear and its padding)
   } else if (r.planId) {
     what = fmt::format("plan #{} (cache hit)", r.planId);
   } else {
@@ -248,8 +260,7 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
   const bool compiled = r.graphCompiled || !r.kernelsCompiled.empty();
   if (spool_ && spoolDetail_ != IterationDetail::kNone &&
       (spoolDetail_ == IterationDetail::kAll || compiled)) {
-    const std::string rec =
-        (spooled_ ? ",\n    " : "\n    ") + dumpJson(iterationJson(*graph_, r, geared_));
+    const std::string rec = (spooled_ ? ",\n    " : "\n    ") + dumpJson(iterationJson(*graph_, r));
     if (std::fwrite(rec.data(), 1, rec.size(), spool_.get()) != rec.size())
       fail(ErrorKind::kIo, "cannot write the report's records to a temp file: {}",
            std::strerror(errno));
@@ -294,7 +305,7 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
     if (!grouped && r.iteration > 0 && compiles_ > 1) ++otherRecompiles_;
   }
   if (jsonl_) {
-    const nlohmann::ordered_json it = iterationJson(*graph_, r, geared_);
+    const nlohmann::ordered_json it = iterationJson(*graph_, r);
     // One line per call, flushed: a reader tailing the file sees the run as it goes.
     *jsonl_ << dumpJson(it) << "\n" << std::flush;
     if (!*jsonl_) fail(ErrorKind::kIo, "--jsonl {}: write failed", jsonlPath_);

@@ -81,7 +81,7 @@ class LogHistogram {
 class RunTracker {
  public:
   // `g` (the session's graph, for input names) must outlive the tracker.
-  RunTracker(const Graph& g, bool geared, Verbosity v, bool explain);
+  RunTracker(const Graph& g, Verbosity v, bool explain);
   // Called after each call with its record.
   void observe(const CallRecord& r, std::ostream& os);
   // The summary lines (recompiles by input and dim, fallbacks, repeated warnings).
@@ -106,7 +106,6 @@ class RunTracker {
 
  private:
   const Graph* graph_;
-  bool geared_;
   std::vector<std::string> inputNames_;
   Verbosity verbosity_;
   bool explain_;
@@ -126,8 +125,8 @@ class RunTracker {
   int64_t spooled_ = 0;
 };
 
-// One per-iteration record of the JSON report (and of --jsonl).
-nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r, bool geared);
+// One per-iteration record of the JSON report (and of --jsonl), with the mode's own fields.
+nlohmann::ordered_json iterationJson(const Graph& g, const CallRecord& r);
 // Structured shapes: {"x1": [2, 2]}.
 nlohmann::ordered_json shapesJson(const Graph& g, const InputSignature& sig);
 

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "executor/kernels.h"
-#include "executor/modes/geared.h"
 #include "executor/modes/mode_strategy.h"
 #include "executor/plan_runner.h"
 #include "graph/error.h"
@@ -108,7 +107,8 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
     span.setName(fmt::format("iter {}", rec.iteration));
     span.arg("shapes", rec.signature);
     if (rec.planId) span.arg("plan", std::to_string(rec.planId));
-    if (rec.gear >= 0) span.arg("gear", std::to_string(rec.gear) + (rec.padded ? " (padded)" : ""));
+    for (const ModeField& f : rec.modeFields)
+      if (f.place == ModeReportPlace::kTimeline) span.arg(f.name, f.value);
     if (rec.fallback) span.arg("fallback", rec.reason);
     span.end();
   }
@@ -225,39 +225,28 @@ void Session::prepare(const InputSignature& firstSeen) {
   const double compileBefore = stats_.modeled.compileUs;
   mode_->prepare(firstSeen);
   prepared_ = true;
-  // Geared mode's up-front gear compiles belong to no call: their own event on the track.
+  // Up-front compiles (geared mode's gears) belong to no call: their own event on the track.
   if (options_.timeline && stats_.modeled.compileUs > compileBefore) {
     ModeledTime upFront;
     upFront.compileUs = stats_.modeled.compileUs - compileBefore;
-    traceModeled("up-front compiles", fmt::format("{} gears", stats_.gears), upFront);
+    traceModeled("up-front compiles", mode_->upFrontSummary(), upFront);
   }
 }
 
-GearedMode& Session::gearedMode() {
-  auto* geared = dynamic_cast<GearedMode*>(mode_.get());
-  if (!geared)
-    fail(ErrorKind::kConfig,
-         "set_dim_gears and compileGears need mode geared; this session runs {}",
-         modeName(options_.mode));
-  return *geared;
-}
-
-void Session::setDimGears(const std::string& input, const DimGearList& gears) {
-  gearedMode().setDimGears(input, gears);
-}
-
-void Session::compileGears(const InputSignature& firstSeen) {
-  gearedMode();  // the mode check
-  prepare(firstSeen);
-}
-
-const GearSet* Session::gearSet() const {
-  const auto* geared = dynamic_cast<const GearedMode*>(mode_.get());
-  return geared ? geared->gearSet() : nullptr;
-}
-
-std::vector<std::string> Session::gearOptionLines() const {
+std::vector<std::string> Session::modeReportLines() const {
   return mode_->reportLines();
+}
+
+int64_t SessionStats::modeCounter(std::string_view name) const {
+  for (const ModeCounter& c : modeCounters)
+    if (c.name == name) return c.value;
+  return 0;
+}
+
+const ModeField* findModeField(const std::vector<ModeField>& fields, std::string_view name) {
+  for (const ModeField& f : fields)
+    if (f.name == name) return &f;
+  return nullptr;
 }
 
 std::vector<Tensor> referenceRun(const Graph& g, std::span<const Tensor> inputs) {

@@ -15,10 +15,12 @@
 //             per the cost model's policy (seed 001);
 //   auto    - automatic dynamic: static first; a miss caused by changed dims recompiles with
 //             those dims dynamic (torch.compile's default);
-//   geared  - set_dim_gears: every gear a static plan compiled up front (gears/);
+//   geared  - set_dim_gears: every gear a static plan compiled up front (gears/); its options,
+//             counters and set_dim_gears are its own (executor/modes/geared.h);
 //   reduce-overhead - the first call of each signature runs op by op and is captured; later
 //             calls replay the capture as one launch (aclgraph / CUDA graphs, seed 003).
 
+#include <any>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -27,6 +29,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/compiler.h"
@@ -34,18 +37,49 @@
 #include "compiler/recompile_policy.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
-#include "executor/modes/gear_options.h"
 #include "executor/modes/mode_table.h"
 #include "executor/timeline.h"
 
 namespace gearbox {
 
-class GearedMode;
 class ModeHost;
 struct CallContext;
 class ModeStrategy;
 
 struct CallRecord;
+
+// Where the reports print a counter or per-call field of a mode's own.
+enum class ModeReportPlace {
+  kModeSection,  // under "mode_counters" / "mode_fields": where a new mode's belong
+  kTopLevel,     // as a key of its own in the report or the iteration: geared mode's, whose
+                 // keys predate the mode sections (docs/report-schema.json keeps them)
+  kRunLog,       // fields only: the run log's words for what the call ran ("gear 1 (plan #2)")
+  kTimeline,     // fields only: an argument of the call's timeline event, not in the report
+};
+
+// A counter of a mode's own (ModeStrategy::counters), by name.
+struct ModeCounter {
+  std::string name;
+  int64_t value = 0;
+  ModeReportPlace place = ModeReportPlace::kModeSection;
+  bool operator==(const ModeCounter&) const = default;
+};
+
+// A field of a mode's own in one CallRecord, by name. The value is kept as text, with its kind,
+// so a report can write it with its JSON type ("gear": 1, "padded": true).
+struct ModeField {
+  enum class Kind { kText, kInt, kBool };
+  ModeField() = default;
+  ModeField(std::string n, std::string v, Kind k = Kind::kText,
+            ModeReportPlace p = ModeReportPlace::kModeSection)
+      : name(std::move(n)), value(std::move(v)), kind(k), place(p) {}
+  std::string name;
+  std::string value;
+  Kind kind = Kind::kText;
+  ModeReportPlace place = ModeReportPlace::kModeSection;
+};
+// The field `name` of a record, or null.
+const ModeField* findModeField(const std::vector<ModeField>& fields, std::string_view name);
 
 struct SessionOptions {
   Mode mode = Mode::kStatic;
@@ -64,10 +98,14 @@ struct SessionOptions {
   // Runs the default pass pipeline (compiler/passes.h) once on the graph before any mode
   // compiles it, so every mode sees the optimized graph; false keeps the graph as given.
   bool runPasses = true;
-  GearOptions gears;
   // Options of the mode itself, by name (reduce-overhead: capture_limit). The mode reads the
   // ones it takes when the session is built; one it does not take is an Error(kConfig).
   std::map<std::string, std::string> modeOptions;
+  // The mode's own structured options, for options that are not name=value strings (geared:
+  // GearOptions, set through gearOptions() in executor/modes/gear_options.h). The mode reads
+  // and checks them when the session is built; a mode that takes none refuses them, as it
+  // refuses an unknown modeOptions name, so options meant for another mode never go unnoticed.
+  std::any modeConfig;
   // A strategy made by the caller instead of the table's factory for `mode` (a test's
   // throwaway mode, docs/adding-a-mode.md); `mode` then only names the session in reports.
   std::function<std::unique_ptr<ModeStrategy>(ModeHost&)> strategy;
@@ -101,13 +139,11 @@ struct CallRecord {
   InputSignature shapes;                              // the call's input shapes
   std::vector<std::string> kernelsCompiled;           // kernel names compiled during this call
   bool fallback = false;  // ran through the dynamic path after the recompile limit
-  int gear = -1;          // geared: the gear that ran
-  bool padded = false;    // geared: inputs were padded up to the gear
-  int64_t realElements = 0, paddedElements = 0;  // geared: input elements before/after padding
   int64_t launches = 0, syncs = 0, allocations = 0;
-  // The mode's own fields of this call, by name, as the reports print them (reduce-overhead:
-  // "capture" = captured, replayed or eager).
-  std::vector<std::pair<std::string, std::string>> modeFields;
+  // The mode's own fields of this call, in the mode's order, as the reports print them
+  // (reduce-overhead: "capture" = captured, replayed or eager; geared: the gear that ran and
+  // its padding, executor/modes/geared.h).
+  std::vector<ModeField> modeFields;
   double compileSeconds = 0;    // measured host time spent compiling
   double runSeconds = 0;        // measured host time of the call minus compiling
   double modeledDeviceUs = 0;   // MODELED device time (cost model) = modeled.total()
@@ -139,12 +175,12 @@ struct SessionStats {
   double modeledCompileUs = 0;  // MODELED, the compile part
   ModeledTime modeled;          // MODELED, split by kind; includes geared up-front compiles
   CacheStats kernelCache, planCache;
-  int64_t gears = 0;                             // geared: gears compiled up front
-  int64_t paddedCalls = 0;                       // geared: calls padded up to a gear
-  int64_t realElements = 0, paddedElements = 0;  // geared: over padded calls
-  std::vector<std::string> passesFired;          // passes that changed the graph, in run order
-  // The mode's own counters (ModeStrategy::counters), by name, in the mode's order.
-  std::vector<std::pair<std::string, int64_t>> modeCounters;
+  std::vector<std::string> passesFired;  // passes that changed the graph, in run order
+  // The mode's own counters (ModeStrategy::counters), in the mode's order (reduce-overhead's
+  // captures, geared's gears and padded calls).
+  std::vector<ModeCounter> modeCounters;
+  // The mode's counter `name`; 0 when the mode keeps none of that name.
+  int64_t modeCounter(std::string_view name) const;
 };
 
 class Session {
@@ -173,20 +209,15 @@ class Session {
   // have none. run() calls it on the first call when nobody did.
   void prepare(const InputSignature& firstSeen = {});
 
-  // Geared mode (executor/modes/geared.cpp); Error(kConfig) in another mode. setDimGears
-  // validates one input's gears now, as TorchAir's set_dim_gears does. compileGears is
-  // prepare(): it builds the gear list and compiles every gear to a static plan up front, in
-  // parallel (one oneTBB task per gear).
-  void setDimGears(const std::string& input, const DimGearList& gears);
-  void compileGears(const InputSignature& firstSeen = {});
-  // Null before compileGears and outside geared mode.
-  const GearSet* gearSet() const;
-  // The option strings TorchAir's concrete-graph log prints, in its order.
-  std::vector<std::string> gearOptionLines() const;
+  // The mode itself (executor/modes/mode_strategy.h), for a mode's own API: the geared
+  // mode's set_dim_gears and gear set are free functions in executor/modes/geared.h over it.
+  ModeStrategy& modeStrategy() { return *mode_; }
+  const ModeStrategy& modeStrategy() const { return *mode_; }
+  // Lines of the mode's own for reports, in its order (geared: the GE options of its
+  // concrete graph); empty for a mode that has none.
+  std::vector<std::string> modeReportLines() const;
 
  private:
-  GearedMode& gearedMode();  // Error(kConfig) outside geared mode
-
   // Shared with every plan compiled from it, so a plan never copies the graph.
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;
@@ -212,11 +243,6 @@ class Session {
   std::unique_ptr<ModeStrategy> mode_;  // executor/modes/<mode>.cpp
   bool prepared_ = false;
 };
-
-// TorchAir's spelling: set_dim_gears(session, "x1", {{0, {2, 4}}}).
-inline void set_dim_gears(Session& s, const std::string& input, const DimGearList& gears) {
-  s.setDimGears(input, gears);
-}
 
 // Reference executor: runs the graph with the reference kernels, inferring shapes per call.
 // The oracle of every differential test.

@@ -26,6 +26,7 @@
 
 #include "driver/gear_suggest.h"
 #include "driver/trace.h"
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
@@ -387,8 +388,9 @@ SessionOptions sessionOptions(const cli::RunOptions& o, Mode mode) {
   if (!modeInfo(mode).needsGears || !o.gears.empty()) return cli::toSessionOptions(o, mode);
   SessionOptions s = cli::toSessionOptions(o, Mode::kStatic);
   s.mode = mode;
-  s.gears.merge = parseMergePolicy(o.merge);
-  s.gears.padFallback = o.gearFallback == "pad";
+  GearOptions& gears = gearOptions(s);
+  gears.merge = parseMergePolicy(o.merge);
+  gears.padFallback = o.gearFallback == "pad";
   return s;
 }
 
@@ -492,8 +494,8 @@ class PySession {
     set_dim_gears(*session_, input, list);
   }
 
-  void compileGears() { session_->compileGears(); }
-  std::vector<std::string> gearOptions() const { return session_->gearOptionLines(); }
+  void compileGears() { gearbox::compileGears(*session_); }
+  std::vector<std::string> gearOptions() const { return gearOptionLines(*session_); }
   int64_t inputCopies() const { return inputCopies_; }
   std::string mode() const { return modeName(session_->stats().mode); }
   PyGraph graph() const { return PyGraph{std::make_shared<const Graph>(session_->graph())}; }

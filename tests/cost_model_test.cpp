@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/kernel_cost.h"
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/text.h"
@@ -251,8 +252,8 @@ TEST(ModeledTime, FollowsTheCountersAndTheShapesRun) {
 TEST(ModeledTime, PaddedCallRunsAtTheGearShapeAndReportsItsWaste) {
   SessionOptions o;
   o.mode = Mode::kGeared;
-  o.gears.json = R"({"x1": {"0": [2, 8]}, "x2": {"0": [2, 8]}})";
-  o.gears.padFallback = true;
+  gearOptions(o).json = R"({"x1": {"0": [2, 8]}, "x2": {"0": [2, 8]}})";
+  gearOptions(o).padFallback = true;
   Session s(testing_models::seed001(), o);
   s.run(makeInputs(s.graph(), testing_models::seed001Sig(5), 0));  // padded to 8
   const CostModel c;
@@ -260,7 +261,7 @@ TEST(ModeledTime, PaddedCallRunsAtTheGearShapeAndReportsItsWaste) {
   const double at8 = c.kernelRun(key(OpKind::kAdd, {f32(8), f32(8)}), false);
   const double at5 = c.kernelRun(key(OpKind::kAdd, {f32(5), f32(5)}), false);
   const CallRecord& r = s.history().back();
-  EXPECT_TRUE(r.padded);
+  EXPECT_TRUE(gearedCall(r).padded);
   EXPECT_DOUBLE_EQ(r.modeled.computeUs, at8);
   EXPECT_DOUBLE_EQ(r.modeled.paddingWasteUs, at8 - at5);
   EXPECT_GT(r.modeled.paddingWasteUs, 0);
@@ -301,7 +302,9 @@ struct TraceRun {
 TraceRun runSeed001Steady(Mode mode) {
   SessionOptions o;
   o.mode = mode;
-  o.gears.json = R"({"x1": {"0": [2, 4]}, "x2": {"0": [2, 4]}})";
+  // Gear options only for the mode that takes them: another mode refuses them.
+  if (modeInfo(mode).needsGears)
+    gearOptions(o).json = R"({"x1": {"0": [2, 4]}, "x2": {"0": [2, 4]}})";
   Session s(testing_models::seed001(), o);
   const auto big = makeInputs(s.graph(), testing_models::seed001Sig(4), 0);
   const auto small = makeInputs(s.graph(), testing_models::seed001Sig(2), 0);
@@ -352,8 +355,10 @@ class MlpServing : public ::testing::Test {
     SessionOptions o;
     o.mode = mode;
     o.modelOnly = true;
-    o.gears.json = gears;
-    o.gears.padFallback = true;
+    if (modeInfo(mode).needsGears) {  // gear options only for the mode that takes them
+      gearOptions(o).json = gears;
+      gearOptions(o).padFallback = true;
+    }
     Session s(graph_, o);
     for (const InputSignature& sig : trace) s.run(inputs_.at(sig[0][0] - 1));
     return s.stats().modeled;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "gears/gear_choice.h"
 #include "graph/error.h"
@@ -159,13 +160,13 @@ TEST_F(ServingSuggestion, ItsJsonRunsInGearedModeAsPredicted) {
   SessionOptions o;
   o.mode = Mode::kGeared;
   o.modelOnly = true;
-  o.gears.json = s.gearsJson;
-  o.gears.padFallback = true;
+  gearOptions(o).json = s.gearsJson;
+  gearOptions(o).padFallback = true;
   o.historyLimit = 64;
   int64_t compilesAtRunTime = 0;
   o.onCall = [&](const CallRecord& r) { compilesAtRunTime += r.graphCompiled ? 1 : 0; };
   Session session(*graph_, o);
-  session.compileGears();
+  compileGears(session);
   const int64_t upFront = session.stats().graphCompiles;
   EXPECT_EQ(upFront, static_cast<int64_t>(predicted.gears.size()));
   std::vector<Tensor> in;
@@ -184,7 +185,7 @@ TEST_F(ServingSuggestion, ItsJsonRunsInGearedModeAsPredicted) {
   const SessionStats& st = session.stats();
   EXPECT_EQ(compilesAtRunTime, 0);
   EXPECT_EQ(st.graphCompiles, upFront);
-  EXPECT_EQ(st.paddedCalls, predicted.paddedCalls);
+  EXPECT_EQ(gearedCounters(st).paddedCalls, predicted.paddedCalls);
   EXPECT_NEAR(st.modeled.paddingWasteUs, predicted.paddingWasteUs,
               1e-9 * predicted.paddingWasteUs + 1e-6);
   EXPECT_NEAR(st.modeled.compileUs, predicted.compileUs, 1e-9 * predicted.compileUs);
@@ -205,15 +206,15 @@ TEST(GearSuggest, SeedOneGearsCoverItsOwnTrace) {
   ASSERT_FALSE(s.gears.empty());
   SessionOptions o;
   o.mode = Mode::kGeared;
-  o.gears.json = s.gearsJson;
-  o.gears.padFallback = true;
+  gearOptions(o).json = s.gearsJson;
+  gearOptions(o).padFallback = true;
   Session session(g, o);
   for (size_t i = 0; i < trace.size(); ++i) {
     const auto in = makeInputs(g, trace[i], i);
     EXPECT_NO_THROW(session.run(in)) << "call " << i;
   }
   EXPECT_EQ(session.stats().graphCompiles, static_cast<int64_t>(s.gears.size()));
-  EXPECT_EQ(session.stats().paddedCalls, s.candidates[0].paddedCalls);
+  EXPECT_EQ(gearedCounters(session.stats()).paddedCalls, s.candidates[0].paddedCalls);
 }
 
 // Two varying symbols (B and T): coordinate descent against exhaustive search over every
@@ -298,15 +299,15 @@ TEST(SharedSymbolGears, AGearOnOneInputCoversTheOther) {
   const auto trace = cli::loadTrace(example("four_ops.trace.jsonl"), g);
   SessionOptions o;
   o.mode = Mode::kGeared;
-  o.gears.json = R"({"x": {"0": [1, 2, 4, 8]}})";
-  o.gears.padFallback = true;
+  gearOptions(o).json = R"({"x": {"0": [1, 2, 4, 8]}})";
+  gearOptions(o).padFallback = true;
   Session session(g, o);
   for (size_t i = 0; i < trace.size(); ++i) {
     const auto in = makeInputs(g, trace[i], i);
     ASSERT_NO_THROW(session.run(in)) << "call " << i;
   }
   EXPECT_EQ(session.stats().graphCompiles, 4);
-  EXPECT_EQ(session.stats().gears, 4);
+  EXPECT_EQ(gearedCounters(session.stats()).gears, 4);
 }
 
 }  // namespace

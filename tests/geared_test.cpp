@@ -1,6 +1,8 @@
 // Geared mode: seed 001's walkthrough, product/zip, exact match and pad-up, differential
 // against the reference executor, padding refusal, and parallel up-front compiles that share
 // kernels.
+#include "executor/modes/geared.h"
+
 #include <gtest/gtest.h>
 
 #include "executor/session.h"
@@ -17,8 +19,8 @@ SessionOptions geared(MergePolicy merge = MergePolicy::kZip, bool pad = false,
                       DeviceKind device = DeviceKind::kInline) {
   SessionOptions o;
   o.mode = Mode::kGeared;
-  o.gears.merge = merge;
-  o.gears.padFallback = pad;
+  gearOptions(o).merge = merge;
+  gearOptions(o).padFallback = pad;
   o.device = device;
   return o;
 }
@@ -28,10 +30,10 @@ TEST(Geared, Seed001WalkthroughCompilesTwoPlansUpFrontAndNothingAtRunTime) {
     Session s(seed001(), geared(MergePolicy::kZip, false, device));
     set_dim_gears(s, "x1", {{0, {2, 4}}});
     set_dim_gears(s, "x2", {{0, {2, 4}}});
-    s.compileGears();
+    compileGears(s);
     EXPECT_EQ(s.stats().graphCompiles, 2);
     EXPECT_EQ(s.stats().kernelCompiles, 2);
-    EXPECT_EQ(s.gearOptionLines(),
+    EXPECT_EQ(gearOptionLines(s),
               (std::vector<std::string>{"ge.dynamicDims = 2,2;4,4", "ge.dynamicNodeType = 1",
                                         "ge.inputShape = x1:-1,2;x2:-1,2"}));
     for (int64_t n : {2, 4, 2}) {
@@ -53,12 +55,12 @@ TEST(Geared, ProductGivesFourGears) {
   Session s(seed001(), geared(MergePolicy::kProduct));
   set_dim_gears(s, "x1", {{0, {2, 4}}});
   set_dim_gears(s, "x2", {{0, {2, 4}}});
-  s.compileGears();
-  EXPECT_EQ(s.gearSet()->size(), 4u);
-  EXPECT_EQ(s.gearSet()->dynamicDimsOption(), "2,2;2,4;4,2;4,4");
+  compileGears(s);
+  EXPECT_EQ(gearSet(s)->size(), 4u);
+  EXPECT_EQ(gearSet(s)->dynamicDimsOption(), "2,2;2,4;4,2;4,4");
   // (2,2)+(4,2) is a gear but does not broadcast (the seed says so too): those two gears are
   // reported and skipped, the other two compile.
-  EXPECT_EQ(s.stats().gears, 2);
+  EXPECT_EQ(gearedCounters(s.stats()).gears, 2);
   EXPECT_EQ(s.stats().graphCompiles, 2);
   try {
     s.run(std::vector<Tensor>{Tensor(DType::kF32, {2, 2}), Tensor(DType::kF32, {4, 2})});
@@ -73,9 +75,9 @@ TEST(Geared, ProductGivesFourGears) {
 
 TEST(Geared, ShapeOutsideTheGearsIsAnErrorAndCompilesNothing) {
   Session s(seed001(), geared());
-  s.setDimGears("x1", {{0, {2, 4}}});
-  s.setDimGears("x2", {{0, {2, 4}}});
-  s.compileGears();
+  set_dim_gears(s, "x1", {{0, {2, 4}}});
+  set_dim_gears(s, "x2", {{0, {2, 4}}});
+  compileGears(s);
   try {
     s.run(makeInputs(s.graph(), seed001Sig(3), 0));
     FAIL() << "expected a gear error";
@@ -91,18 +93,19 @@ TEST(Geared, ShapeOutsideTheGearsIsAnErrorAndCompilesNothing) {
 
 TEST(Geared, PadRunsOnTheCoveringGearAndReturnsTheExactResult) {
   Session s(seed001(), geared(MergePolicy::kZip, true));
-  s.setDimGears("x1", {{0, {2, 4}}});
-  s.setDimGears("x2", {{0, {2, 4}}});
+  set_dim_gears(s, "x1", {{0, {2, 4}}});
+  set_dim_gears(s, "x2", {{0, {2, 4}}});
   auto in = makeInputs(s.graph(), seed001Sig(3), 7);
   auto out = s.run(in);  // compiles the gears on first use
   EXPECT_EQ(out[0].shape(), Shape({3, 2}));
   EXPECT_TRUE(out[0].equals(referenceRun(s.graph(), in)[0]));
   const CallRecord& r = s.history().back();
-  EXPECT_TRUE(r.padded);
-  EXPECT_EQ(r.gear, 1);
-  EXPECT_EQ(r.realElements, 12);
-  EXPECT_EQ(r.paddedElements, 16);
-  EXPECT_EQ(s.stats().paddedCalls, 1);
+  const GearedCall call = gearedCall(r);
+  EXPECT_TRUE(call.padded);
+  EXPECT_EQ(call.gear, 1);
+  EXPECT_EQ(call.realElements, 12);
+  EXPECT_EQ(call.paddedElements, 16);
+  EXPECT_EQ(gearedCounters(s.stats()).paddedCalls, 1);
   EXPECT_EQ(s.stats().allocations, 2);  // the two padded inputs, from the device pool
   // Larger than every gear: no gear covers it.
   EXPECT_THROW(s.run(makeInputs(s.graph(), seed001Sig(5), 0)), Error);
@@ -114,9 +117,9 @@ TEST(Geared, PaddingIsRefusedWhereItWouldReachARealOutput) {
   auto y = b.input("y", DType::kF32, {3, 2});
   b.output(b.cat({x, y}, 0, "c"));
   Session s(b.build(), geared(MergePolicy::kZip, true));
-  s.setDimGears("x", {{0, {2, 4}}});
+  set_dim_gears(s, "x", {{0, {2, 4}}});
   try {
-    s.compileGears();
+    compileGears(s);
     FAIL() << "expected the padding analysis to refuse";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kGear);
@@ -127,7 +130,7 @@ TEST(Geared, PaddingIsRefusedWhereItWouldReachARealOutput) {
 TEST(Geared, DifferentialExactAndPaddedOnTheFourOpModel) {
   for (bool pad : {false, true}) {
     Session s(testing_models::fourOps(), geared(MergePolicy::kZip, pad));
-    s.setDimGears("x", {{0, {1, 3, 8, 16}}});
+    set_dim_gears(s, "x", {{0, {1, 3, 8, 16}}});
     std::vector<int64_t> batches =
         pad ? std::vector<int64_t>{1, 2, 5, 7, 8, 9, 16, 3} : std::vector<int64_t>{1, 3, 8, 16, 3};
     for (size_t i = 0; i < batches.size(); ++i) {
@@ -146,9 +149,9 @@ TEST(Geared, NonGearedDimsAreSpecialisedToTheFirstSeenValue) {
   auto x = b.input("x", DType::kF32, {kAnyDim, kAnyDim});
   b.output(b.add(x, x, "y"));
   Session s(b.build(), geared());
-  s.setDimGears("x", {{0, {2, 4}}});
+  set_dim_gears(s, "x", {{0, {2, 4}}});
   s.run(std::vector<Tensor>{randomTensor(DType::kF32, {2, 5}, 1)});
-  EXPECT_EQ(s.gearOptionLines()[2], "ge.inputShape = x:-1,5");
+  EXPECT_EQ(gearOptionLines(s)[2], "ge.inputShape = x:-1,5");
   try {
     s.run(std::vector<Tensor>{randomTensor(DType::kF32, {4, 6}, 1)});
     FAIL();
@@ -167,9 +170,9 @@ TEST(Geared, ParallelUpFrontCompileSharesKernels) {
   b.output(b.matmul(x, w, "mx"));
   b.output(b.matmul(y, w, "my"));
   Session s(b.build(), geared(MergePolicy::kProduct));
-  s.setDimGears("x", {{0, {2, 3, 4, 5, 6, 7, 8, 9}}});
-  s.setDimGears("y", {{0, {2, 3, 4, 5, 6, 7, 8, 9}}});
-  s.compileGears();
+  set_dim_gears(s, "x", {{0, {2, 3, 4, 5, 6, 7, 8, 9}}});
+  set_dim_gears(s, "y", {{0, {2, 3, 4, 5, 6, 7, 8, 9}}});
+  compileGears(s);
   EXPECT_EQ(s.stats().graphCompiles, 64);
   // x@w and y@w have the same op shape for the same size: 8 distinct MatMul kernels in all.
   EXPECT_EQ(s.stats().kernelCompiles, 8);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "executor/modes/gear_options.h"
 #include "expect_error.h"
 #include "graph/json_limits.h"
 #include "graph/file_io.h"
@@ -72,12 +73,12 @@ TEST(HostileSurfaces, DeepGearsTextInTheReportConfigIsKeptAsAString) {
   // never re-parsed without the depth check.
   SessionOptions s;
   s.mode = Mode::kGeared;
-  s.gears.json = deepGears(100000);
+  gearOptions(s).json = deepGears(100000);
   const nlohmann::ordered_json c = cli::configJson(s, nullptr);
   ASSERT_TRUE(c["gears"]["spec"].is_string());
-  EXPECT_EQ(c["gears"]["spec"].get<std::string>().size(), s.gears.json.size());
+  EXPECT_EQ(c["gears"]["spec"].get<std::string>().size(), gearOptions(s).json.size());
   // A valid spec is still an object.
-  s.gears.json = R"({"x1": {"0": [2, 4]}})";
+  gearOptions(s).json = R"({"x1": {"0": [2, 4]}})";
   EXPECT_TRUE(cli::configJson(s, nullptr)["gears"]["spec"].is_object());
 }
 
@@ -87,7 +88,7 @@ TEST(HostileSurfaces, SessionRefusesBadGearsTextWhenBuiltNotAtItsFirstCall) {
        {std::string("{"), deepGears(1000), std::string("{\"nope\": 1}")}) {
     SessionOptions s;
     s.mode = Mode::kGeared;
-    s.gears.json = text;
+    gearOptions(s).json = text;
     errorOf([&] { Session session(g, s); }, ErrorKind::kGear);
   }
 }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "compiler/compiler.h"
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/text.h"
@@ -194,8 +195,8 @@ TEST(Geared, GearsShareOneArenaSizedForTheLargest) {
   SessionOptions o;
   o.mode = Mode::kGeared;
   Session s(g, o);
-  s.setDimGears("x", {{0, {1, 8, 64}}});
-  s.compileGears();
+  set_dim_gears(s, "x", {{0, {1, 8, 64}}});
+  compileGears(s);
   // The largest gear's static plan alone needs this much; the three share it.
   KernelCache cache;
   auto largest = compilePlan(s.graph(), {Shape{64, 16, 49}}, cache);

@@ -37,9 +37,7 @@ class ThrowawayMode final : public ModeStrategy {
                            },
                            {});
   }
-  std::vector<std::pair<std::string, int64_t>> counters() const override {
-    return {{"calls", calls_}};
-  }
+  std::vector<ModeCounter> counters() const override { return {{"calls", calls_}}; }
 
  private:
   ModeHost& host_;
@@ -75,8 +73,8 @@ TEST(ModeSeam, AThrowawayModeIsCountedCostedAndReportedLikeEveryMode) {
   EXPECT_EQ(s.history()[1].modeled.compileUs, 0);
   EXPECT_DOUBLE_EQ(s.history()[1].modeled.hostDynamicUs, c.hostShapeInferenceUs + c.hostTilingUs);
   ASSERT_EQ(st.modeCounters.size(), 1u);
-  EXPECT_EQ(st.modeCounters[0], (std::pair<std::string, int64_t>{"calls", 3}));
-  EXPECT_EQ(s.history()[2].modeFields[0].second, "mine");
+  EXPECT_EQ(st.modeCounters[0], (ModeCounter{"calls", 3}));
+  EXPECT_EQ(s.history()[2].modeFields[0].value, "mine");
   // The report writer knows neither name.
   const auto j = cli::reportJson(s, "m.gbx", "t.jsonl");
   EXPECT_EQ(j["mode_counters"]["calls"], 3);

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "graph/error.h"
 
@@ -58,7 +59,7 @@ TEST(ModeTable, EveryModeRunsAndNamesItselfInItsStats) {
     SessionOptions o;
     o.mode = m;
     Session s(g, o);
-    if (modeInfo(m).needsGears) s.setDimGears("x", {{0, {3, 5}}});
+    if (modeInfo(m).needsGears) set_dim_gears(s, "x", {{0, {3, 5}}});
     const auto in = makeInputs(g, {Shape{3}}, 1);
     EXPECT_TRUE(s.run(in)[0].equals(referenceRun(g, in)[0]));
     EXPECT_EQ(s.stats().mode, m);
@@ -76,7 +77,7 @@ TEST(ModeTable, GearApiOutsideAGearedModeIsAConfigError) {
     o.mode = m;
     Session s(g, o);
     try {
-      s.setDimGears("x", {{0, {2, 4}}});
+      set_dim_gears(s, "x", {{0, {2, 4}}});
       ADD_FAILURE() << "expected Error(kConfig)";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kConfig);
@@ -84,9 +85,57 @@ TEST(ModeTable, GearApiOutsideAGearedModeIsAConfigError) {
                 std::string("set_dim_gears and compileGears need mode geared; this session runs ") +
                     modeName(m));
     }
-    EXPECT_EQ(s.gearSet(), nullptr);
-    EXPECT_TRUE(s.gearOptionLines().empty());
+    EXPECT_EQ(gearSet(s), nullptr);
+    EXPECT_TRUE(gearOptionLines(s).empty());
   }
+}
+
+// Gear options are the geared mode's own (SessionOptions::modeConfig): a mode that takes none
+// refuses them when the session is built, as it refuses an unknown mode option.
+TEST(ModeTable, GearOptionsForAModeWithoutGearsAreAConfigError) {
+  GraphBuilder b("add");
+  auto x = b.input("x", DType::kF32, {kAnyDim});
+  b.output(b.add(x, x, "y"));
+  const Graph g = b.build();
+  for (Mode m : modes(ModeSet::kWithoutGears)) {
+    SCOPED_TRACE(modeName(m));
+    SessionOptions o;
+    o.mode = m;
+    gearOptions(o).json = R"({"x": {"0": [2, 4]}})";
+    try {
+      Session s(g, o);
+      ADD_FAILURE() << "expected Error(kConfig)";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+      EXPECT_NE(std::string(e.what()).find(modeName(m)), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The geared mode's counters are its own, in SessionStats::modeCounters, placed where the
+// report has always printed them (top-level keys), not in the mode_counters section.
+TEST(ModeTable, GearedCountersAreTheModesOwn) {
+  GraphBuilder b("add");
+  auto x = b.input("x", DType::kF32, {kAnyDim});
+  b.output(b.add(x, x, "y"));
+  SessionOptions o;
+  o.mode = Mode::kGeared;
+  gearOptions(o).padFallback = true;
+  Session s(b.build(), o);
+  set_dim_gears(s, "x", {{0, {2, 4}}});
+  s.run(makeInputs(s.graph(), {Shape{3}}, 1));
+  const SessionStats& st = s.stats();
+  ASSERT_EQ(st.modeCounters.size(), 4u);
+  for (const ModeCounter& c : st.modeCounters) EXPECT_EQ(c.place, ModeReportPlace::kTopLevel);
+  EXPECT_EQ(st.modeCounter("gears"), 2);
+  EXPECT_EQ(st.modeCounter("padded_calls"), 1);
+  const GearedCounters gc = gearedCounters(st);
+  EXPECT_EQ(gc.realElements, 3);
+  EXPECT_EQ(gc.paddedElements, 4);
+  EXPECT_DOUBLE_EQ(gc.paddingWaste(), 1.0 / 3.0);
+  const GearedCall call = gearedCall(s.history().back());
+  EXPECT_EQ(call.gear, 1);
+  EXPECT_TRUE(call.padded);
 }
 
 // ---- No hand-written mode list outside the table ----

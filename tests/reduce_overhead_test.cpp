@@ -25,15 +25,15 @@ std::string examplePath(const std::string& file) {
 }
 
 int64_t modeCounter(const SessionStats& st, const std::string& name) {
-  for (const auto& [n, v] : st.modeCounters)
-    if (n == name) return v;
+  for (const ModeCounter& c : st.modeCounters)
+    if (c.name == name) return c.value;
   ADD_FAILURE() << "no mode counter " << name;
   return -1;
 }
 
 std::string modeField(const CallRecord& r, const std::string& name) {
-  for (const auto& [n, v] : r.modeFields)
-    if (n == name) return v;
+  for (const ModeField& f : r.modeFields)
+    if (f.name == name) return f.value;
   return "";
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli_util.h"
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "temp_dir.h"
 #include "test_models.h"
@@ -78,8 +79,8 @@ TEST_P(TimelineModes, OneEventPerCountedCompileAndCall) {
   o.mode = GetParam();
   o.timeline = &tl;
   if (modeInfo(o.mode).needsGears) {
-    o.gears.json = R"({"x": {"0": [1, 2, 4, 8]}})";
-    o.gears.padFallback = true;
+    gearOptions(o).json = R"({"x": {"0": [1, 2, 4, 8]}})";
+    gearOptions(o).padFallback = true;
   }
   Session s(fourOps(), o);
   const auto trace = fourOpsTrace();
@@ -156,9 +157,9 @@ TEST(Timeline, GearsCompileOnTracksOfTheirOwn) {
   SessionOptions o;
   o.mode = Mode::kGeared;
   o.timeline = &tl;
-  o.gears.json = R"({"x": {"0": [1, 2, 4, 8]}})";
+  gearOptions(o).json = R"({"x": {"0": [1, 2, 4, 8]}})";
   Session s(fourOps(), o);
-  s.compileGears({Shape{1, 4}, Shape{4, 3}});
+  compileGears(s, {Shape{1, 4}, Shape{4, 3}});
   const json events = validateTrace(tl.json());
   std::set<int64_t> gearTids;
   std::map<int64_t, std::string> threadNames;

@@ -115,11 +115,10 @@ void registerCompare(CLI::App& app) {
         if (rep == 0) visual->attach(sessionOptions, modeName(m));
         Session session(g, std::move(sessionOptions));
         if (rep == 0 && o->checkReference) r.check.emplace(g, o->tolerance);
-        RunTracker scratch(session.graph(), modeInfo(m).needsGears, Verbosity::kQuiet, false);
+        RunTracker scratch(session.graph(), Verbosity::kQuiet, false);
         if (rep == 0) {
           warningsBefore = totalWarnings();
-          r.tracker = std::make_unique<RunTracker>(session.graph(), modeInfo(m).needsGears,
-                                                   lineLevel, o->explain);
+          r.tracker = std::make_unique<RunTracker>(session.graph(), lineLevel, o->explain);
           if (lineLevel != Verbosity::kQuiet) std::cout << fmt::format("== {} ==\n", modeName(m));
         }
         try {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "compiler/compile_log.h"
+#include "executor/modes/geared.h"
 #include "graph/error.h"
 #include "graph/text.h"
 #include "tools/commands.h"
@@ -31,8 +32,7 @@ std::vector<std::vector<Tensor>> runTrace(Session& session, const TraceNext& nex
   // Without a tracker of the caller's, one at the options' level (the Python bindings).
   std::optional<RunTracker> own;
   if (!tracker) {
-    own.emplace(session.graph(), modeInfo(session.options().mode).needsGears,
-                o.quiet ? Verbosity::kQuiet : Verbosity::kVerbose, o.explain);
+    own.emplace(session.graph(), o.quiet ? Verbosity::kQuiet : Verbosity::kVerbose, o.explain);
     tracker = &*own;
   }
   TraceEntry entry;
@@ -42,11 +42,11 @@ std::vector<std::vector<Tensor>> runTrace(Session& session, const TraceNext& nex
   session.prepare(entry.sig);
   if (modeInfo(session.options().mode).needsGears) {
     if (!o.quiet) {
-      os << fmt::format("compiled {} {} up front ({} {}):\n", session.stats().gears,
-                        session.stats().gears == 1 ? "gear" : "gears",
+      const int64_t gears = gearedCounters(session.stats()).gears;
+      os << fmt::format("compiled {} {} up front ({} {}):\n", gears, gears == 1 ? "gear" : "gears",
                         session.stats().kernelCompiles,
                         session.stats().kernelCompiles == 1 ? "kernel" : "kernels");
-      for (const std::string& line : session.gearOptionLines()) os << "  " << line << "\n";
+      for (const std::string& line : session.modeReportLines()) os << "  " << line << "\n";
     }
   }
   int64_t i = 0;
@@ -134,7 +134,7 @@ void registerRun(CLI::App& app) {
     if (o->historyLimit == 0) sessionOptions.historyLimit = kRunHistoryWindow;
     visual->attach(sessionOptions, o->mode);
     Session session(std::move(g), std::move(sessionOptions));
-    RunTracker tracker(session.graph(), modeInfo(mode).needsGears, verbosity, o->explain);
+    RunTracker tracker(session.graph(), verbosity, o->explain);
     if (!o->jsonl.empty()) tracker.streamTo(o->jsonl);
     if (!o->json.empty() && o->historyLimit == 0 && detail != IterationDetail::kNone)
       tracker.spoolIterations(detail);

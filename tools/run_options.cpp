@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "compiler/compile_log.h"
+#include "executor/modes/geared.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
@@ -130,11 +131,12 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   if (modeInfo(mode).needsGears) {
     if (o.gears.empty() && o.padTo.empty())
       fail(ErrorKind::kConfig, "{} mode needs --gears or --pad-to", modeName(mode));
-    if (!o.gears.empty()) s.gears.json = gearsText(o.gears);
-    for (const std::string& p : o.padTo) s.gears.padTo.push_back(parsePadTo(p));
-    s.gears.merge = parseMergePolicy(o.merge);
-    s.gears.padFallback = o.gearFallback == "pad";
-    s.gears.maxPadBytes = o.maxPadBytes;
+    GearOptions& gears = gearOptions(s);
+    if (!o.gears.empty()) gears.json = gearsText(o.gears);
+    for (const std::string& p : o.padTo) gears.padTo.push_back(parsePadTo(p));
+    gears.merge = parseMergePolicy(o.merge);
+    gears.padFallback = o.gearFallback == "pad";
+    gears.maxPadBytes = o.maxPadBytes;
   }
   return s;
 }
@@ -187,24 +189,26 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
     for (const auto& [name, value] : s.modeOptions) mo[name] = value;
   }
   if (modeInfo(s.mode).needsGears) {
+    const GearOptions* given = findGearOptions(s);
+    const GearOptions gears = given ? *given : GearOptions{};
     nlohmann::ordered_json g;
     // The report is written for a failed run too, so the gears text may be the one the session
     // refused: a document nested too deep is kept as a string, since building (and later
     // dumping and destroying) it as JSON recurses once per level (graph/json_limits.h).
     try {
-      checkJsonDepth(s.gears.json, "gears JSON");
-      g["spec"] = nlohmann::ordered_json::parse(s.gears.json);
+      checkJsonDepth(gears.json, "gears JSON");
+      g["spec"] = nlohmann::ordered_json::parse(gears.json);
     } catch (const Error&) {
-      g["spec"] = s.gears.json;
+      g["spec"] = gears.json;
     } catch (const nlohmann::json::exception&) {
-      g["spec"] = s.gears.json;  // malformed: kept as given
+      g["spec"] = gears.json;  // malformed: kept as given
     }
-    g["merge"] = s.gears.merge == MergePolicy::kProduct ? "product" : "zip";
-    g["fallback"] = s.gears.padFallback ? "pad" : "error";
-    g["max_pad_bytes"] = s.gears.maxPadBytes;
-    if (!s.gears.padTo.empty()) {
+    g["merge"] = gears.merge == MergePolicy::kProduct ? "product" : "zip";
+    g["fallback"] = gears.padFallback ? "pad" : "error";
+    g["max_pad_bytes"] = gears.maxPadBytes;
+    if (!gears.padTo.empty()) {
       nlohmann::ordered_json pad = nlohmann::ordered_json::object();
-      for (const auto& [name, shape] : s.gears.padTo) {
+      for (const auto& [name, shape] : gears.padTo) {
         nlohmann::ordered_json dims = nlohmann::ordered_json::array();
         for (int d = 0; d < shape.rank(); ++d) dims.push_back(shape[d]);
         pad[name] = std::move(dims);
@@ -281,25 +285,25 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["modeled"] = modeledJson(st.modeled);
   j["modeled_last_call_us"] = s.history().empty() ? 0.0 : s.history().back().modeledDeviceUs;
   if (s.options().modelOnly) j["model_only"] = true;
-  // Padded geared calls are counted here and not as plan-cache misses (a gear served them).
-  j["padded_calls"] = st.paddedCalls;
+  // Padded geared calls are counted here and not as plan-cache misses (a gear served them); the
+  // mode's counter, 0 in a mode that pads nothing.
+  j["padded_calls"] = st.modeCounter("padded_calls");
   j["warnings"] = 0;
   for (const WarningLog::Entry& w : warningLog().entries())
     j["warnings"] = j["warnings"].get<int64_t>() + w.count;
   if (modeInfo(st.mode).needsGears) {
-    j["gears"] = st.gears;
+    const GearedCounters gears = gearedCounters(st);
+    j["gears"] = gears.gears;
     // Padding waste: padded elements / real elements over the padded calls.
-    j["padding_waste"] = st.realElements
-                             ? static_cast<double>(st.paddedElements - st.realElements) /
-                                   static_cast<double>(st.realElements)
-                             : 0.0;
-    j["gear_options"] = s.gearOptionLines();
+    j["padding_waste"] = gears.paddingWaste();
+    j["gear_options"] = s.modeReportLines();
   }
-  // The mode's own counters, whatever the mode (ModeStrategy::counters).
-  if (!st.modeCounters.empty()) {
-    auto& mc = j["mode_counters"] = nlohmann::ordered_json::object();
-    for (const auto& [name, value] : st.modeCounters) mc[name] = value;
-  }
+  // The mode's own counters, whatever the mode (ModeStrategy::counters), but those the keys
+  // above already report.
+  nlohmann::ordered_json mc = nlohmann::ordered_json::object();
+  for (const ModeCounter& c : st.modeCounters)
+    if (c.place == ModeReportPlace::kModeSection) mc[c.name] = c.value;
+  if (!mc.empty()) j["mode_counters"] = std::move(mc);
   j["passes_fired"] = st.passesFired;
   // Only with --history-limit: how many early iterations the report no longer lists.
   const size_t userLimit = extras.options ? extras.options->historyLimit : s.options().historyLimit;
@@ -313,13 +317,12 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   // Streamed records are spliced in by writeReportFile, after every other key.
   if (extras.tracker && extras.tracker->spooling()) return j;
   auto& its = j["per_iteration"] = nlohmann::ordered_json::array();
-  const bool geared = modeInfo(st.mode).needsGears;
   for (const CallRecord& r : s.history()) {
     if (extras.detail == IterationDetail::kNone) break;
     if (extras.detail == IterationDetail::kCompiles && !r.graphCompiled &&
         r.kernelsCompiled.empty())
       continue;
-    its.push_back(iterationJson(s.graph(), r, geared));
+    its.push_back(iterationJson(s.graph(), r));
   }
   return j;
 }
@@ -340,20 +343,16 @@ void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker)
   os << fmt::format("  launches {}, syncs {}, allocations {}, fallback runs {}, peak bytes {}\n",
                     st.launches, st.syncs, st.allocations, st.fallbackRuns, st.peakBytes);
   if (modeInfo(st.mode).needsGears) {
+    const GearedCounters gears = gearedCounters(st);
     os << fmt::format("  gears compiled up front {}, padded calls {}, padding waste {:.1f}%\n",
-                      st.gears, st.paddedCalls,
-                      st.realElements
-                          ? 100.0 * static_cast<double>(st.paddedElements - st.realElements) /
-                                static_cast<double>(st.realElements)
-                          : 0.0);
-    for (const std::string& line : s.gearOptionLines()) os << "  " << line << "\n";
+                      gears.gears, gears.paddedCalls, 100.0 * gears.paddingWaste());
+    for (const std::string& line : s.modeReportLines()) os << "  " << line << "\n";
   }
-  if (!st.modeCounters.empty()) {
-    std::string line;
-    for (const auto& [name, value] : st.modeCounters)
-      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", name, value);
-    os << fmt::format("  {}: {}\n", modeName(st.mode), line);
-  }
+  std::string line;
+  for (const ModeCounter& c : st.modeCounters)
+    if (c.place == ModeReportPlace::kModeSection)
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", c.name, c.value);
+  if (!line.empty()) os << fmt::format("  {}: {}\n", modeName(st.mode), line);
   os << fmt::format("  measured: host compile {}, median run per call {}\n",
                     formatSeconds(st.compileSeconds), formatSeconds(medianRunSeconds(s, tracker)));
   const ModeledTime& m = st.modeled;

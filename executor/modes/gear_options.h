@@ -1,7 +1,8 @@
 #pragma once
-// Geared mode's options (executor/modes/geared.cpp), held in SessionOptions::gears: the gear
-// specs, the merge policy and what to do with a shape outside the gears. Kept in the geared
-// mode's folder, beside its strategy; session.h includes it only to hold them.
+// Geared mode's options (executor/modes/geared.cpp): the gear specs, the merge policy and what
+// to do with a shape outside the gears. A SessionOptions carries them as its mode's structured
+// options (SessionOptions::modeConfig), set through gearOptions(); the session knows nothing
+// of gears, and the geared mode reads and checks them when the session is built.
 
 #include <cstdint>
 #include <string>
@@ -30,5 +31,12 @@ struct GearOptions {
   // SessionStats::peakBytes.
   int64_t maxPadBytes = int64_t{1} << 30;
 };
+
+struct SessionOptions;
+// The gear options of `o`, made (defaults) on first use: `gearOptions(o).json = "..."`. Replaces
+// structured options of another type.
+GearOptions& gearOptions(SessionOptions& o);
+// The gear options `o` holds, or null.
+const GearOptions* findGearOptions(const SessionOptions& o);
 
 }  // namespace gearbox

@@ -16,10 +16,74 @@ std::unique_ptr<ModeStrategy> makeGearedMode(ModeHost& host) {
   return std::make_unique<GearedMode>(host);
 }
 
+GearOptions& gearOptions(SessionOptions& o) {
+  if (auto* g = std::any_cast<GearOptions>(&o.modeConfig)) return *g;
+  return o.modeConfig.emplace<GearOptions>();
+}
+
+const GearOptions* findGearOptions(const SessionOptions& o) {
+  return std::any_cast<GearOptions>(&o.modeConfig);
+}
+
+namespace {
+
+GearedMode& gearedMode(Session& s) {
+  auto* geared = dynamic_cast<GearedMode*>(&s.modeStrategy());
+  if (!geared)
+    fail(ErrorKind::kConfig,
+         "set_dim_gears and compileGears need mode geared; this session runs {}",
+         modeName(s.options().mode));
+  return *geared;
+}
+
+int64_t fieldInt(const CallRecord& r, std::string_view name) {
+  const ModeField* f = findModeField(r.modeFields, name);
+  return f ? std::stoll(f->value) : 0;
+}
+
+}  // namespace
+
+void set_dim_gears(Session& s, const std::string& input, const DimGearList& gears) {
+  gearedMode(s).setDimGears(input, gears);
+}
+
+void compileGears(Session& s, const InputSignature& firstSeen) {
+  gearedMode(s);  // the mode check
+  s.prepare(firstSeen);
+}
+
+const GearSet* gearSet(const Session& s) {
+  const auto* geared = dynamic_cast<const GearedMode*>(&s.modeStrategy());
+  return geared ? geared->gearSet() : nullptr;
+}
+
+std::vector<std::string> gearOptionLines(const Session& s) {
+  const auto* geared = dynamic_cast<const GearedMode*>(&s.modeStrategy());
+  return geared ? geared->reportLines() : std::vector<std::string>{};
+}
+
+GearedCall gearedCall(const CallRecord& r) {
+  GearedCall c;
+  const ModeField* gear = findModeField(r.modeFields, "gear");
+  if (!gear) return c;
+  c.gear = static_cast<int>(std::stoll(gear->value));
+  const ModeField* padded = findModeField(r.modeFields, "padded");
+  c.padded = padded && padded->value == "true";
+  c.realElements = fieldInt(r, "real_elements");
+  c.paddedElements = fieldInt(r, "padded_elements");
+  return c;
+}
+
+GearedCounters gearedCounters(const SessionStats& st) {
+  return {st.modeCounter("gears"), st.modeCounter("padded_calls"), st.modeCounter("real_elements"),
+          st.modeCounter("padded_elements")};
+}
+
 GearedMode::GearedMode(ModeHost& host) : host_(host), config_(GearConfig::fromGraph(host.graph())) {
+  if (const GearOptions* given = host.modeConfig<GearOptions>()) options_ = *given;
   // Bad gears text fails when the session is built, not at its first call. prepare() applies
   // the text again, after any set_dim_gears calls, so here it goes into a scratch copy.
-  if (const std::string& text = host.options().gears.json; !text.empty()) {
+  if (const std::string& text = options_.json; !text.empty()) {
     GearConfig scratch = config_;
     applyGearsJson(scratch, text);
   }
@@ -31,7 +95,42 @@ void GearedMode::setDimGears(const std::string& input, const DimGearList& gears)
 }
 
 bool GearedMode::padAllowed() const {
-  return host_.options().gears.padFallback || !host_.options().gears.padTo.empty();
+  return options_.padFallback || !options_.padTo.empty();
+}
+
+std::vector<ModeCounter> GearedMode::counters() const {
+  // Top level: the report keeps these in keys of their own (gears, padded_calls,
+  // padding_waste), which predate mode_counters.
+  constexpr auto top = ModeReportPlace::kTopLevel;
+  return {{"gears", gears_, top},
+          {"padded_calls", paddedCalls_, top},
+          {"real_elements", realElements_, top},
+          {"padded_elements", paddedElements_, top}};
+}
+
+std::string GearedMode::upFrontSummary() const {
+  return fmt::format("{} gears", gears_);
+}
+
+void GearedMode::recordCall(CallContext& call, size_t gear, bool padded, int64_t real,
+                            int64_t paddedElems) {
+  using Kind = ModeField::Kind;
+  constexpr auto top = ModeReportPlace::kTopLevel;
+  CallRecord& rec = call.rec;
+  rec.modeFields.reserve(host_.options().timeline ? 6 : 5);
+  rec.modeFields.emplace_back("gear", std::to_string(gear), Kind::kInt, top);
+  rec.modeFields.emplace_back("padded", padded ? "true" : "false", Kind::kBool, top);
+  rec.modeFields.emplace_back("real_elements", std::to_string(real), Kind::kInt, top);
+  rec.modeFields.emplace_back("padded_elements", std::to_string(paddedElems), Kind::kInt, top);
+  rec.modeFields.emplace_back("ran",
+                              padded
+                                  ? fmt::format("padded {} -> {} elements, ran gear {} (plan #{})",
+                                                real, paddedElems, gear, rec.planId)
+                                  : fmt::format("gear {} (plan #{})", gear, rec.planId),
+                              Kind::kText, ModeReportPlace::kRunLog);
+  if (host_.options().timeline)
+    rec.modeFields.emplace_back("gear", std::to_string(gear) + (padded ? " (padded)" : ""),
+                                Kind::kText, ModeReportPlace::kTimeline);
 }
 
 const GearSet* GearedMode::gearSet() const {
@@ -48,16 +147,14 @@ std::vector<std::string> GearedMode::reportLines() const {
 void GearedMode::prepare(const InputSignature& firstSeen) {
   if (set_) return;
   const Graph& graph = host_.graph();
-  const SessionOptions& options = host_.options();
-  SessionStats& stats = host_.stats();
   // The session's own options are applied once, after any set_dim_gears calls.
-  for (const auto& [input, list] : options.gears.dimGears) config_.setDimGears(input, list);
-  if (!options.gears.json.empty()) applyGearsJson(config_, options.gears.json);
-  for (const auto& [input, shape] : options.gears.padTo) config_.setPadTo(input, shape);
+  for (const auto& [input, list] : options_.dimGears) config_.setDimGears(input, list);
+  if (!options_.json.empty()) applyGearsJson(config_, options_.json);
+  for (const auto& [input, shape] : options_.padTo) config_.setPadTo(input, shape);
   FirstSeenShapes seen;
   for (size_t i = 0; i < firstSeen.size() && i < graph.inputs.size(); ++i)
     seen.emplace(graph.values[graph.inputs[i]].name, firstSeen[i]);
-  GearSet set = GearSet::build(config_, options.gears.merge, seen);
+  GearSet set = GearSet::build(config_, options_.merge, seen);
   if (padAllowed())
     padding_ = analyzePadding(graph, gearedInputDims(set));  // refuses unsafe graphs now
 
@@ -97,7 +194,7 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   for (const auto& p : plans_)
     if (p) kernels += p->kernelsCompiled;
   set_.emplace(std::move(set));
-  stats.gears = static_cast<int64_t>(valid);
+  gears_ = static_cast<int64_t>(valid);
   log->info("Compiled {} of {} gears up front: {} {} compiled", valid, plans_.size(), kernels,
             kernels == 1 ? "kernel" : "kernels");
 }
@@ -154,10 +251,11 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
       fail(ErrorKind::kGear, "shapes [{}] match gear {}, which could not be compiled: {}",
            signatureToString(graph, sig), *gear, invalid_[*gear]);
     stats.planCacheHits++;
-    rec.gear = static_cast<int>(*gear);
-    return host_.launchStatic(*plans_[*gear], inputs, call);
+    std::vector<Tensor> out = host_.launchStatic(*plans_[*gear], inputs, call);
+    recordCall(call, *gear, false, 0, 0);
+    return out;
   }
-  // A padded call is counted in paddedCalls, not as a plan-cache miss: a gear served it.
+  // A padded call is counted in padded_calls, not as a plan-cache miss: a gear served it.
   if (!padAllowed()) {
     stats.planCacheMisses++;
     set_->match(sig);  // throws the explanatory message
@@ -168,8 +266,6 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
          signatureToString(graph, sig), gear, invalid_[gear]);
   checkRealSizes(graph, *padding_, sig);
   const Plan& plan = *plans_[gear];
-  rec.gear = static_cast<int>(gear);
-  rec.padded = true;
   rec.planId = plan.id;
 
   // What this pad allocates (padded inputs and outputs), checked before any of it is: a huge
@@ -183,23 +279,24 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   for (ValueId v : plan.graph->outputs)
     padBytes = addOrFail(padBytes, checkedBytes(plan.types[v].shape, plan.types[v].dtype, "output"),
                          "pad bytes");
-  if (padBytes > host_.options().gears.maxPadBytes)
+  if (padBytes > options_.maxPadBytes)
     fail(ErrorKind::kGear,
          "shapes [{}] pad up to gear {} ({}), which needs {} bytes of padded inputs and outputs, "
          "above the pad limit of {} bytes",
          signatureToString(graph, sig), gear,
          signatureToString(graph,
                            InputSignature(set_->shapes(gear).begin(), set_->shapes(gear).end())),
-         padBytes, host_.options().gears.maxPadBytes);
+         padBytes, options_.maxPadBytes);
   stats.peakBytes = std::max(stats.peakBytes, plan.arenaBytes + padBytes);
 
   // Zero-padded copies of the inputs in pooled device memory.
   std::vector<TensorView> in(inputs.size());
   std::vector<size_t> inBytes(inputs.size(), 0);
+  int64_t realElements = 0, paddedElements = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorType& t = plan.types[plan.graph->inputs[i]];
-    rec.realElements += inputs[i].numel();
-    rec.paddedElements += t.shape.numel();
+    realElements += inputs[i].numel();
+    paddedElements += t.shape.numel();
     if (t.shape == inputs[i].shape()) {
       in[i] = inputs[i].view();
       continue;
@@ -248,9 +345,10 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     copyBlock(padded[o].view(), t.view());
     out.push_back(std::move(t));
   }
-  stats.paddedCalls++;
-  stats.realElements += rec.realElements;
-  stats.paddedElements += rec.paddedElements;
+  recordCall(call, gear, true, realElements, paddedElements);
+  paddedCalls_++;
+  realElements_ += realElements;
+  paddedElements_ += paddedElements;
   return out;
 }
 

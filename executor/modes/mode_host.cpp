@@ -42,6 +42,11 @@ std::unique_ptr<ModeStrategy> makeModeStrategy(Mode mode, ModeHost& host) {
     if (!host.takenModeOptions().contains(name))
       fail(ErrorKind::kConfig, "mode {} takes no option '{}' (given {}={})", modeName(mode), name,
            name, value);
+  if (host.options().modeConfig.has_value() && !host.modeConfigTaken())
+    fail(ErrorKind::kConfig,
+         "mode {} does not take the structured mode options it was given (gear options are for "
+         "the modes that need gears)",
+         modeName(mode));
   return strategy;
 }
 

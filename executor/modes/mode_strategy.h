@@ -10,6 +10,7 @@
 // session's counters); the Session reads the context back when the call is done. Nothing is
 // written into the Session behind its back.
 
+#include <any>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -142,6 +143,16 @@ class ModeHost {
     return &it->second;
   }
   const std::set<std::string>& takenModeOptions() const { return taken_; }
+  // The mode's structured options (SessionOptions::modeConfig) when they are a T, else null;
+  // like modeOption, reading them marks them taken. Options of another type are left untaken,
+  // so the session refuses them (makeModeStrategy).
+  template <typename T>
+  const T* modeConfig() {
+    const T* config = std::any_cast<T>(&options().modeConfig);
+    if (config) configTaken_ = true;
+    return config;
+  }
+  bool modeConfigTaken() const { return configTaken_; }
 
   // A plan-cache miss: describes it against `cached`, asks the recompile policy, and either
   // returns the description (the caller compiles; rec.guardFailures filled) or runs the call
@@ -154,6 +165,7 @@ class ModeHost {
 
  private:
   std::set<std::string> taken_;
+  bool configTaken_ = false;
 };
 
 // One execution mode.
@@ -169,7 +181,10 @@ class ModeStrategy {
   // Mode-specific lines for reports (geared: the GE options of its concrete graph).
   virtual std::vector<std::string> reportLines() const { return {}; }
   // The mode's own counters, by name, for SessionStats::modeCounters and the reports.
-  virtual std::vector<std::pair<std::string, int64_t>> counters() const { return {}; }
+  virtual std::vector<ModeCounter> counters() const { return {}; }
+  // What prepare() compiled up front, in words, for the timeline's "up-front compiles" event
+  // (geared: "4 gears"); asked only when it compiled something.
+  virtual std::string upFrontSummary() const { return {}; }
 };
 
 // The factories named in modes.def, each defined in its mode's file.

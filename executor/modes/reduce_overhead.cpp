@@ -101,7 +101,7 @@ class ReduceOverheadMode final : public ModeStrategy {
     return capture(inputs, sig, call);
   }
 
-  std::vector<std::pair<std::string, int64_t>> counters() const override {
+  std::vector<ModeCounter> counters() const override {
     return {{"captures", static_cast<int64_t>(captures_.size())},
             {"replays", replays_},
             {"eager_runs", eagerRuns_},

@@ -9,6 +9,7 @@
 #include "compiler/compiler.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
+#include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "gearbox/version.h"
 #include "gears/gear_set.h"

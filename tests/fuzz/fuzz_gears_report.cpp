@@ -3,13 +3,14 @@
 // into the config block unchecked, as after a refused run; configJson must keep a document too
 // deep for the JSON tree as a string (issue 22: a 1,000,000-deep --gears crashed here), and the
 // report must dump without an exception.
+#include "executor/modes/gear_options.h"
 #include "fuzz_common.h"
 #include "tools/run_options.h"
 
 GEARBOX_FUZZ_TARGET({
   gearbox::SessionOptions s;
   s.mode = gearbox::Mode::kGeared;
-  s.gears.json = input;
+  gearOptions(s).json = input;
   const auto c = gearbox::cli::configJson(s, nullptr);
   (void)gearbox::cli::dumpJson(c, 2);
 })
