@@ -190,5 +190,20 @@ TEST(RunOptionsTable, PythonKeywordsAreTheLongNamesAndCheckedAsTheCli) {
   EXPECT_TRUE(o.noPasses);
 }
 
+// As mode_table_test bans hand-written mode lists: an option of run or compare registered or
+// read by hand next to the table would be one the table, --help checks and Python miss.
+TEST(RunOptionsTable, NoOptionIsDeclaredBesideTheTable) {
+  for (const std::string file : {"tools/cmd_run.cpp", "tools/cmd_compare.cpp",
+                                 "tools/run_options.cpp", "python/gearbox_module.cpp"}) {
+    std::ifstream in(std::string(GEARBOX_SOURCE_DIR) + "/" + file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    ASSERT_FALSE(text.empty()) << file;
+    for (const std::string banned : {"add_option(", "add_flag(", "kw.contains(\"", "kw[\""})
+      EXPECT_EQ(text.find(banned), std::string::npos) << file << " has " << banned;
+  }
+}
+
 }  // namespace
 }  // namespace gearbox::cli

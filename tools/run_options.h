@@ -1,5 +1,7 @@
 #pragma once
-// Options shared by `gearbox run` and `gearbox compare`, and the report both print.
+// Options shared by `gearbox run` and `gearbox compare`, and the report both print. The options
+// are declared once, as rows of tools/run_options.def: the RunOptions members, the CLI11
+// registration, the Python keywords and docs/cli.md's option list all come from there.
 
 #include <CLI/CLI.hpp>
 #include <functional>
