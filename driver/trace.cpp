@@ -11,8 +11,8 @@
 
 #include "graph/checked.h"
 #include "graph/error.h"
-#include "graph/json_limits.h"
 #include "graph/file_io.h"
+#include "graph/json_limits.h"
 
 namespace gearbox::cli {
 

@@ -9,10 +9,12 @@
 // not copied (the Tensor holds a reference to the array for as long as it lives); anything else
 // is copied once, and the copy is counted (Session.input_copies). Outputs are fresh tensors that
 // the returned arrays take over without a copy.
+#include <fmt/format.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -303,81 +305,72 @@ Mode modeFromPython(const std::string& name) {
   return *m;
 }
 
-// Session options from Python keywords, spelled as the CLI's options with underscores and
-// checked as the CLI checks them (tools/run_options.h).
+// The option a Python keyword names: the table's keyword, an older one it keeps, or nullptr.
+const cli::OptionInfo* optionForKeyword(const std::string& key) {
+  for (const cli::OptionInfo& info : cli::runOptionTable())
+    if (info.python.accepted && (key == info.pythonName() || key == info.python.alias))
+      return &info;
+  return nullptr;
+}
+
+// Every keyword Session(...) and compare(...) take, sorted (the "unknown option" message).
+std::vector<std::string> pythonKeywords() {
+  std::vector<std::string> names = {"passes"};  // the older spelling of no_passes, inverted
+  for (const cli::OptionInfo& info : cli::runOptionTable()) {
+    if (!info.python.accepted) continue;
+    names.push_back(info.pythonName());
+    if (!info.python.alias.empty()) names.push_back(info.python.alias);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A keyword's value as the CLI's text: a list for a repeatable option, a dict or list as its
+// JSON (gears={"x1": {0: [2, 4]}}), a bool as true/false.
+std::vector<std::string> optionText(const cli::OptionInfo& info, const std::string& key,
+                                    const py::handle& v) {
+  if (info.type == "LIST") {
+    if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
+    try {
+      return v.cast<std::vector<std::string>>();
+    } catch (const py::cast_error&) {
+      fail(ErrorKind::kConfig, "{}: expected a list of strings", key);
+    }
+  }
+  if (info.type == "FLAG") {
+    if (!py::isinstance<py::bool_>(v)) fail(ErrorKind::kConfig, "{}: expected True or False", key);
+    return {v.cast<bool>() ? "true" : "false"};
+  }
+  if ((info.type == "INT" || info.type == "UINT") &&
+      (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)))
+    fail(ErrorKind::kConfig, "{}: expected an integer, got {}", key,
+         py::repr(v).cast<std::string>());
+  if (info.type == "TEXT" && (py::isinstance<py::dict>(v) || py::isinstance<py::list>(v)))
+    return {py::module_::import("json").attr("dumps")(v).cast<std::string>()};
+  return {py::str(v).cast<std::string>()};
+}
+
+// Session options from Python keywords: every option of tools/run_options.def that Python
+// takes, spelled as the CLI's long name with underscores and checked as the CLI checks it.
+// None leaves an option at its default.
 cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
   cli::RunOptions o;
   o.quiet = true;
-  auto str = [&](const char* key, std::string& dst) {
-    if (kw.contains(key) && !kw[key].is_none()) dst = py::str(kw[key]).cast<std::string>();
-  };
-  std::set<std::string> known = {"device",
-                                 "recompile_limit",
-                                 "on_recompile_limit",
-                                 "dynamic_dims",
-                                 "static_dims",
-                                 "cost_model",
-                                 "device_profile",
-                                 "cost",
-                                 "kernel_cache_capacity",
-                                 "plan_cache_capacity",
-                                 "passes",
-                                 "gears",
-                                 "merge",
-                                 "gear_fallback",
-                                 "seed",
-                                 "kernel_meta",
-                                 "record_op_info",
-                                 "kernel_bundles",
-                                 "mode_options"};
   for (const auto& item : kw) {
     const std::string key = py::str(item.first).cast<std::string>();
-    if (!known.count(key)) {
-      std::string names;
-      for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
-      fail(ErrorKind::kConfig, "unknown option '{}' (one of: {})", key, names);
+    if (item.second.is_none()) continue;
+    if (key == "passes") {
+      if (!py::isinstance<py::bool_>(item.second))
+        fail(ErrorKind::kConfig, "passes: expected True or False");
+      o.noPasses = !item.second.cast<bool>();
+      continue;
     }
+    const cli::OptionInfo* info = optionForKeyword(key);
+    if (!info)
+      fail(ErrorKind::kConfig, "unknown option '{}' (one of: {})", key,
+           fmt::join(pythonKeywords(), ", "));
+    cli::setRunOption(o, *info, optionText(*info, key, item.second), key);
   }
-  str("device", o.device);
-  if (o.device != "inline" && o.device != "stream")
-    fail(ErrorKind::kConfig, "device '{}': expected inline or stream", o.device);
-  if (kw.contains("recompile_limit")) o.recompileLimit = kw["recompile_limit"].cast<int>();
-  str("on_recompile_limit", o.onRecompileLimit);
-  if (o.onRecompileLimit != "fallback" && o.onRecompileLimit != "error" &&
-      o.onRecompileLimit != "unlimited")
-    fail(ErrorKind::kConfig, "on_recompile_limit '{}': expected fallback, error or unlimited",
-         o.onRecompileLimit);
-  str("dynamic_dims", o.dynamicDims);
-  str("static_dims", o.staticDims);
-  str("cost_model", o.costModel);
-  str("device_profile", o.deviceProfile);
-  if (kw.contains("cost")) o.costOverrides = kw["cost"].cast<std::vector<std::string>>();
-  if (kw.contains("kernel_cache_capacity"))
-    o.kernelCacheCapacity = kw["kernel_cache_capacity"].cast<size_t>();
-  if (kw.contains("plan_cache_capacity"))
-    o.planCacheCapacity = kw["plan_cache_capacity"].cast<size_t>();
-  if (kw.contains("passes")) o.noPasses = !kw["passes"].cast<bool>();
-  if (kw.contains("gears") && !kw["gears"].is_none()) {
-    // A dict is serialised as the CLI's --gears JSON; a string is taken as that JSON.
-    const py::handle g = kw["gears"];
-    o.gears = py::isinstance<py::str>(g)
-                  ? g.cast<std::string>()
-                  : py::module_::import("json").attr("dumps")(g).cast<std::string>();
-  }
-  str("merge", o.merge);
-  if (o.merge != "zip" && o.merge != "product")
-    fail(ErrorKind::kConfig, "merge '{}': expected zip or product", o.merge);
-  str("gear_fallback", o.gearFallback);
-  if (o.gearFallback != "error" && o.gearFallback != "pad")
-    fail(ErrorKind::kConfig, "gear_fallback '{}': expected error or pad", o.gearFallback);
-  if (kw.contains("seed")) o.seed = kw["seed"].cast<uint64_t>();
-  str("kernel_meta", o.kernelMeta);
-  str("record_op_info", o.recordOpInfo);
-  if (kw.contains("kernel_bundles"))
-    o.kernelBundles = kw["kernel_bundles"].cast<std::vector<std::string>>();
-  // As --mode-option: ["reduce-overhead.capture_limit=8"].
-  if (kw.contains("mode_options"))
-    o.modeOptions = kw["mode_options"].cast<std::vector<std::string>>();
   return o;
 }
 
@@ -385,12 +378,14 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
 // are built as for a static session and switched to geared here (the CLI requires --gears
 // because it has no other way to set them).
 SessionOptions sessionOptions(const cli::RunOptions& o, Mode mode) {
-  if (!modeInfo(mode).needsGears || !o.gears.empty()) return cli::toSessionOptions(o, mode);
+  if (!modeInfo(mode).needsGears || !o.gears.empty() || !o.padTo.empty())
+    return cli::toSessionOptions(o, mode);
   SessionOptions s = cli::toSessionOptions(o, Mode::kStatic);
   s.mode = mode;
   GearOptions& gears = gearOptions(s);
   gears.merge = parseMergePolicy(o.merge);
   gears.padFallback = o.gearFallback == "pad";
+  gears.maxPadBytes = o.maxPadBytes;
   return s;
 }
 
@@ -775,6 +770,31 @@ PYBIND11_MODULE(_gearbox, m) {
         "total over the trace, with the usual choices beside them.");
   m.def("compare", &compare, py::arg("graph"), py::arg("trace"),
         py::arg("modes") = modeNames(ModeSet::kWithoutGears));
+  m.def(
+      "run_options",
+      [] {
+        py::list rows;
+        for (const cli::OptionInfo& info : cli::runOptionTable()) {
+          py::dict r;
+          r["cli"] = info.names;
+          r["name"] = info.name;
+          r["python"] = info.pythonName().empty() ? py::object(py::none())
+                                                  : py::object(py::str(info.pythonName()));
+          r["alias"] = info.python.alias;
+          r["not_in_python"] = info.python.reason;
+          r["type"] = info.type;
+          r["default"] = info.defaultText;
+          r["run"] = info.takes(cli::kRunOnly);
+          r["compare"] = info.takes(cli::kCompareOnly);
+          r["choices"] = info.check.choices;
+          r["config"] = info.config;
+          r["help"] = info.help.run;
+          rows.append(r);
+        }
+        return rows;
+      },
+      "The options table (tools/run_options.def): one dict per option of `gearbox run` and "
+      "`gearbox compare`, with its Python keyword or why Python does not take it.");
   m.def(
       "mode_table",
       [] {

@@ -4,12 +4,12 @@
 #include <filesystem>
 #include <iostream>
 
+#include "driver/reference_check.h"
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/npy.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "driver/reference_check.h"
 #include "tools/reference_options.h"
 
 namespace gearbox::cli {

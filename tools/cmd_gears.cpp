@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "driver/gear_suggest.h"
+#include "driver/trace.h"
 #include "gears/gear_set.h"
 #include "gears/gear_spec.h"
 #include "gears/padding.h"
@@ -25,9 +27,7 @@
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "driver/gear_suggest.h"
 #include "tools/run_options.h"
-#include "driver/trace.h"
 
 namespace gearbox::cli {
 namespace {

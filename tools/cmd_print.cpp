@@ -12,11 +12,11 @@
 
 #include "compiler/passes.h"
 #include "compiler/specialize.h"
+#include "driver/run_report.h"
+#include "driver/trace.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "driver/run_report.h"
-#include "driver/trace.h"
 
 namespace gearbox::cli {
 

@@ -8,13 +8,13 @@
 #include <optional>
 
 #include "compiler/compile_log.h"
+#include "driver/run_report.h"
+#include "driver/trace.h"
 #include "executor/modes/geared.h"
 #include "graph/error.h"
 #include "graph/text.h"
 #include "tools/commands.h"
 #include "tools/run_options.h"
-#include "driver/run_report.h"
-#include "driver/trace.h"
 #include "tools/visual_options.h"
 
 namespace gearbox::cli {
@@ -92,18 +92,11 @@ void registerRun(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run",
                                      "Run a model over a trace in one mode and report "
                                      "compiles, cache hits, launches and times");
-  addCommonOptions(cmd, *o);
-  cmd->add_option("--mode", o->mode, joinModeNames(ModeSet::kAll))
-      ->check(CLI::IsMember(modeNames(ModeSet::kAll)))
-      ->capture_default_str();
-  cmd->add_option("--json", o->json, "Write the report as JSON (atomically)");
-  cmd->add_option("--assert", o->asserts,
-                  "Bound on a report metric, e.g. 'graph_compiles<=3' (exit 1 when broken)");
-  addTimelineOptions(cmd, *visual);
+  addRunOptions(cmd, *o, kRunOnly);
   cmd->callback([o, visual] {
     // Everything that can be checked before the run is checked first, so a typo fails at once
     // (exit 2) and nothing is written.
-    visual->prepare();
+    visual->prepare(*o);
     const Verbosity verbosity = verbosityOf(*o);
     const IterationDetail detail = parseIterationDetail(o->iterations);
     const std::vector<Assertion> asserts = parseAsserts(o->asserts);
@@ -127,7 +120,7 @@ void registerRun(CLI::App& app) {
     // memory stays flat whatever the trace's length (docs/hardening.md, "Scale").
     checkTrace(o->trace, g);
     std::optional<ReferenceCheck> check;
-    if (o->checkReference) check.emplace(g, o->tolerance);
+    if (o->checkReference) check.emplace(g, o->tolerance());
     SessionOptions sessionOptions = toSessionOptions(*o, mode);
     // Without --history-limit the session keeps a short window (the tracker sees every call
     // and streams the report's records), not every call.
@@ -169,7 +162,7 @@ void registerRun(CLI::App& app) {
     if (check && !error) {
       std::cout << fmt::format(
           "reference check over {} calls (|out - ref| <= {} + {} * |ref|): {}\n", check->calls(),
-          o->tolerance.atol, o->tolerance.rtol, check->ok() ? "agrees" : "DISAGREES");
+          o->atol, o->rtol, check->ok() ? "agrees" : "DISAGREES");
       check->print(std::cout);
       report["reference_check"] = check->json();
       for (const std::string& f : check->failures()) failures.push_back(f);

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "driver/gear_suggest.h"
+#include "driver/trace.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "driver/gear_suggest.h"
 #include "tools/run_options.h"
-#include "driver/trace.h"
 
 namespace gearbox::cli {
 namespace {

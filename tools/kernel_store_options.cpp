@@ -1,6 +1,6 @@
-// --kernel-meta, --record-op-info and --kernel-bundle: the persistence and static-kernel
-// workflows of seeds 000 and 003 (docs/kernel-meta.md), shared by every command that runs a
-// session.
+// The stores behind --kernel-meta, --record-op-info and --kernel-bundle: the persistence and
+// static-kernel workflows of seeds 000 and 003 (docs/kernel-meta.md), shared by every command
+// that runs a session. The options themselves are rows of tools/run_options.def.
 #include <memory>
 
 #include "compiler/kernel_store.h"
@@ -8,17 +8,6 @@
 #include "tools/run_options.h"
 
 namespace gearbox::cli {
-
-void addKernelStoreOptions(CLI::App* cmd, RunOptions& o) {
-  cmd->add_option("--kernel-meta", o.kernelMeta,
-                  "Persist compiled kernels in DIR, one file per kernel, and load them from there "
-                  "in later runs (count with: ls DIR | wc -l)");
-  cmd->add_option("--record-op-info", o.recordOpInfo,
-                  "Write one op-info JSON per distinct op into "
-                  "DIR/aclnn_static_shape_kernel_outputs/ (input for `gearbox precompile`)");
-  cmd->add_option("--kernel-bundle", o.kernelBundles,
-                  "Load precompiled kernels from a `gearbox precompile` bundle (repeatable)");
-}
 
 void attachKernelStores(const RunOptions& o, SessionOptions& s) {
   // The recorder goes first: as a store that never serves, it sees every kernel the run looks

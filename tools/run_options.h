@@ -1,9 +1,12 @@
 #pragma once
-// Options shared by `gearbox run` and `gearbox compare`, and the report both print.
+// Options shared by `gearbox run` and `gearbox compare`, and the report both print. The options
+// are declared once, as rows of tools/run_options.def: the RunOptions members, the CLI11
+// registration, the Python keywords and docs/cli.md's option list all come from there.
 
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,7 @@
 #include "driver/run_report.h"
 #include "driver/trace.h"
 #include "executor/session.h"
+#include "tools/reference_options.h"
 
 namespace gearbox::cli {
 
@@ -18,49 +22,114 @@ namespace gearbox::cli {
 // far more than any trace compiles, and it keeps the per-shard arithmetic far from overflow.
 constexpr size_t kMaxCacheCapacity = size_t{1} << 24;
 
-struct RunOptions {
-  std::string model, trace, json, mode = "static", device = "inline";
-  std::string onRecompileLimit = "fallback", dynamicDims, staticDims, costModel;
-  std::string deviceProfile;  // --device-profile NAME|FILE (empty: kDefaultProfile)
-  bool modelOnly = false;     // --model-only: count and model, do not execute kernels
-  std::vector<std::string> costOverrides, asserts;
-  std::string logFile;
-  bool logStdout = false, iterMarkers = false, explain = false, quiet = false, verbose = false;
-  // Report v1 outputs (driver/run_report.h): --iterations none|compiles|all, --jsonl, --junit.
-  std::string iterations = "all", jsonl, junit;
-  bool noPasses = false;  // --no-passes: run the graph as written (the unfused comparison)
-  size_t kernelCacheCapacity = 1024, planCacheCapacity = 64;  // each in [1, kMaxCacheCapacity]
-  int recompileLimit = 8;
-  uint64_t seed = 0;
-  // Persistence and static-kernel workflows (seeds 000 and 003).
-  std::string kernelMeta, recordOpInfo;
-  std::vector<std::string> kernelBundles;
-  // Geared mode.
-  std::string gears, merge = "zip", gearFallback = "error";
-  std::vector<std::string> padTo;  // --pad-to NAME=DIMS: the fixed-shape policy (seed 002)
-  // --check-reference (driver/reference_check.h).
-  bool checkReference = false;
-  ReferenceTolerance tolerance;
-  int64_t maxPadBytes = int64_t{1} << 30;  // GearOptions::maxPadBytes
-  size_t historyLimit = 0;                 // SessionOptions::historyLimit
-  // --mode-option MODE.NAME=VALUE (repeatable): an option of one mode; a session gets those of
-  // its own mode (SessionOptions::modeOptions), which checks them when it is built.
-  std::vector<std::string> modeOptions;
+// Which command takes an option (the commands column of tools/run_options.def).
+enum OptionCommands : unsigned { kRunOnly = 1, kCompareOnly = 2, kRunAndCompare = 3 };
+// The flags column: kRequired (the CLI refuses to run without it), kShowDefault (--help prints
+// the default).
+enum OptionFlags : unsigned { kNoFlags = 0, kRequired = 1, kShowDefault = 2 };
+
+// The check column: the allowed values (oneOf) or a CLI11 validator (within). The CLI hands
+// the validator to CLI11; the Python binding applies the same one to the keyword's text.
+struct OptionCheck {
+  std::vector<std::string> choices;
+  std::optional<CLI::Validator> validator;
 };
+inline OptionCheck noCheck() {
+  return {};
+}
+inline OptionCheck oneOf(std::vector<std::string> choices) {
+  OptionCheck c;
+  c.validator = CLI::IsMember(choices);
+  c.choices = std::move(choices);
+  return c;
+}
+template <class... S>
+OptionCheck oneOf(const S&... choices) {
+  return oneOf(std::vector<std::string>{std::string(choices)...});
+}
+inline OptionCheck within(CLI::Validator v) {
+  return {{}, std::move(v)};
+}
+
+// The python column: whether Session(...) and compare(...) take the option as a keyword (its
+// long name with '_' for '-'), under which older keyword too, or why not.
+struct PythonUse {
+  bool accepted = true;
+  std::string alias;   // an older keyword still accepted ("kernel_bundles")
+  std::string reason;  // why Python does not take it
+};
+inline PythonUse python() {
+  return {};
+}
+inline PythonUse pythonAlso(std::string alias) {
+  return {true, std::move(alias), ""};
+}
+inline PythonUse notInPython(std::string reason) {
+  return {false, "", std::move(reason)};
+}
+
+// The help column; perCommand when run and compare word it apart.
+struct OptionHelp {
+  std::string run, compare;
+  OptionHelp(std::string text) : run(text), compare(std::move(text)) {}
+  OptionHelp(const char* text) : OptionHelp(std::string(text)) {}
+  OptionHelp(std::string runText, std::string compareText)
+      : run(std::move(runText)), compare(std::move(compareText)) {}
+};
+inline OptionHelp perCommand(std::string run, std::string compare) {
+  return {std::move(run), std::move(compare)};
+}
+
+// The options of run and compare, one member per row of tools/run_options.def.
+struct RunOptions {
+#define GEARBOX_RUN_OPTION(field, type, def, ...) type field = def;
+#include "tools/run_options.def"
+#undef GEARBOX_RUN_OPTION
+  ReferenceTolerance tolerance() const {
+    return {rtol, atol};
+  }
+};
+
+// One row of the table as data, for the Python binding, the docs and the tests.
+struct OptionInfo {
+  std::string names;  // CLI11 spelling: "MODEL", "--trace", "-q,--quiet"
+  std::string name;   // the long name without dashes ("kernel-cache-capacity"), or "MODEL"
+  std::string type;   // TEXT, INT, UINT, FLOAT, FLAG or LIST (repeatable TEXT)
+  std::string defaultText;
+  unsigned commands = kRunAndCompare, flags = kNoFlags;
+  OptionCheck check;
+  std::string config;  // key in the report's config block, "" if none
+  PythonUse python;
+  OptionHelp help = "";
+  // Sets the member from text, converted as CLI11 converts the command line (one value, or
+  // each value of a LIST). False when a value does not convert.
+  std::function<bool(RunOptions&, const std::vector<std::string>&)> set;
+
+  bool takes(OptionCommands c) const { return (commands & c) != 0; }
+  // The Python keyword ("kernel_cache_capacity"), empty when Python does not take it.
+  std::string pythonName() const;
+};
+
+// Every row, in table (and --help) order.
+const std::vector<OptionInfo>& runOptionTable();
+// Registers the rows `command` takes on a CLI11 subcommand, bound to `o`.
+void addRunOptions(CLI::App* cmd, RunOptions& o, OptionCommands command);
+// The option list of docs/cli.md, generated from the table (tests/run_options_table_test.cpp
+// keeps the doc equal to it).
+std::string runOptionsMarkdown();
+// Sets the option `info` from a text as the CLI would, applying its check. Error(kConfig)
+// naming `spelling` (how the caller named the option) when the value is refused.
+void setRunOption(RunOptions& o, const OptionInfo& info, const std::vector<std::string>& values,
+                  const std::string& spelling);
 
 // --gears takes the JSON itself or @path to a file holding it (tools/cmd_gears.cpp).
 std::string gearsText(const std::string& arg);
 // --pad-to NAME=DIMS (tools/cmd_gears.cpp): "pred=8,20,4" -> {"pred", [8, 20, 4]}.
 std::pair<std::string, Shape> parsePadTo(const std::string& arg);
 
-// Adds --kernel-meta, --record-op-info and --kernel-bundle (tools/kernel_store_options.cpp).
-void addKernelStoreOptions(CLI::App* cmd, RunOptions& o);
 // Creates the stores and hooks those options ask for.
 void attachKernelStores(const RunOptions& o, SessionOptions& s);
 
-// Adds the options common to run and compare (everything but --mode/--json), including
-// --check-reference/--rtol/--atol.
-void addCommonOptions(CLI::App* cmd, RunOptions& o);
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
 // The files a run reads (MODEL, --trace, --gears @FILE, a profile file) as (option, path), for
 // checkOutputsAreNotInputs.

@@ -5,27 +5,17 @@
 #include <filesystem>
 #include <ostream>
 
+#include "driver/run_report.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
-#include "driver/run_report.h"
+#include "tools/run_options.h"
 
 namespace gearbox::cli {
 
-void addTimelineOptions(CLI::App* cmd, VisualOptions& v) {
-  cmd->add_option("--timeline", v.timeline,
-                  "Write a timeline of the run as Chrome trace event JSON (open it in "
-                  "https://ui.perfetto.dev or chrome://tracing; docs/timeline.md)");
-  cmd->add_option("--timeline-max-events", v.timelineMaxEvents,
-                  "Events the timeline keeps at most; later ones are counted as dropped")
-      ->check(CLI::Range(1.0, 1e8));
-}
-
-void addHtmlOption(CLI::App* cmd, VisualOptions& v) {
-  cmd->add_option("--html", v.html,
-                  "Write a self-contained HTML report with SVG plots (no network needed)");
-}
-
-void VisualOptions::prepare() {
+void VisualOptions::prepare(const RunOptions& o) {
+  timeline = o.timeline;
+  timelineMaxEvents = o.timelineMaxEvents;
+  html = o.html;
   if (!timeline.empty()) {
     checkOutputPath("--timeline", timeline);
     sink = std::make_unique<Timeline>(timelineMaxEvents);

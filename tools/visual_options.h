@@ -11,6 +11,9 @@
 
 namespace gearbox::cli {
 
+struct RunOptions;
+
+// The options are rows of tools/run_options.def; prepare() copies them from RunOptions.
 struct VisualOptions {
   std::string timeline;  // --timeline FILE
   size_t timelineMaxEvents = Timeline::kDefaultMaxEvents;
@@ -20,14 +23,11 @@ struct VisualOptions {
 
   // Checks the output paths before anything runs (a directory that does not exist is found
   // in milliseconds, not after the trace) and makes the timeline. Error(kConfig).
-  void prepare();
+  void prepare(const RunOptions& o);
   // Points `s` at the timeline (when --timeline is given), naming the session's processes.
   void attach(SessionOptions& s, const std::string& label) const;
   // Writes the timeline atomically and says so on `os` (with any dropped events).
   void writeTimeline(std::ostream& os) const;
 };
-
-void addTimelineOptions(CLI::App* cmd, VisualOptions& v);
-void addHtmlOption(CLI::App* cmd, VisualOptions& v);
 
 }  // namespace gearbox::cli

@@ -23,6 +23,7 @@ from ._gearbox import (  # noqa: F401
     op_names,
     parse,
     reference_run,
+    run_options,
     set_dim_gears,
     suggest_gears,
 )

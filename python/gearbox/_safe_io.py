@@ -1,5 +1,5 @@
 """File rules for gearbox's Python side (the ONNX importer), the same as the C++ readers and
-writers follow (graph/npy.h, docs/hardening.md "Files"):
+writers follow (graph/file_io.h, docs/hardening.md "Files"):
 
 - Reading: regular files only. The open is non-blocking, so a FIFO with no writer is refused
   instead of hanging, and the type is checked with fstat on the opened descriptor (no
@@ -25,7 +25,7 @@ import tempfile
 
 from . import _gearbox
 
-# As graph/npy.h kMaxInputFileBytes: well above any model this project handles.
+# As graph/file_io.h kMaxInputFileBytes: well above any model this project handles.
 MAX_INPUT_FILE_BYTES = 4 << 30
 
 

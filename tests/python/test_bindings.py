@@ -287,3 +287,73 @@ def test_seed001_walkthrough_example(repo, env):
     )
     assert proc.returncode == 0, proc.stderr
     assert "dynamicDims = 2,2;4,4" in proc.stdout
+
+
+def _typed_default(row):
+    """An option's default as the Python value a caller would pass."""
+    text = row["default"]
+    return {"TEXT": lambda: text, "FLAG": lambda: text == "true", "INT": lambda: int(text),
+            "UINT": lambda: int(text), "FLOAT": lambda: float(text),
+            "LIST": lambda: [v for v in text.split(",") if v]}[row["type"]]()
+
+
+def test_every_option_of_the_table_reaches_python(repo, cli):
+    """tools/run_options.def against the binding and the CLI: every option of run and compare
+    is a Python keyword with the same name and default, or says why not; each keyword is taken
+    with its default by Session and compare; the CLI lists every row."""
+    rows = gearbox.run_options()
+    run_help = subprocess.run([cli, "run", "--help"], capture_output=True, text=True).stdout
+    compare_help = subprocess.run([cli, "compare", "--help"], capture_output=True,
+                                  text=True).stdout
+    keywords = set()
+    for row in rows:
+        assert row["run"] or row["compare"], row
+        if row["run"]:
+            assert row["cli"] in run_help, row["cli"]
+        if row["compare"]:
+            assert row["cli"] in compare_help, row["cli"]
+        if row["python"] is None:
+            assert row["not_in_python"], f"{row['cli']}: say why Python does not take it"
+            continue
+        assert row["python"] == row["name"].replace("-", "_")
+        keywords.add(row["python"])
+        value = _typed_default(row)
+        s = gearbox.Session(gearbox.parse(SEED001), mode="static", **{row["python"]: value})
+        s.run(ones(2, 2), ones(2, 2))
+        records = gearbox.compare(gearbox.parse(SEED001), [{"x1": [2, 2], "x2": [2, 2]}],
+                                  ["static"], **{row["python"]: value})
+        assert records[0]["iterations"] == 1
+        if row["alias"]:
+            gearbox.Session(gearbox.parse(SEED001), **{row["alias"]: value})
+    # The options issue 21 found missing from Python are there now.
+    assert {"model_only", "pad_to", "max_pad_bytes", "history_limit"} <= keywords
+    with pytest.raises(gearbox.Error) as e:
+        gearbox.Session(gearbox.parse(SEED001), no_such_option=1)
+    for k in keywords:
+        assert k in str(e.value)
+
+
+def test_options_are_checked_as_the_cli_checks_them():
+    g = gearbox.parse(SEED001)
+    with pytest.raises(gearbox.Error, match="device 'gpu': expected inline or stream"):
+        gearbox.Session(g, device="gpu")
+    with pytest.raises(gearbox.Error, match="kernel_cache_capacity"):
+        gearbox.Session(g, kernel_cache_capacity=0)
+    with pytest.raises(gearbox.Error, match="history_limit"):
+        gearbox.Session(g, history_limit=-1)
+    with pytest.raises(gearbox.Error, match="expected an integer"):
+        gearbox.Session(g, seed="x")
+    s = gearbox.Session(g, mode="static", history_limit=2, model_only=True)
+    for rows in (2, 3, 4, 5, 6):
+        s.run(ones(rows, 2), ones(rows, 2))
+    st = s.stats
+    assert st["model_only"] and st["config"]["history_limit"] == 2
+    assert st["per_iteration_dropped"] > 0
+    # pad_to and max_pad_bytes reach a geared session as --pad-to and --max-pad-bytes do.
+    s = gearbox.Session(g, mode="geared", pad_to=["x1=8,2", "x2=8,2"], max_pad_bytes=1 << 20)
+    (y,) = s.run(ones(3, 2), ones(3, 2))
+    assert y.shape == (3, 2) and s.stats["config"]["gears"]["max_pad_bytes"] == 1 << 20
+    assert s.stats["config"]["gears"]["pad_to"] == {"x1": [8, 2], "x2": [8, 2]}
+    # no_passes is --no-passes; passes=False, its older spelling, still works.
+    assert not gearbox.Session(g, no_passes=True).stats["config"]["passes"]
+    assert not gearbox.Session(g, passes=False).stats["config"]["passes"]
