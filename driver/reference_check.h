@@ -25,6 +25,13 @@ struct ReferenceTolerance {
   double atol = 1e-5;
 };
 
+// The help of --check-reference, --rtol and --atol (eval's and driver/run_options.def's).
+inline constexpr const char* kCheckReferenceHelp =
+    "Also run the reference executor on the same inputs and report the max abs/rel error per "
+    "output; exit 1 when an element is outside |out - ref| <= atol + rtol * |ref|";
+inline constexpr const char* kRtolHelp = "Relative tolerance of --check-reference";
+inline constexpr const char* kAtolHelp = "Absolute tolerance of --check-reference";
+
 // The worst disagreement of one output over every call checked.
 struct OutputAgreement {
   std::string name;

@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -186,6 +189,41 @@ int64_t checkTrace(const std::string& path, const Graph& g) {
 
 InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where) {
   return signatureFromJson(parseJson(json, where), g, where, false);
+}
+
+InputDecl parseShapeArg(const std::string& arg, const char* option) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail(ErrorKind::kConfig, "{} '{}': expected NAME=DIMS, e.g. x1=-1,2 (a scalar is s=)", option,
+         arg);
+  InputDecl decl{arg.substr(0, eq), Shape()};
+  const std::string dims = arg.substr(eq + 1);
+  if (dims.empty()) return decl;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = dims.find(',', start);
+    const std::string tok = dims.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (tok.empty()) fail(ErrorKind::kConfig, "{} '{}': empty dim", option, arg);
+    int64_t d = 0;
+    auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
+    if (ec == std::errc() && ptr == tok.data() + tok.size()) {
+      if (d < kAnyDim)
+        fail(ErrorKind::kConfig, "{} '{}': dim {} must be >= 0 or -1", option, arg, d);
+    } else {
+      const bool identifier = (std::isalpha(static_cast<unsigned char>(tok[0])) || tok[0] == '_') &&
+                              std::all_of(tok.begin(), tok.end(), [](char c) {
+                                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                              });
+      if (!identifier)
+        fail(ErrorKind::kConfig, "{} '{}': dim '{}' is neither a size nor a symbol name", option,
+             arg, tok);
+      d = symbolDim(tok);
+    }
+    decl.shape.push(d);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return decl;
 }
 
 }  // namespace gearbox::cli

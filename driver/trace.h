@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/specialize.h"
+#include "gears/gear_spec.h"
 
 namespace gearbox::cli {
 
@@ -58,5 +59,9 @@ int64_t checkTrace(const std::string& path, const Graph& g);
 
 // Parses '{"x": [2, 4]}' into a signature for g; inputs not named keep their declared shape.
 InputSignature parseShapesJson(const std::string& json, const Graph& g, const std::string& where);
+
+// NAME=DIMS as --shape, --seen and --pad-to take it: "x1=-1,2" -> {"x1", [-1, 2]}; "s=" is a
+// scalar. A dim is a size >= 0, -1, or a symbol name. Error(kConfig) naming `option`.
+InputDecl parseShapeArg(const std::string& arg, const char* option);
 
 }  // namespace gearbox::cli

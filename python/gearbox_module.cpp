@@ -1,7 +1,7 @@
 // gearbox._gearbox: the pybind11 extension behind the `gearbox` Python package
 // (python/gearbox/__init__.py, docs/python.md).
 //
-// The binding reuses the CLI's option handling (tools/run_options.h: toSessionOptions,
+// The binding reuses the CLI's option handling (driver/run_options.h: toSessionOptions,
 // reportJson, runTrace, loadTrace), so a Session built from Python validates its options,
 // counts and reports exactly as `gearbox run` does and raises the same messages.
 //
@@ -34,7 +34,7 @@
 #include "graph/error.h"
 #include "graph/graph.h"
 #include "graph/text.h"
-#include "tools/run_options.h"
+#include "driver/run_options.h"
 
 namespace py = pybind11;
 
@@ -350,7 +350,7 @@ std::vector<std::string> optionText(const cli::OptionInfo& info, const std::stri
   return {py::str(v).cast<std::string>()};
 }
 
-// Session options from Python keywords: every option of tools/run_options.def that Python
+// Session options from Python keywords: every option of driver/run_options.def that Python
 // takes, spelled as the CLI's long name with underscores and checked as the CLI checks it.
 // None leaves an option at its default.
 cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
@@ -793,7 +793,7 @@ PYBIND11_MODULE(_gearbox, m) {
         }
         return rows;
       },
-      "The options table (tools/run_options.def): one dict per option of `gearbox run` and "
+      "The options table (driver/run_options.def): one dict per option of `gearbox run` and "
       "`gearbox compare`, with its Python keyword or why Python does not take it.");
   m.def(
       "mode_table",

@@ -21,7 +21,7 @@
 #include "graph/text.h"
 #include "temp_dir.h"
 #include "driver/html_report.h"
-#include "tools/run_options.h"
+#include "driver/run_options.h"
 
 namespace gearbox {
 namespace {

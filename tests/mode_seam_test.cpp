@@ -8,7 +8,7 @@
 #include "executor/modes/mode_strategy.h"
 #include "graph/error.h"
 #include "test_models.h"
-#include "tools/run_options.h"
+#include "driver/run_options.h"
 
 namespace gearbox {
 namespace {

@@ -1,4 +1,4 @@
-// The options table (tools/run_options.def) against what it drives: `gearbox run --help` and
+// The options table (driver/run_options.def) against what it drives: `gearbox run --help` and
 // `gearbox compare --help`, the report's config block and the option list of docs/cli.md. The
 // Python side (every keyword accepted with its default) is tests/python/test_bindings.py.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "cli_util.h"
 #include "graph/error.h"
 #include "temp_dir.h"
-#include "tools/run_options.h"
+#include "driver/run_options.h"
 
 namespace gearbox::cli {
 namespace {
@@ -159,7 +159,7 @@ TEST(RunOptionsTable, DocsCliListsTheTable) {
     return;
   }
   EXPECT_EQ(listed, generated)
-      << "docs/cli.md's option list is generated from tools/run_options.def: rerun this test "
+      << "docs/cli.md's option list is generated from driver/run_options.def: rerun this test "
          "with GEARBOX_UPDATE_DOCS=1";
 }
 
@@ -194,7 +194,7 @@ TEST(RunOptionsTable, PythonKeywordsAreTheLongNamesAndCheckedAsTheCli) {
 // read by hand next to the table would be one the table, --help checks and Python miss.
 TEST(RunOptionsTable, NoOptionIsDeclaredBesideTheTable) {
   for (const std::string file : {"tools/cmd_run.cpp", "tools/cmd_compare.cpp",
-                                 "tools/run_options.cpp", "python/gearbox_module.cpp"}) {
+                                 "driver/run_options.cpp", "python/gearbox_module.cpp"}) {
     std::ifstream in(std::string(GEARBOX_SOURCE_DIR) + "/" + file);
     std::stringstream ss;
     ss << in.rdbuf();

@@ -19,12 +19,13 @@
 #include "driver/compare.h"
 #include "driver/gear_suggest.h"
 #include "driver/html_report.h"
+#include "driver/run_options.h"
 #include "driver/run_report.h"
 #include "driver/trace.h"
 #include "graph/error.h"
 #include "graph/text.h"
+#include "tools/cli_options.h"
 #include "tools/commands.h"
-#include "tools/run_options.h"
 #include "tools/visual_options.h"
 
 namespace gearbox::cli {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "driver/gear_suggest.h"
+#include "driver/run_options.h"
 #include "driver/trace.h"
 #include "gears/gear_set.h"
 #include "gears/gear_spec.h"
@@ -27,7 +28,6 @@
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/run_options.h"
 
 namespace gearbox::cli {
 namespace {
@@ -39,42 +39,6 @@ struct GearsOptions {
   std::string gears;
   std::string merge = "zip";  // TorchAir's default dynamic_gears_merge_policy
 };
-
-// "x1=-1,2" -> {"x1", [-1, 2]}; "s=" is a scalar. A dim is a size >= 0, -1, or a symbol name.
-InputDecl parseShapeArg(const std::string& arg, const char* option) {
-  const size_t eq = arg.find('=');
-  if (eq == std::string::npos || eq == 0)
-    fail(ErrorKind::kConfig, "{} '{}': expected NAME=DIMS, e.g. x1=-1,2 (a scalar is s=)", option,
-         arg);
-  InputDecl decl{arg.substr(0, eq), Shape()};
-  const std::string dims = arg.substr(eq + 1);
-  if (dims.empty()) return decl;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = dims.find(',', start);
-    const std::string tok = dims.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (tok.empty()) fail(ErrorKind::kConfig, "{} '{}': empty dim", option, arg);
-    int64_t d = 0;
-    auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
-    if (ec == std::errc() && ptr == tok.data() + tok.size()) {
-      if (d < kAnyDim)
-        fail(ErrorKind::kConfig, "{} '{}': dim {} must be >= 0 or -1", option, arg, d);
-    } else {
-      const bool identifier = (std::isalpha(static_cast<unsigned char>(tok[0])) || tok[0] == '_') &&
-                              std::all_of(tok.begin(), tok.end(), [](char c) {
-                                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                              });
-      if (!identifier)
-        fail(ErrorKind::kConfig, "{} '{}': dim '{}' is neither a size nor a symbol name", option,
-             arg, tok);
-      d = symbolDim(tok);
-    }
-    decl.shape.push(d);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return decl;
-}
 
 // Coverage of a trace by a gear set: how many calls match a gear exactly, how many pad up to
 // one, how many no gear covers, and the padding waste in input elements.
@@ -177,24 +141,6 @@ void runGears(const GearsOptions& opt) {
 }  // namespace
 
 // --gears takes the JSON itself or @path to a file holding it.
-std::string gearsText(const std::string& arg) {
-  if (arg.empty() || arg[0] != '@') return arg;
-  const std::string path = arg.substr(1);
-  try {
-    return readFile(path);  // regular files only: a FIFO or directory is an error, not a hang
-  } catch (const Error& e) {
-    fail(ErrorKind::kIo, "cannot open gears file '{}': {}", path, e.what());
-  }
-}
-
-std::pair<std::string, Shape> parsePadTo(const std::string& arg) {
-  InputDecl d = parseShapeArg(arg, "--pad-to");
-  for (int k = 0; k < d.shape.rank(); ++k)
-    if (!isStaticDim(d.shape[k]))
-      fail(ErrorKind::kConfig, "--pad-to '{}': dim {} must be a size", arg, k);
-  return {d.name, d.shape};
-}
-
 void registerGears(CLI::App& app) {
   auto opt = std::make_shared<GearsOptions>();
   CLI::App* cmd = app.add_subcommand(

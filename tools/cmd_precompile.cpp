@@ -9,9 +9,9 @@
 #include <string>
 
 #include "compiler/kernel_store.h"
+#include "driver/run_options.h"
 #include "graph/error.h"
 #include "tools/commands.h"
-#include "tools/run_options.h"
 
 namespace gearbox::cli {
 namespace {

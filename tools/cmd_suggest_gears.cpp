@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "driver/gear_suggest.h"
+#include "driver/run_options.h"
 #include "driver/trace.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
-#include "tools/run_options.h"
 
 namespace gearbox::cli {
 namespace {

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <ostream>
 
+#include "driver/run_options.h"
 #include "driver/run_report.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
-#include "tools/run_options.h"
 
 namespace gearbox::cli {
 

@@ -13,7 +13,7 @@ namespace gearbox::cli {
 
 struct RunOptions;
 
-// The options are rows of tools/run_options.def; prepare() copies them from RunOptions.
+// The options are rows of driver/run_options.def; prepare() copies them from RunOptions.
 struct VisualOptions {
   std::string timeline;  // --timeline FILE
   size_t timelineMaxEvents = Timeline::kDefaultMaxEvents;

@@ -1,4 +1,4 @@
-// --assert bounds (tools/run_options.h parseAsserts): one assertion per line, parsed as compare
+// --assert bounds (driver/run_options.h parseAsserts): one assertion per line, parsed as compare
 // parses them (with mode prefixes), then evaluated against a report holding every metric.
 // Besides the harness's rule (nothing but gearbox::Error may escape), an accepted assertion
 // must have a finite bound and text that is valid UTF-8 without control characters, and its
@@ -10,7 +10,7 @@
 #include "fuzz_common.h"
 #include "graph/json_limits.h"
 #include "driver/html_report.h"
-#include "tools/run_options.h"
+#include "driver/run_options.h"
 
 namespace {
 

@@ -298,7 +298,7 @@ def _typed_default(row):
 
 
 def test_every_option_of_the_table_reaches_python(repo, cli):
-    """tools/run_options.def against the binding and the CLI: every option of run and compare
+    """driver/run_options.def against the binding and the CLI: every option of run and compare
     is a Python keyword with the same name and default, or says why not; each keyword is taken
     with its default by Session and compare; the CLI lists every row."""
     rows = gearbox.run_options()

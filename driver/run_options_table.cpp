@@ -1,12 +1,13 @@
-// What tools/run_options.def drives: the CLI11 registration of run and compare, the table as
-// data (for the Python binding, docs/cli.md and the tests) and the option list of docs/cli.md.
+// What driver/run_options.def drives here: the table as data (for the Python binding,
+// docs/cli.md and the tests), the setter both front ends share, and the option list of
+// docs/cli.md. The CLI11 registration of run and compare is tools/cli_options.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <type_traits>
 
+#include "driver/run_options.h"
 #include "graph/error.h"
-#include "tools/run_options.h"
 
 namespace gearbox::cli {
 
@@ -46,19 +47,6 @@ std::string longName(const std::string& names) {
   return at == std::string::npos ? names : names.substr(at + 2);
 }
 
-template <class T>
-void addOne(CLI::App* cmd, const std::string& names, T& field, const std::string& help,
-            unsigned flags, const OptionCheck& check) {
-  CLI::Option* opt;
-  if constexpr (std::is_same_v<T, bool>)
-    opt = cmd->add_flag(names, field, help);
-  else
-    opt = cmd->add_option(names, field, help);
-  if (check.validator) opt->check(*check.validator);
-  if (flags & kRequired) opt->required();
-  if (flags & kShowDefault) opt->capture_default_str();
-}
-
 // The row's setter: each text converted as CLI11 converts the command line.
 template <class T, class Field>
 std::function<bool(RunOptions&, const std::vector<std::string>&)> setter(Field field) {
@@ -84,7 +72,7 @@ std::vector<OptionInfo> buildTable() {
   rows.push_back(OptionInfo{names, longName(names), typeName<type>(), defaultText(defaults.field), \
                             commands, flags, check, config, py, help,                              \
                             setter<type>([](RunOptions& o) -> type& { return o.field; })});
-#include "tools/run_options.def"
+#include "driver/run_options.def"
 #undef GEARBOX_RUN_OPTION
   return rows;
 }
@@ -108,17 +96,6 @@ std::string OptionInfo::pythonName() const {
 const std::vector<OptionInfo>& runOptionTable() {
   static const std::vector<OptionInfo> table = buildTable();
   return table;
-}
-
-void addRunOptions(CLI::App* cmd, RunOptions& o, OptionCommands command) {
-  // Expanded per row rather than looped over runOptionTable(): CLI11 binds to the typed member.
-#define GEARBOX_RUN_OPTION(field, type, def, names, commands, flags, check, config, py, help) \
-  if ((commands)&command) {                                                                   \
-    const OptionHelp h = help;                                                                \
-    addOne(cmd, names, o.field, command == kRunOnly ? h.run : h.compare, flags, check);       \
-  }
-#include "tools/run_options.def"
-#undef GEARBOX_RUN_OPTION
 }
 
 void setRunOption(RunOptions& o, const OptionInfo& info, const std::vector<std::string>& values,

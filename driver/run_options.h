@@ -1,6 +1,6 @@
 #pragma once
 // Options shared by `gearbox run` and `gearbox compare`, and the report both print. The options
-// are declared once, as rows of tools/run_options.def: the RunOptions members, the CLI11
+// are declared once, as rows of driver/run_options.def: the RunOptions members, the CLI11
 // registration, the Python keywords and docs/cli.md's option list all come from there.
 
 #include <CLI/CLI.hpp>
@@ -14,7 +14,6 @@
 #include "driver/run_report.h"
 #include "driver/trace.h"
 #include "executor/session.h"
-#include "tools/reference_options.h"
 
 namespace gearbox::cli {
 
@@ -22,7 +21,7 @@ namespace gearbox::cli {
 // far more than any trace compiles, and it keeps the per-shard arithmetic far from overflow.
 constexpr size_t kMaxCacheCapacity = size_t{1} << 24;
 
-// Which command takes an option (the commands column of tools/run_options.def).
+// Which command takes an option (the commands column of driver/run_options.def).
 enum OptionCommands : unsigned { kRunOnly = 1, kCompareOnly = 2, kRunAndCompare = 3 };
 // The flags column: kRequired (the CLI refuses to run without it), kShowDefault (--help prints
 // the default).
@@ -80,10 +79,10 @@ inline OptionHelp perCommand(std::string run, std::string compare) {
   return {std::move(run), std::move(compare)};
 }
 
-// The options of run and compare, one member per row of tools/run_options.def.
+// The options of run and compare, one member per row of driver/run_options.def.
 struct RunOptions {
 #define GEARBOX_RUN_OPTION(field, type, def, ...) type field = def;
-#include "tools/run_options.def"
+#include "driver/run_options.def"
 #undef GEARBOX_RUN_OPTION
   ReferenceTolerance tolerance() const {
     return {rtol, atol};
@@ -112,8 +111,6 @@ struct OptionInfo {
 
 // Every row, in table (and --help) order.
 const std::vector<OptionInfo>& runOptionTable();
-// Registers the rows `command` takes on a CLI11 subcommand, bound to `o`.
-void addRunOptions(CLI::App* cmd, RunOptions& o, OptionCommands command);
 // The option list of docs/cli.md, generated from the table (tests/run_options_table_test.cpp
 // keeps the doc equal to it).
 std::string runOptionsMarkdown();

@@ -1,4 +1,4 @@
-#include "tools/run_options.h"
+#include "driver/run_options.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,6 @@
 #include "graph/error.h"
 #include "graph/file_io.h"
 #include "graph/json_limits.h"
-#include "tools/reference_options.h"
 
 namespace gearbox::cli {
 
@@ -434,6 +433,24 @@ void writeReportFile(const std::string& path, const nlohmann::ordered_json& repo
     tracker->copySpool(sink);
     sink("\n  ]\n}\n");
   });
+}
+
+std::string gearsText(const std::string& arg) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  const std::string path = arg.substr(1);
+  try {
+    return readFile(path);  // regular files only: a FIFO or directory is an error, not a hang
+  } catch (const Error& e) {
+    fail(ErrorKind::kIo, "cannot open gears file '{}': {}", path, e.what());
+  }
+}
+
+std::pair<std::string, Shape> parsePadTo(const std::string& arg) {
+  InputDecl d = parseShapeArg(arg, "--pad-to");
+  for (int k = 0; k < d.shape.rank(); ++k)
+    if (!isStaticDim(d.shape[k]))
+      fail(ErrorKind::kConfig, "--pad-to '{}': dim {} must be a size", arg, k);
+  return {d.name, d.shape};
 }
 
 }  // namespace gearbox::cli

@@ -1,11 +1,11 @@
 // The stores behind --kernel-meta, --record-op-info and --kernel-bundle: the persistence and
 // static-kernel workflows of seeds 000 and 003 (docs/kernel-meta.md), shared by every command
-// that runs a session. The options themselves are rows of tools/run_options.def.
+// that runs a session. The options themselves are rows of driver/run_options.def.
 #include <memory>
 
 #include "compiler/kernel_store.h"
+#include "driver/run_options.h"
 #include "graph/error.h"
-#include "tools/run_options.h"
 
 namespace gearbox::cli {
 
