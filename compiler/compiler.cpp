@@ -49,32 +49,22 @@ std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, Ker
   return compilePlan(std::make_shared<const Graph>(g), sig, kernels, options);
 }
 
-std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const InputSignature& sig,
-                                  KernelCache& kernels, const PlanCompileOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  const Graph& g = *graph;
-  auto plan = std::make_shared<Plan>();
-  plan->id = options.id ? options.id : gNextPlanId++;
-  plan->signature = sig;
-  plan->types = specializeTypes(g, sig);
-  plan->graph = std::move(graph);
-  plan->isStatic = isStaticSignature(sig);
-  plan->reason = options.reason;
-  const std::vector<TensorType>& types = plan->types;
-  const size_t nv = g.values.size();
-  plan->storage.assign(nv, Storage::kNone);
-  plan->location.assign(nv, -1);
-  plan->constData.assign(nv, nullptr);
+namespace {
 
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    plan->storage[g.inputs[i]] = Storage::kInput;
-    plan->location[g.inputs[i]] = static_cast<int64_t>(i);
-  }
-  std::vector<int> producerStep(nv, -1), lastUse(nv, -1);
+// When each value is made and last read, by step index (-1: not made by a step / never read).
+struct Lifetimes {
+  std::vector<int> producerStep, lastUse;
+};
+
+// Step one: a step per non-constant node, its kernel from `kernels` (each distinct op shape
+// asked for once), and where constants and graph outputs live. Returns the values' lifetimes.
+Lifetimes planSteps(Plan& plan, const Graph& g, KernelCache& kernels) {
+  const size_t nv = g.values.size();
+  Lifetimes life{std::vector<int>(nv, -1), std::vector<int>(nv, -1)};
   size_t numArgs = 0;
   for (const Node& node : g.nodes) numArgs += node.inputs.size();
-  plan->steps.reserve(g.nodes.size());
-  plan->args.reserve(numArgs);
+  plan.steps.reserve(g.nodes.size());
+  plan.args.reserve(numArgs);
   // Each distinct op shape of the plan goes to the shared cache once; repeats (a ShuffleNet
   // stage repeats its units) are served from this memo. Parallel gear compiles then write the
   // shared cache's lines (lock, recency list) a few times per plan instead of once per op.
@@ -89,21 +79,21 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes.size()); ++n) {
     const Node& node = g.nodes[n];
     if (node.kind == OpKind::kConst) {
-      plan->storage[node.output] = Storage::kConst;
-      plan->constData[node.output] = node.constant->data();
+      plan.storage[node.output] = Storage::kConst;
+      plan.constData[node.output] = node.constant->data();
       continue;
     }
     PlanStep step;
     step.node = n;
     step.out = node.output;
-    step.firstArg = static_cast<int32_t>(plan->args.size());
+    step.firstArg = static_cast<int32_t>(plan.args.size());
     step.numArgs = static_cast<int32_t>(node.inputs.size());
-    const int stepIndex = static_cast<int>(plan->steps.size());
+    const int stepIndex = static_cast<int>(plan.steps.size());
     for (ValueId v : node.inputs) {
-      plan->args.push_back(v);
-      lastUse[v] = stepIndex;
+      plan.args.push_back(v);
+      life.lastUse[v] = stepIndex;
     }
-    makeKernelKeyInto(key, g, types, n);
+    makeKernelKeyInto(key, g, plan.types, n);
     const size_t hash = key.hash();
     auto seen = std::find_if(memo.begin(), memo.end(),
                              [&](const Memo& m) { return m.hash == hash && m.spec->key == key; });
@@ -116,62 +106,100 @@ std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const Inpu
       memo.push_back(Memo{hash, step.kernel});
     }
     step.compiled = compiled > 0;
-    plan->kernelsCompiled += compiled;
-    plan->kernelsReused += compiled ? 0 : 1;
-    producerStep[node.output] = stepIndex;
-    plan->steps.push_back(std::move(step));
+    plan.kernelsCompiled += compiled;
+    plan.kernelsReused += compiled ? 0 : 1;
+    life.producerStep[node.output] = stepIndex;
+    plan.steps.push_back(std::move(step));
   }
   // Graph outputs produced by a kernel are written straight into the caller's buffers; the
   // first occurrence owns the buffer, repeats (and returned inputs/consts) are copied.
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const ValueId v = g.outputs[i];
-    if (producerStep[v] >= 0 && plan->storage[v] == Storage::kNone) {
-      plan->storage[v] = Storage::kOutput;
-      plan->location[v] = static_cast<int64_t>(i);
+    if (life.producerStep[v] >= 0 && plan.storage[v] == Storage::kNone) {
+      plan.storage[v] = Storage::kOutput;
+      plan.location[v] = static_cast<int64_t>(i);
     }
   }
   kernels.countMemoHits(memoHits);
-  // A reshape moves no element (tensors are contiguous), nor do flatten, squeeze and unsqueeze,
-  // so in a static plan their output is a view: it shares its input's arena bytes, whose
-  // lifetime grows to cover the view's uses, and the kernel finds out == in and returns. Inputs,
-  // constants and graph outputs keep their own buffers (the kernel copies), as do dynamic plans,
-  // which allocate per call.
-  std::vector<ValueId> viewOf(nv, -1);
-  if (plan->isStatic) {
-    for (const PlanStep& step : plan->steps) {
-      const Node& node = g.nodes[step.node];
-      const bool moves = node.kind != OpKind::kReshape && node.kind != OpKind::kFlatten &&
-                         node.kind != OpKind::kSqueeze && node.kind != OpKind::kUnsqueeze;
-      if (moves || plan->storage[node.output] != Storage::kNone) continue;
-      const ValueId in = node.inputs[0];
-      const ValueId root = viewOf[in] >= 0 ? viewOf[in] : in;
-      if (producerStep[root] < 0 || plan->storage[root] != Storage::kNone) continue;
-      viewOf[node.output] = root;
-      lastUse[root] = std::max({lastUse[root], lastUse[node.output], producerStep[node.output]});
-    }
+  return life;
+}
+
+// Step two: a reshape moves no element (tensors are contiguous), nor do flatten, squeeze and
+// unsqueeze, so in a static plan their output is a view: it shares its input's arena bytes,
+// whose lifetime grows to cover the view's uses, and the kernel finds out == in and returns.
+// Inputs, constants and graph outputs keep their own buffers (the kernel copies), as do dynamic
+// plans, which allocate per call. Returns, per value, the value it views (-1: none).
+std::vector<ValueId> planViews(const Plan& plan, const Graph& g, Lifetimes& life) {
+  std::vector<ValueId> viewOf(g.values.size(), -1);
+  if (!plan.isStatic) return viewOf;
+  for (const PlanStep& step : plan.steps) {
+    const Node& node = g.nodes[step.node];
+    const bool moves = node.kind != OpKind::kReshape && node.kind != OpKind::kFlatten &&
+                       node.kind != OpKind::kSqueeze && node.kind != OpKind::kUnsqueeze;
+    if (moves || plan.storage[node.output] != Storage::kNone) continue;
+    const ValueId in = node.inputs[0];
+    const ValueId root = viewOf[in] >= 0 ? viewOf[in] : in;
+    if (life.producerStep[root] < 0 || plan.storage[root] != Storage::kNone) continue;
+    viewOf[node.output] = root;
+    life.lastUse[root] =
+        std::max({life.lastUse[root], life.lastUse[node.output], life.producerStep[node.output]});
   }
+  return viewOf;
+}
+
+// Step three: every other value a step makes lives in the arena; a static plan gets its offsets
+// from the memory planner (views at their root's offset), a dynamic one allocates per call.
+void planArena(Plan& plan, const Lifetimes& life, const std::vector<ValueId>& viewOf) {
+  const size_t nv = plan.storage.size();
   std::vector<BufferRequest> requests;
   std::vector<ValueId> requestValue;
   requests.reserve(nv);
   requestValue.reserve(nv);
   for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v) {
-    if (producerStep[v] < 0 || plan->storage[v] != Storage::kNone) continue;
-    plan->storage[v] = Storage::kArena;
-    if (!plan->isStatic || viewOf[v] >= 0) continue;  // dynamic: per-call pool; views: below
-    const TensorType& t = types[v];
+    if (life.producerStep[v] < 0 || plan.storage[v] != Storage::kNone) continue;
+    plan.storage[v] = Storage::kArena;
+    if (!plan.isStatic || viewOf[v] >= 0) continue;  // dynamic: per-call pool; views: below
+    const TensorType& t = plan.types[v];
     requests.push_back(BufferRequest{
         static_cast<int64_t>(t.shape.numel()) * static_cast<int64_t>(dtypeSize(t.dtype)),
-        producerStep[v], std::max(producerStep[v], lastUse[v])});
+        life.producerStep[v], std::max(life.producerStep[v], life.lastUse[v])});
     requestValue.push_back(v);
   }
-  if (plan->isStatic) {
-    MemoryPlan mp = planMemory(requests);
-    for (size_t i = 0; i < requests.size(); ++i) plan->location[requestValue[i]] = mp.offsets[i];
-    for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v)
-      if (viewOf[v] >= 0) plan->location[v] = plan->location[viewOf[v]];
-    plan->arenaBytes = mp.arenaBytes;
-    plan->naiveBytes = mp.naiveBytes;
+  if (!plan.isStatic) return;
+  MemoryPlan mp = planMemory(requests);
+  for (size_t i = 0; i < requests.size(); ++i) plan.location[requestValue[i]] = mp.offsets[i];
+  for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v)
+    if (viewOf[v] >= 0) plan.location[v] = plan.location[viewOf[v]];
+  plan.arenaBytes = mp.arenaBytes;
+  plan.naiveBytes = mp.naiveBytes;
+}
+
+}  // namespace
+
+std::shared_ptr<Plan> compilePlan(std::shared_ptr<const Graph> graph, const InputSignature& sig,
+                                  KernelCache& kernels, const PlanCompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const Graph& g = *graph;
+  auto plan = std::make_shared<Plan>();
+  plan->id = options.id ? options.id : gNextPlanId++;
+  plan->signature = sig;
+  plan->types = specializeTypes(g, sig);
+  plan->graph = std::move(graph);
+  plan->isStatic = isStaticSignature(sig);
+  plan->reason = options.reason;
+  const size_t nv = g.values.size();
+  plan->storage.assign(nv, Storage::kNone);
+  plan->location.assign(nv, -1);
+  plan->constData.assign(nv, nullptr);
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    plan->storage[g.inputs[i]] = Storage::kInput;
+    plan->location[g.inputs[i]] = static_cast<int64_t>(i);
   }
+
+  Lifetimes life = planSteps(*plan, g, kernels);
+  const std::vector<ValueId> viewOf = planViews(*plan, g, life);
+  planArena(*plan, life, viewOf);
+
   plan->ptrs.assign(nv, nullptr);
   plan->argPtrs.assign(plan->args.size(), nullptr);
   for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v)

@@ -52,7 +52,8 @@ struct CallRecord;
 enum class ModeReportPlace {
   kModeSection,  // under "mode_counters" / "mode_fields": where a new mode's belong
   kTopLevel,     // as a key of its own in the report or the iteration: geared mode's, whose
-                 // keys predate the mode sections (docs/report-schema.json keeps them)
+                 // keys predate the mode sections (docs/report-schema.json keeps them). The
+                 // report writes only the counters the schema names, so a new mode must not use it
   kRunLog,       // fields only: the run log's words for what the call ran ("gear 1 (plan #2)")
   kTimeline,     // fields only: an argument of the call's timeline event, not in the report
 };

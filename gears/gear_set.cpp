@@ -76,13 +76,25 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
   GearSet s;
   s.policy_ = policy;
   s.inputs_ = cfg.inputs();
-  const size_t inputCount = s.inputs_.size();
-
-  s.byName_.resize(inputCount);
+  s.byName_.resize(s.inputs_.size());
   std::iota(s.byName_.begin(), s.byName_.end(), 0);
   std::sort(s.byName_.begin(), s.byName_.end(),
             [&](int a, int b) { return s.inputs_[a].name < s.inputs_[b].name; });
 
+  std::vector<std::vector<int64_t>> lists;
+  std::vector<int> sourceSlot;
+  s.buildSlots(cfg, lists, sourceSlot);
+  // A first-seen shape for an input the graph does not have is a typo, not something to skip.
+  for (const auto& [name, shape] : firstSeen) (void)cfg.inputIndex(name);
+  s.specialiseFixedDims(firstSeen);
+  s.addDistinctGears(s.candidateTuples(lists, sourceSlot));
+  s.buildGearShapes();
+  return s;
+}
+
+void GearSet::buildSlots(const GearConfig& cfg, std::vector<std::vector<int64_t>>& lists,
+                         std::vector<int>& sourceSlot) {
+  const size_t inputCount = inputs_.size();
   // Slots: the geared dims, plus every dim that shares a symbol with a geared dim and has no
   // gears of its own. Such a dim can only ever equal its geared partner (specialisation binds
   // one value per symbol), so it follows the partner's slot: a gear on x's B applies to y's B.
@@ -106,13 +118,13 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
     }
   const size_t explicitCount = entries.size();
   for (size_t e = 0; e < explicitCount; ++e) {
-    const int64_t sym = s.inputs_[entries[e].input].shape[entries[e].dim];
+    const int64_t sym = inputs_[entries[e].input].shape[entries[e].dim];
     if (!isSymbolDim(sym)) continue;
-    for (int i : s.byName_)
-      for (int d = 0; d < s.inputs_[i].shape.rank(); ++d)
-        if (s.inputs_[i].shape[d] == sym && !taken[i][d]) {
+    for (int i : byName_)
+      for (int d = 0; d < inputs_[i].shape.rank(); ++d)
+        if (inputs_[i].shape[d] == sym && !taken[i][d]) {
           taken[i][d] = true;
-          entries.push_back(Entry{s.inputs_[i].name, i, d, entries[e].values, static_cast<int>(e)});
+          entries.push_back(Entry{inputs_[i].name, i, d, entries[e].values, static_cast<int>(e)});
         }
   }
   // Gear-tuple order: input name, then dim.
@@ -123,13 +135,11 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
   });
   std::vector<int> slotOfEntry(entries.size());
   for (size_t k = 0; k < order.size(); ++k) slotOfEntry[order[k]] = static_cast<int>(k);
-  std::vector<std::vector<int64_t>> lists;
-  std::vector<int> sourceSlot;  // per slot: the slot it copies, or -1
-  s.slotOf_.assign(inputCount, {});
-  for (auto& row : s.slotOf_) row.fill(-1);
+  slotOf_.assign(inputCount, {});
+  for (auto& row : slotOf_) row.fill(-1);
   for (size_t k : order) {
     const Entry& e = entries[k];
-    s.slotOf_[e.input][e.dim] = static_cast<int>(s.slots_.size());
+    slotOf_[e.input][e.dim] = static_cast<int>(slots_.size());
     GearSlot slot{e.name, e.input, e.dim, distinct(e.values), -1, {}, -1};
     if (e.source >= 0) {
       slot.linkedTo = slotOfEntry[e.source];
@@ -137,20 +147,19 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
       slot.linkedDim = entries[e.source].dim;
     }
     sourceSlot.push_back(slot.linkedTo);
-    s.slots_.push_back(std::move(slot));
+    slots_.push_back(std::move(slot));
     lists.push_back(e.values);
   }
+}
 
-  // A first-seen shape for an input the graph does not have is a typo, not something to skip.
-  for (const auto& [name, shape] : firstSeen) (void)cfg.inputIndex(name);
-
+void GearSet::specialiseFixedDims(const FirstSeenShapes& firstSeen) {
   // Specialise every dim that is not geared.
-  s.templates_.resize(inputCount);
-  for (int i : s.byName_) {
-    const InputDecl& decl = s.inputs_[i];
+  templates_.resize(inputs_.size());
+  for (int i : byName_) {
+    const InputDecl& decl = inputs_[i];
     Shape t = decl.shape;
     for (int d = 0; d < t.rank(); ++d) {
-      if (s.slotOf_[i][d] >= 0) {
+      if (slotOf_[i][d] >= 0) {
         t[d] = kAnyDim;
         continue;
       }
@@ -170,15 +179,18 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
                seen->second.toString(), decl.name, d);
         t[d] = seen->second[d];
       }
-      s.fixed_.push_back(FixedDim{i, d, t[d]});
+      fixed_.push_back(FixedDim{i, d, t[d]});
     }
-    s.templates_[i] = t;
+    templates_[i] = t;
   }
+}
 
+std::vector<int64_t> GearSet::candidateTuples(const std::vector<std::vector<int64_t>>& lists,
+                                              const std::vector<int>& sourceSlot) const {
   // Candidate tuples in gear order, before de-duplication.
-  const size_t width = s.slots_.size();
+  const size_t width = slots_.size();
   std::vector<int64_t> tuples;
-  if (policy == MergePolicy::kZip) {
+  if (policy_ == MergePolicy::kZip) {
     for (const auto& l : lists)
       if (l.size() != lists[0].size())
         fail(ErrorKind::kGear,
@@ -192,7 +204,7 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
     std::vector<size_t> sizes;
     size_t count = 1;
     bool over = false;
-    for (const GearSlot& slot : s.slots_) {
+    for (const GearSlot& slot : slots_) {
       if (slot.linkedTo >= 0) {
         sizes.push_back(1);
         continue;
@@ -211,7 +223,7 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
     for (size_t n = 0; n < count; ++n) {
       for (size_t k = 0; k < width; ++k) {
         const size_t from = sourceSlot[k] >= 0 ? static_cast<size_t>(sourceSlot[k]) : k;
-        tuples.push_back(s.slots_[from].values[digit[from]]);
+        tuples.push_back(slots_[from].values[digit[from]]);
       }
       for (size_t k = width; k-- > 0;) {  // odometer: last slot varies fastest
         if (++digit[k] < sizes[k]) break;
@@ -219,34 +231,42 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
       }
     }
   }
+  return tuples;
+}
 
+void GearSet::addDistinctGears(const std::vector<int64_t>& tuples) {
+  const size_t width = slots_.size();
   // De-duplicate, keeping the first occurrence.
   const size_t candidates = width ? tuples.size() / width : 0;
   for (size_t c = 0; c < candidates; ++c) {
     std::span<const int64_t> t(tuples.data() + c * width, width);
-    const uint64_t h = s.hashValues(t);
+    const uint64_t h = hashValues(t);
     bool dup = false;
-    auto [lo, hi] = s.index_.equal_range(h);
+    auto [lo, hi] = index_.equal_range(h);
     for (auto it = lo; it != hi && !dup; ++it) {
-      auto existing = s.values(it->second);
+      auto existing = values(it->second);
       dup = std::equal(existing.begin(), existing.end(), t.begin());
     }
     if (dup) continue;
-    s.index_.emplace(h, static_cast<uint32_t>(s.gearCount_));
-    s.values_.insert(s.values_.end(), t.begin(), t.end());
-    ++s.gearCount_;
+    index_.emplace(h, static_cast<uint32_t>(gearCount_));
+    values_.insert(values_.end(), t.begin(), t.end());
+    ++gearCount_;
   }
-  if (s.gearCount_ > kMaxGears)
+  if (gearCount_ > kMaxGears)
     fail(ErrorKind::kGear,
          "The total number of gears set cannot exceed {}, and the current number of gears is: {}",
-         kMaxGears, s.gearCount_);
+         kMaxGears, gearCount_);
+}
 
-  for (size_t g = 0; g < s.gearCount_; ++g) {
+void GearSet::buildGearShapes() {
+  const size_t width = slots_.size();
+  const size_t inputCount = inputs_.size();
+  for (size_t g = 0; g < gearCount_; ++g) {
     int64_t total = 0;
     for (size_t i = 0; i < inputCount; ++i) {
-      Shape shape = s.templates_[i];
+      Shape shape = templates_[i];
       for (int d = 0; d < shape.rank(); ++d)
-        if (s.slotOf_[i][d] >= 0) shape[d] = s.values_[g * width + s.slotOf_[i][d]];
+        if (slotOf_[i][d] >= 0) shape[d] = values_[g * width + slotOf_[i][d]];
       // Gear values are user input: the element count and the per-gear total are checked so a
       // huge gear is a clear error here instead of a wrapped size later. The byte limit proper
       // (which needs the dtype) is checked when a gear's signature is compiled.
@@ -254,16 +274,15 @@ GearSet GearSet::build(const GearConfig& cfg, MergePolicy policy,
       if (!checkedNumel(shape, &n) || n > kMaxTensorBytes)
         fail(ErrorKind::kGear,
              "gear {}: input '{}' shape {} has more than 2^40 elements (the limit on one tensor)",
-             g, s.inputs_[i].name, shape.toString());
+             g, inputs_[i].name, shape.toString());
       if (!checkedAdd(total, n, &total) || total > kMaxTensorBytes)
         fail(ErrorKind::kGear,
              "gear {}: the inputs hold more than 2^40 elements together (input '{}' shape {})", g,
-             s.inputs_[i].name, shape.toString());
-      s.shapes_.push_back(shape);
+             inputs_[i].name, shape.toString());
+      shapes_.push_back(shape);
     }
-    s.totals_.push_back(total);
+    totals_.push_back(total);
   }
-  return s;
 }
 
 std::span<const int64_t> GearSet::values(size_t gear) const {

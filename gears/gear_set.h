@@ -107,6 +107,22 @@ class GearSet {
   uint64_t hashValues(std::span<const int64_t> values) const;
   uint64_t hashShapes(std::span<const Shape> shapes) const;
 
+  // build()'s steps, in order. The slots: the geared dims and the dims a shared symbol links
+  // to them, in gear-tuple order; `lists` gets each slot's values as given, `sourceSlot` the
+  // slot a linked slot copies (-1 for a geared one).
+  void buildSlots(const GearConfig& cfg, std::vector<std::vector<int64_t>>& lists,
+                  std::vector<int>& sourceSlot);
+  // The template shapes: every dim that is not geared specialised to its static or first-seen
+  // size (fixed_), -1 at geared dims.
+  void specialiseFixedDims(const FirstSeenShapes& firstSeen);
+  // The candidate gear tuples (zip or product of `lists`), flattened, before de-duplication.
+  std::vector<int64_t> candidateTuples(const std::vector<std::vector<int64_t>>& lists,
+                                       const std::vector<int>& sourceSlot) const;
+  // Keeps the first occurrence of each tuple as a gear, indexed by hash.
+  void addDistinctGears(const std::vector<int64_t>& tuples);
+  // Every gear's input shapes and element total, checked against the tensor limits.
+  void buildGearShapes();
+
   MergePolicy policy_ = MergePolicy::kZip;
   std::vector<InputDecl> inputs_;
   std::vector<Shape> templates_;  // per input: specialised dims, -1 at geared dims
