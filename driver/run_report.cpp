@@ -317,7 +317,7 @@ void RunTracker::observe(const CallRecord& r, std::ostream& os) {
 void RunTracker::streamTo(const std::string& path) {
   checkOutputPath("--jsonl", path);
   // A FIFO with no reader would block the open below forever (every other writer refuses
-  // it, graph/npy.h). A non-blocking open tells: ENXIO when nothing reads. Holding that
+  // it, graph/file_io.h). A non-blocking open tells: ENXIO when nothing reads. Holding that
   // descriptor while the stream opens keeps the FIFO's reader count honest for the open.
   struct stat st {};
   int probe = -1;

@@ -287,7 +287,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
          signatureToString(graph,
                            InputSignature(set_->shapes(gear).begin(), set_->shapes(gear).end())),
          padBytes, options_.maxPadBytes);
-  stats.peakBytes = std::max(stats.peakBytes, plan.arenaBytes + padBytes);
+  host_.notePeakBytes(plan.arenaBytes + padBytes);
 
   // Zero-padded copies of the inputs in pooled device memory.
   std::vector<TensorView> in(inputs.size());

@@ -61,6 +61,9 @@ class SessionHost final : public ModeHost {
   const std::shared_ptr<const Graph>& sharedGraph() const override { return p_.graph; }
   const SessionOptions& options() const override { return p_.options; }
   SessionStats& stats() override { return p_.stats; }
+  void notePeakBytes(int64_t bytes) override {
+    p_.stats.peakBytes = std::max(p_.stats.peakBytes, bytes);
+  }
   KernelCache& kernels() override { return p_.kernels; }
   PlanCache& plans() override { return p_.plans; }
   Device& device() override { return p_.device; }

@@ -64,8 +64,12 @@ class ModeHost {
   virtual const Graph& graph() const = 0;
   virtual const std::shared_ptr<const Graph>& sharedGraph() const = 0;
   virtual const SessionOptions& options() const = 0;
-  // The counters every mode shares; a mode writes only its plan-cache hits and misses here.
+  // The counters every mode shares; a mode writes only its plan-cache hits and misses here
+  // (memory goes through notePeakBytes, everything else through the host's own calls).
   virtual SessionStats& stats() = 0;
+  // Device memory a mode holds itself at once (a padded call's buffers over its plan's arena):
+  // raises peak_bytes, as the host's launches and arenas do for theirs.
+  virtual void notePeakBytes(int64_t bytes) = 0;
   virtual KernelCache& kernels() = 0;
   virtual PlanCache& plans() = 0;
   // For pooled buffers a mode allocates itself (counted by the device as every allocation).
