@@ -25,6 +25,24 @@ SessionOptions geared(MergePolicy merge = MergePolicy::kZip, bool pad = false,
   return o;
 }
 
+// Up-front compiles go through the host (issue 21): the gears cost exactly what static mode
+// pays when it compiles the same two shapes at its calls, in every counter and MODELED term.
+TEST(Geared, UpFrontCompilesCostExactlyWhatStaticPaysForTheSameShapes) {
+  Session g(seed001(), geared());
+  set_dim_gears(g, "x1", {{0, {2, 4}}});
+  set_dim_gears(g, "x2", {{0, {2, 4}}});
+  compileGears(g);
+  SessionOptions so;
+  so.mode = Mode::kStatic;
+  Session s(seed001(), so);
+  for (int64_t n : {2, 4}) s.run(makeInputs(s.graph(), seed001Sig(n), n));
+  EXPECT_EQ(g.stats().graphCompiles, s.stats().graphCompiles);
+  EXPECT_EQ(g.stats().kernelCompiles, s.stats().kernelCompiles);
+  EXPECT_GT(g.stats().modeled.compileUs, 0);
+  EXPECT_DOUBLE_EQ(g.stats().modeled.compileUs, s.stats().modeled.compileUs);
+  EXPECT_DOUBLE_EQ(g.stats().modeledCompileUs, s.stats().modeledCompileUs);
+}
+
 TEST(Geared, Seed001WalkthroughCompilesTwoPlansUpFrontAndNothingAtRunTime) {
   for (DeviceKind device : {DeviceKind::kInline, DeviceKind::kStream}) {
     Session s(seed001(), geared(MergePolicy::kZip, false, device));
