@@ -12,6 +12,7 @@
 
 #include "driver/html_report.h"
 #include "driver/reference_check.h"
+#include "driver/run_command.h"
 #include "driver/run_report.h"
 #include "executor/session.h"
 #include "graph/error.h"
@@ -61,5 +62,12 @@ void printCompareTable(const std::vector<ModeResult>& results, int repeat, std::
 std::string modeledVerdict(const std::vector<ModeResult>& results);
 // "fastest by measured host time ..." or "no clear winner" when within the spread.
 std::string measuredVerdict(const std::vector<ModeResult>& results, int repeat);
+
+// `gearbox compare` (driver/compare_command.cpp): runs every mode of o.modes over o.trace,
+// --repeat fresh sessions each, prints the side-by-side table and the verdicts to `out` (stderr's
+// lines to `err`), and writes --json, --junit, --timeline and --html. The exit status is 1 for
+// a broken bound or policy, 2 for a mode that could not take its input; modes whose outputs
+// disagree, and bad options, model or trace, are thrown as Error.
+CommandResult compareCommand(RunOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace gearbox::cli

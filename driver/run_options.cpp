@@ -74,11 +74,11 @@ NamedPaths inputPaths(const RunOptions& o) {
   return in;
 }
 
-void configureLogFromOptions(const RunOptions& o) {
+void configureLogFromOptions(const RunOptions& o, std::ostream& warnings) {
   // Warnings go through the deduplicating sink (driver/run_report.h) instead of stderr directly.
   configureLogging(LogOptions{o.logFile, o.logStdout, true});
   warningLog().clear();
-  installWarningSink(o.quiet ? nullptr : &std::cerr);
+  installWarningSink(o.quiet ? nullptr : &warnings);
 }
 
 Verbosity verbosityOf(const RunOptions& o) {

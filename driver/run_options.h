@@ -50,22 +50,41 @@ inline OptionCheck within(CLI::Validator v) {
   return {{}, std::move(v)};
 }
 
-// The python column: whether Session(...) and compare(...) take the option as a keyword (its
-// long name with '_' for '-'), under which older keyword too, or why not.
+// The python column: which Python calls take the option as a keyword (its long name with '_'
+// for '-', in lower case, unless the row names another), under which older keyword too, and
+// why a Session does not take it (command only) or why Python does not at all.
 struct PythonUse {
   bool accepted = true;
-  std::string alias;   // an older keyword still accepted ("kernel_bundles")
-  std::string reason;  // why Python does not take it
+  // Session(...) and compare(...)'s records take it too; false: only gearbox.run and
+  // gearbox.compare_report, which do what `gearbox run` and `gearbox compare` do.
+  bool session = true;
+  std::string keyword;  // when the long name is no Python identifier ("asserts": assert is one)
+  std::string alias;    // an older keyword still accepted ("kernel_bundles")
+  std::string reason;   // why a Session does not take it, or why Python does not at all
 };
 inline PythonUse python() {
   return {};
 }
 inline PythonUse pythonAlso(std::string alias) {
-  return {true, std::move(alias), ""};
+  return {true, true, "", std::move(alias), ""};
+}
+inline PythonUse commandOnly(std::string why) {
+  return {true, false, "", "", std::move(why)};
+}
+inline PythonUse commandOnlyAs(std::string keyword, std::string why) {
+  return {true, false, std::move(keyword), "", std::move(why)};
 }
 inline PythonUse notInPython(std::string reason) {
-  return {false, "", std::move(reason)};
+  return {false, false, "", "", std::move(reason)};
 }
+// The reasons several command-only rows share.
+inline const char* const kLogIsTheCommands =
+    "a Session writes to the process's compile log as it is";
+inline const char* const kPrintedByTheCommands =
+    "a Session prints nothing; run and compare_report return the printed text";
+inline const char* const kFilesOfTheCommands = "the files of a whole run over a trace";
+inline const char* const kBoundsOfTheCommands =
+    "bound Session.stats with Python's assert (`assert` is a Python keyword, hence asserts)";
 
 // The help column; perCommand when run and compare word it apart.
 struct OptionHelp {
@@ -105,8 +124,10 @@ struct OptionInfo {
   std::function<bool(RunOptions&, const std::vector<std::string>&)> set;
 
   bool takes(OptionCommands c) const { return (commands & c) != 0; }
-  // The Python keyword ("kernel_cache_capacity"), empty when Python does not take it.
+  // The Python keyword ("kernel_cache_capacity", "model"), empty when Python does not take it.
   std::string pythonName() const;
+  // Whether a Session (and compare's records) take it, not only gearbox.run/compare_report.
+  bool sessionTakes() const { return python.accepted && python.session; }
 };
 
 // Every row, in table (and --help) order.
@@ -131,7 +152,9 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
 // The files a run reads (MODEL, --trace, --gears @FILE, a profile file) as (option, path), for
 // checkOutputsAreNotInputs.
 NamedPaths inputPaths(const RunOptions& o);
-void configureLogFromOptions(const RunOptions& o);
+// Points the compile log where --log and --log-stdout say, and its warnings at `warnings`
+// (printed once each, counted; not printed under -q).
+void configureLogFromOptions(const RunOptions& o, std::ostream& warnings);
 
 // The version of the JSON report's layout (docs/report-schema.json).
 constexpr int kReportSchemaVersion = 1;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <type_traits>
 
 #include "driver/run_options.h"
@@ -88,8 +89,11 @@ std::string cell(std::string text) {
 
 std::string OptionInfo::pythonName() const {
   if (!python.accepted) return "";
+  if (!python.keyword.empty()) return python.keyword;
   std::string n = name;
   std::replace(n.begin(), n.end(), '-', '_');
+  // "MODEL" (positional on the command line) -> model.
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return std::tolower(ch); });
   return n;
 }
 
@@ -129,7 +133,10 @@ std::string runOptionsMarkdown() {
                              : !r.takes(kCompareOnly)
                                  ? r.help.run
                                  : fmt::format("run: {}; compare: {}", r.help.run, r.help.compare);
-    std::string py = r.python.accepted ? "`" + r.pythonName() + "`" : "(" + r.python.reason + ")";
+    std::string py = !r.python.accepted ? "(" + r.python.reason + ")"
+                     : r.sessionTakes() ? "`" + r.pythonName() + "`"
+                                        : fmt::format("`{}` (run, compare_report; not Session: {})",
+                                                      r.pythonName(), r.python.reason);
     if (!r.python.alias.empty()) py += " (also `" + r.python.alias + "`)";
     md += fmt::format("| `{}` {} | {} | {} | {} | {} | {} |\n", r.names, r.type,
                       r.takes(kRunOnly) ? "yes" : "", r.takes(kCompareOnly) ? "yes" : "",

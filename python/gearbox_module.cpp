@@ -3,7 +3,9 @@
 //
 // The binding reuses the CLI's option handling (driver/run_options.h: toSessionOptions,
 // reportJson, runTrace, loadTrace), so a Session built from Python validates its options,
-// counts and reports exactly as `gearbox run` does and raises the same messages.
+// counts and reports exactly as `gearbox run` does and raises the same messages; gearbox.run and
+// gearbox.compare_report call the driver's runCommand and compareCommand, which are the CLI's
+// `run` and `compare` themselves.
 //
 // Arrays: an input whose dtype matches the graph's and whose layout is C-contiguous is wrapped,
 // not copied (the Tensor holds a reference to the array for as long as it lives); anything else
@@ -26,7 +28,11 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compile_log.h"
+#include "driver/compare.h"
 #include "driver/gear_suggest.h"
+#include "driver/run_command.h"
+#include "driver/run_options.h"
 #include "driver/trace.h"
 #include "executor/modes/geared.h"
 #include "executor/session.h"
@@ -34,7 +40,6 @@
 #include "graph/error.h"
 #include "graph/graph.h"
 #include "graph/text.h"
-#include "driver/run_options.h"
 
 namespace py = pybind11;
 
@@ -317,7 +322,7 @@ const cli::OptionInfo* optionForKeyword(const std::string& key) {
 std::vector<std::string> pythonKeywords() {
   std::vector<std::string> names = {"passes"};  // the older spelling of no_passes, inverted
   for (const cli::OptionInfo& info : cli::runOptionTable()) {
-    if (!info.python.accepted) continue;
+    if (!info.sessionTakes()) continue;
     names.push_back(info.pythonName());
     if (!info.python.alias.empty()) names.push_back(info.python.alias);
   }
@@ -350,7 +355,15 @@ std::vector<std::string> optionText(const cli::OptionInfo& info, const std::stri
   return {py::str(v).cast<std::string>()};
 }
 
-// Session options from Python keywords: every option of driver/run_options.def that Python
+// `passes`, the older spelling of no_passes (inverted), which every call still takes.
+bool takeOlderPasses(cli::RunOptions& o, const std::string& key, const py::handle& value) {
+  if (key != "passes") return false;
+  if (!py::isinstance<py::bool_>(value)) fail(ErrorKind::kConfig, "passes: expected True or False");
+  o.noPasses = !value.cast<bool>();
+  return true;
+}
+
+// Session options from Python keywords: every option of driver/run_options.def that a Session
 // takes, spelled as the CLI's long name with underscores and checked as the CLI checks it.
 // None leaves an option at its default.
 cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
@@ -358,20 +371,77 @@ cli::RunOptions runOptionsFromKwargs(const py::kwargs& kw) {
   o.quiet = true;
   for (const auto& item : kw) {
     const std::string key = py::str(item.first).cast<std::string>();
-    if (item.second.is_none()) continue;
-    if (key == "passes") {
-      if (!py::isinstance<py::bool_>(item.second))
-        fail(ErrorKind::kConfig, "passes: expected True or False");
-      o.noPasses = !item.second.cast<bool>();
-      continue;
-    }
+    if (item.second.is_none() || takeOlderPasses(o, key, item.second)) continue;
     const cli::OptionInfo* info = optionForKeyword(key);
+    if (info && !info->sessionTakes())
+      fail(ErrorKind::kConfig,
+           "{} is a keyword of gearbox.run and gearbox.compare_report, not of "
+           "a Session or compare's records ({})",
+           key, info->python.reason);
     if (!info)
       fail(ErrorKind::kConfig, "unknown option '{}' (one of: {})", key,
            fmt::join(pythonKeywords(), ", "));
     cli::setRunOption(o, *info, optionText(*info, key, item.second), key);
   }
   return o;
+}
+
+// The options of gearbox.run (kRunOnly) or gearbox.compare_report (kCompareOnly): every row
+// that command takes, with the CLI's defaults (printing included; quiet=True is -q).
+cli::RunOptions commandOptionsFromKwargs(const py::kwargs& kw, cli::OptionCommands command) {
+  const char* self = command == cli::kRunOnly ? "run" : "compare_report";
+  cli::RunOptions o;
+  std::vector<std::string> known = {"passes"};
+  for (const cli::OptionInfo& info : cli::runOptionTable())
+    if (info.python.accepted && info.takes(command)) known.push_back(info.pythonName());
+  std::sort(known.begin(), known.end());
+  for (const auto& item : kw) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    if (item.second.is_none() || takeOlderPasses(o, key, item.second)) continue;
+    const cli::OptionInfo* info = optionForKeyword(key);
+    if (info && !info->takes(command))
+      fail(ErrorKind::kConfig, "{} is a keyword of gearbox.{}, not of gearbox.{}", key,
+           command == cli::kRunOnly ? "compare_report" : "run", self);
+    if (!info)
+      fail(ErrorKind::kConfig, "gearbox.{}: unknown option '{}' (one of: {})", self, key,
+           fmt::join(known, ", "));
+    cli::setRunOption(o, *info, optionText(*info, key, item.second), key);
+  }
+  // The required rows (MODEL, --trace): CLI11 refuses to run without them.
+  if (o.model.empty()) fail(ErrorKind::kConfig, "gearbox.{}: model is required", self);
+  if (o.trace.empty()) fail(ErrorKind::kConfig, "gearbox.{}: trace is required", self);
+  return o;
+}
+
+// The compile log as a Session uses it (warnings on stderr), put back when a command that
+// pointed it at its own options (--log, warnings into the captured text) returns or throws.
+struct DefaultLogAfter {
+  ~DefaultLogAfter() {
+    cli::warningLog().setOutput(nullptr);
+    configureLogging(LogOptions{});
+  }
+};
+
+// gearbox.run and gearbox.compare_report: the driver's runCommand or compareCommand, exactly
+// what `gearbox run` and `gearbox compare` do with the same options. Returns
+// {"exit_status": the CLI's exit code, "output": its stdout, "errors": its stderr,
+//  "report": the --json report}; bad options, model or trace raise gearbox.Error.
+py::dict runCommandPy(cli::OptionCommands command, const py::kwargs& kw) {
+  cli::RunOptions o = commandOptionsFromKwargs(kw, command);
+  std::ostringstream out, err;
+  cli::CommandResult r;
+  {
+    // The GIL stays held: a command points the process's compile log and warning log at its
+    // own options, which another thread's command or Session must not see change under it.
+    DefaultLogAfter restore;
+    r = command == cli::kRunOnly ? cli::runCommand(o, out, err) : cli::compareCommand(o, out, err);
+  }
+  py::dict d;
+  d["exit_status"] = r.exitStatus;
+  d["output"] = out.str();
+  d["errors"] = err.str();
+  d["report"] = toPython(r.report);
+  return d;
 }
 
 // Geared sessions may get their gears from set_dim_gears after construction, so the options
@@ -771,6 +841,12 @@ PYBIND11_MODULE(_gearbox, m) {
   m.def("compare", &compare, py::arg("graph"), py::arg("trace"),
         py::arg("modes") = modeNames(ModeSet::kWithoutGears));
   m.def(
+      "run", [](const py::kwargs& kw) { return runCommandPy(cli::kRunOnly, kw); },
+      "`gearbox run` (gearbox.run in python/gearbox/__init__.py wraps it).");
+  m.def(
+      "compare_report", [](const py::kwargs& kw) { return runCommandPy(cli::kCompareOnly, kw); },
+      "`gearbox compare` (gearbox.compare_report in python/gearbox/__init__.py wraps it).");
+  m.def(
       "run_options",
       [] {
         py::list rows;
@@ -781,7 +857,10 @@ PYBIND11_MODULE(_gearbox, m) {
           r["python"] = info.pythonName().empty() ? py::object(py::none())
                                                   : py::object(py::str(info.pythonName()));
           r["alias"] = info.python.alias;
-          r["not_in_python"] = info.python.reason;
+          r["session"] = info.sessionTakes();
+          r["not_in_python"] = info.python.accepted ? "" : info.python.reason;
+          r["not_in_session"] = info.sessionTakes() ? "" : info.python.reason;
+          r["required"] = (info.flags & cli::kRequired) != 0;
           r["type"] = info.type;
           r["default"] = info.defaultText;
           r["run"] = info.takes(cli::kRunOnly);
@@ -794,7 +873,7 @@ PYBIND11_MODULE(_gearbox, m) {
         return rows;
       },
       "The options table (driver/run_options.def): one dict per option of `gearbox run` and "
-      "`gearbox compare`, with its Python keyword or why Python does not take it.");
+      "`gearbox compare`, with its Python keyword, and whether a Session takes it (or why not).");
   m.def(
       "mode_table",
       [] {

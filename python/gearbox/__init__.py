@@ -11,7 +11,14 @@ and measure what shape changes cost (docs/python.md).
 
 Errors are gearbox.Error (a RuntimeError) with the CLI's message, e.kind ("parse", "shape",
 "gear", ...) and e.label, the CLI's wording ("parse error").
+
+gearbox.run(model, trace, mode, **options) and gearbox.compare_report(model, trace, modes,
+**options) are `gearbox run` and `gearbox compare`: every option of the CLI, by its long name
+with '_' (docs/cli.md lists them), printing and writing the same.
 """
+
+import json as _json
+import os as _os
 
 from ._gearbox import (  # noqa: F401
     Error,
@@ -28,6 +35,8 @@ from ._gearbox import (  # noqa: F401
     suggest_gears,
 )
 from ._gearbox import compare as _compare
+from ._gearbox import compare_report as _compare_report
+from ._gearbox import run as _run
 from ._gearbox import mode_table as _mode_table
 
 # From the one mode table (executor/modes/modes.def), in its order.
@@ -48,3 +57,41 @@ def compare(graph, trace, modes=None, **options):
     if not isinstance(trace, str) and hasattr(trace, "__fspath__"):
         trace = trace.__fspath__()
     return _compare(graph, trace, list(modes), **options)
+
+
+def _command_options(options):
+    # Paths may be os.PathLike, as open() takes them.
+    return {k: _os.fspath(v) if hasattr(v, "__fspath__") else v for k, v in options.items()}
+
+
+def run(model, trace, mode="static", **options):
+    """`gearbox run MODEL --trace TRACE --mode MODE`, with every option of the CLI as a keyword
+    (json="r.json", junit=..., timeline=..., asserts=["graph_compiles<=3"], quiet=True, ...).
+
+    model: a .gbx path; trace: a .jsonl path. Returns {"exit_status": the CLI's exit code (0, or
+    1 when an assert, the reference check or the recompile policy failed), "output": what the
+    CLI prints on stdout, "errors": what it prints on stderr, "report": the JSON report (as
+    written to json= when given)}. Bad options, model or trace raise gearbox.Error, as the CLI
+    exits 2."""
+    options = _command_options(options)
+    result = _run(model=_os.fspath(model), trace=_os.fspath(trace), mode=mode, **options)
+    if options.get("json"):
+        # The file holds the per-iteration records the run streamed into it.
+        with open(options["json"], encoding="utf-8") as f:
+            result["report"] = _json.load(f)
+    return result
+
+
+def compare_report(model, trace, modes=None, **options):
+    """`gearbox compare MODEL --trace TRACE --modes ...`, with every option of the CLI as a
+    keyword (repeat=5, json=..., junit=..., html=..., timeline=..., check_reference=True, ...).
+
+    modes: a list or a comma-separated string; None is the CLI's default (every mode without
+    gears, plus those that need gears when gears= is given). Returns a dict as run() does, with
+    "report" the CLI's --json report of every mode; exit_status 2 when a mode could not take
+    its input. Modes whose outputs disagree raise gearbox.Error, as the CLI exits 2."""
+    options = _command_options(options)
+    if modes is not None and not isinstance(modes, str):
+        modes = ",".join(modes)
+    return _compare_report(model=_os.fspath(model), trace=_os.fspath(trace), modes=modes,
+                           **options)

@@ -299,25 +299,60 @@ def _typed_default(row):
 
 def test_every_option_of_the_table_reaches_python(repo, cli):
     """driver/run_options.def against the binding and the CLI: every option of run and compare
-    is a Python keyword with the same name and default, or says why not; each keyword is taken
-    with its default by Session and compare; the CLI lists every row."""
+    is a Python keyword with the same name and default. gearbox.run and gearbox.compare_report
+    take every row of their command; Session and compare's records take the session options
+    (and say why not the others); the CLI lists every row."""
+    import inspect
+
     rows = gearbox.run_options()
     run_help = subprocess.run([cli, "run", "--help"], capture_output=True, text=True).stdout
     compare_help = subprocess.run([cli, "compare", "--help"], capture_output=True,
                                   text=True).stdout
-    keywords = set()
+    model = str(repo / "examples" / "seed001_add.gbx")
+    trace = str(repo / "examples" / "seed001_add.trace.jsonl")
+    # Arguments of the wrappers (model, trace, mode, modes) rather than **options.
+    arguments = {"run": inspect.signature(gearbox.run).parameters,
+                 "compare": inspect.signature(gearbox.compare_report).parameters}
+    keywords, session_keywords = set(), set()
     for row in rows:
         assert row["run"] or row["compare"], row
         if row["run"]:
             assert row["cli"] in run_help, row["cli"]
         if row["compare"]:
             assert row["cli"] in compare_help, row["cli"]
-        if row["python"] is None:
-            assert row["not_in_python"], f"{row['cli']}: say why Python does not take it"
-            continue
-        assert row["python"] == row["name"].replace("-", "_")
+        # Issue 21: no option of run or compare is out of Python's reach.
+        assert row["python"] is not None, f"{row['cli']}: {row['not_in_python']}"
+        expected = "asserts" if row["name"] == "assert" else row["name"].replace("-", "_").lower()
+        assert row["python"] == expected
         keywords.add(row["python"])
         value = _typed_default(row)
+        for command, call in (("run", gearbox.run), ("compare", gearbox.compare_report)):
+            if not row[command]:
+                continue
+            if row["python"] in arguments[command]:
+                param = arguments[command][row["python"]]
+                if row["required"]:
+                    assert param.default is inspect.Parameter.empty, row["python"]
+                else:
+                    # None is the CLI's default set of modes (it grows with gears=).
+                    assert param.default in (value, None), row["python"]
+                if row["required"]:
+                    continue
+            # The default, given explicitly, is taken and changes nothing.
+            extra = {} if command == "run" else {"modes": "static", "repeat": 1}
+            extra[row["python"]] = value
+            result = call(model, trace, **extra)
+            assert result["exit_status"] == 0, (row["python"], result["errors"])
+            assert result["report"]["complete"]
+        if not row["session"]:
+            assert row["not_in_session"], f"{row['cli']}: say why a Session does not take it"
+            if row["python"] == "mode":  # Session's own argument
+                assert gearbox.Session(gearbox.parse(SEED001), mode=value).mode == value
+                continue
+            with pytest.raises(gearbox.Error, match="gearbox.run and gearbox.compare_report"):
+                gearbox.Session(gearbox.parse(SEED001), **{row["python"]: value})
+            continue
+        session_keywords.add(row["python"])
         s = gearbox.Session(gearbox.parse(SEED001), mode="static", **{row["python"]: value})
         s.run(ones(2, 2), ones(2, 2))
         records = gearbox.compare(gearbox.parse(SEED001), [{"x1": [2, 2], "x2": [2, 2]}],
@@ -326,11 +361,17 @@ def test_every_option_of_the_table_reaches_python(repo, cli):
         if row["alias"]:
             gearbox.Session(gearbox.parse(SEED001), **{row["alias"]: value})
     # The options issue 21 found missing from Python are there now.
-    assert {"model_only", "pad_to", "max_pad_bytes", "history_limit"} <= keywords
+    assert {"model_only", "pad_to", "max_pad_bytes", "history_limit"} <= session_keywords
+    assert {"json", "junit", "asserts", "html", "timeline", "repeat", "quiet",
+            "check_reference", "iterations", "explain"} <= keywords
     with pytest.raises(gearbox.Error) as e:
         gearbox.Session(gearbox.parse(SEED001), no_such_option=1)
-    for k in keywords:
+    for k in session_keywords:
         assert k in str(e.value)
+    with pytest.raises(gearbox.Error, match="unknown option 'no_such_option'"):
+        gearbox.run(model, trace, no_such_option=1)
+    with pytest.raises(gearbox.Error, match="html is a keyword of gearbox.compare_report"):
+        gearbox.run(model, trace, html="x.html")
 
 
 def test_options_are_checked_as_the_cli_checks_them():

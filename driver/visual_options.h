@@ -1,10 +1,11 @@
 #pragma once
 // The options that make something to look at: --timeline FILE (run, compare) writes Chrome
 // trace event JSON (executor/timeline.h, docs/timeline.md) and --html FILE (compare) a
-// self-contained report page (driver/html_report.h).
+// self-contained report page (driver/html_report.h). In the driver, not tools/: gearbox.run and
+// gearbox.compare_report write them as the CLI does.
 
-#include <CLI/CLI.hpp>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "executor/session.h"

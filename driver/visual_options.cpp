@@ -1,4 +1,4 @@
-#include "tools/visual_options.h"
+#include "driver/visual_options.h"
 
 #include <fmt/format.h>
 
