@@ -156,53 +156,7 @@ NamedPaths inputPaths(const RunOptions& o);
 // (printed once each, counted; not printed under -q).
 void configureLogFromOptions(const RunOptions& o, std::ostream& warnings);
 
-// The version of the JSON report's layout (docs/report-schema.json).
-constexpr int kReportSchemaVersion = 1;
-
-// What a CLI report adds to a session's own figures.
-struct ReportExtras {
-  const RunOptions* options = nullptr;  // the config block's seed and gear options
-  const RunTracker* tracker = nullptr;  // the recompile summary
-  IterationDetail detail = IterationDetail::kAll;
-};
-
-// The report of one session over a trace (report v1: docs/report-schema.json). Units: every
-// measured figure is in seconds and its key starts with measured_ and ends in _seconds; every
-// MODELED figure is in microseconds, and its key starts with modeled_ (or sits in the modeled
-// block) and ends in _us.
-nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
-                                  const std::string& trace, const ReportExtras& extras = {});
-// The config block: everything that decides the counters (mode, seed, profile, capacities,
-// recompile limit, dim marks, gears, passes).
-nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o);
-// {"name": "gearbox", "version": "..."}
-nlohmann::ordered_json toolJson();
 Verbosity verbosityOf(const RunOptions& o);  // Error(kConfig) for -q with -v
-// The median measured run time: exact over the session's history while it holds every call,
-// else from the tracker's histogram of every call (within 0.5%).
-double medianRunSeconds(const Session& s, const RunTracker* tracker = nullptr);
-// The MODELED breakdown as JSON: compile_us, launch_sync_us, compute_us, padding_waste_us,
-// padding_waste_pct (of compute), host_dynamic_us, total_us.
-nlohmann::ordered_json modeledJson(const ModeledTime& m);
-void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker = nullptr);
-
-// --assert 'graph_compiles<=3', 'compiles_after(10)==0', and in compare 'static.launches<=9'.
-struct Assertion {
-  std::string text, mode, metric, op;  // mode empty: every mode (compare) or the run's
-  int64_t after = -1;                  // compiles_after(N): N
-  double bound = 0;
-};
-// Parses and checks every assertion before anything runs: syntax, metric names (knownMetrics)
-// and, when `modes` is not empty, the mode prefix. Error(kConfig) naming the assertion.
-std::vector<Assertion> parseAsserts(const std::vector<std::string>& asserts,
-                                    const std::vector<std::string>& modes = {});
-// Evaluates one parsed assertion against one mode's report (and its tracker for
-// compiles_after).
-AssertResult evaluateAssert(const Assertion& a, const nlohmann::ordered_json& report,
-                            const RunTracker* tracker, const std::string& modeLabel = "");
-// Parses and evaluates against one report; returns the failure messages (empty = all hold).
-std::vector<std::string> checkAsserts(const nlohmann::ordered_json& report,
-                                      const std::vector<std::string>& asserts);
 
 // Runs every trace iteration through the session with deterministic inputs (seed + i),
 // printing what the output level asks for (through `tracker` when given; without one, one line
@@ -223,11 +177,7 @@ std::vector<std::vector<Tensor>> runTrace(Session& session,
                                           RunTracker* tracker = nullptr,
                                           const std::vector<int>* traceLines = nullptr);
 
-// Writes JSON to a file atomically.
-void writeJsonFile(const std::string& path, const nlohmann::ordered_json& j);
-// Writes a run report atomically; when `tracker` spooled the per_iteration records, they are
-// streamed from its temp file into the report's last key, so the report is never held whole.
-void writeReportFile(const std::string& path, const nlohmann::ordered_json& report,
-                     const RunTracker* tracker);
-
 }  // namespace gearbox::cli
+
+// The JSON report, the summary and --assert over these options (driver/report_json.h).
+#include "driver/report_json.h"  // IWYU pragma: export
