@@ -13,8 +13,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "graph/text.h"
 #include "driver/gear_suggest.h"
+#include "graph/text.h"
 
 namespace gearbox {
 namespace {

@@ -10,9 +10,9 @@
 
 #include <chrono>
 
+#include "driver/trace.h"
 #include "executor/session.h"
 #include "graph/text.h"
-#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

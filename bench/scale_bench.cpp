@@ -15,8 +15,8 @@
 #include "compiler/compiler.h"
 #include "compiler/kernel_store.h"
 #include "compiler/memory_plan.h"
-#include "graph/graph.h"
 #include "graph/file_io.h"
+#include "graph/graph.h"
 
 namespace gearbox {
 namespace {

@@ -26,7 +26,6 @@
 #include "graph/error.h"
 #include "graph/json_limits.h"
 
-
 namespace gearbox {
 
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
-#include "graph/json_limits.h"
 #include "graph/file_io.h"
+#include "graph/json_limits.h"
 
 namespace gearbox {
 

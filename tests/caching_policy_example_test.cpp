@@ -3,9 +3,9 @@
 // Copy this test and replace the model, trace and budgets with your own.
 #include <gtest/gtest.h>
 
+#include "driver/trace.h"
 #include "executor/session.h"
 #include "graph/text.h"
-#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

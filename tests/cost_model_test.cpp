@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/kernel_cost.h"
+#include "driver/trace.h"
 #include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/text.h"
 #include "test_models.h"
-#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "driver/trace.h"
 #include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "gears/gear_choice.h"
 #include "graph/error.h"
 #include "graph/text.h"
 #include "test_models.h"
-#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

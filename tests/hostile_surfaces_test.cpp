@@ -14,14 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
-#include "executor/modes/gear_options.h"
-#include "expect_error.h"
-#include "graph/json_limits.h"
-#include "graph/file_io.h"
-#include "graph/text.h"
-#include "temp_dir.h"
 #include "driver/html_report.h"
 #include "driver/run_options.h"
+#include "executor/modes/gear_options.h"
+#include "expect_error.h"
+#include "graph/file_io.h"
+#include "graph/json_limits.h"
+#include "graph/text.h"
+#include "temp_dir.h"
 
 namespace gearbox {
 namespace {

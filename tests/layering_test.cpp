@@ -15,8 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(Layering, EveryIncludeGoesDownTheLibraryOrder) {
-  const std::vector<std::string> order = {"graph", "gears", "compiler", "executor", "driver",
-                                          "tools"};
+  const std::vector<std::string> order = {"graph",    "gears",  "compiler",
+                                          "executor", "driver", "tools"};
   // What each folder may include besides itself: the folders below it.
   std::map<std::string, std::set<std::string>> allowed;
   for (size_t i = 0; i < order.size(); ++i)

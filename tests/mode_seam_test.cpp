@@ -5,10 +5,10 @@
 // from the device and the CallContext, as for every mode.
 #include <gtest/gtest.h>
 
+#include "driver/run_options.h"
 #include "executor/modes/mode_strategy.h"
 #include "graph/error.h"
 #include "test_models.h"
-#include "driver/run_options.h"
 
 namespace gearbox {
 namespace {

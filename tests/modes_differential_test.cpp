@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <random>
 
+#include "driver/trace.h"
 #include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "graph/text.h"
-#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

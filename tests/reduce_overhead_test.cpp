@@ -9,13 +9,13 @@
 #include <set>
 
 #include "compiler/kernel_store.h"
+#include "driver/trace.h"
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/text.h"
 #include "tests/cli_util.h"
 #include "tests/temp_dir.h"
 #include "tests/warning_capture.h"
-#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "driver/run_report.h"
+#include "driver/trace.h"
 #include "expect_error.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "temp_dir.h"
-#include "driver/run_report.h"
-#include "driver/trace.h"
 
 namespace gearbox {
 namespace {

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "driver/html_report.h"
+#include "driver/run_options.h"
 #include "executor/modes/mode_table.h"
 #include "fuzz_common.h"
 #include "graph/json_limits.h"
-#include "driver/html_report.h"
-#include "driver/run_options.h"
 
 namespace {
 

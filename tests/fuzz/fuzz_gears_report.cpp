@@ -3,9 +3,9 @@
 // into the config block unchecked, as after a refused run; configJson must keep a document too
 // deep for the JSON tree as a string (issue 22: a 1,000,000-deep --gears crashed here), and the
 // report must dump without an exception.
+#include "driver/run_options.h"
 #include "executor/modes/gear_options.h"
 #include "fuzz_common.h"
-#include "driver/run_options.h"
 
 GEARBOX_FUZZ_TARGET({
   gearbox::SessionOptions s;

@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "driver/trace.h"
 #include "fuzz_common.h"
 #include "graph/text.h"
-#include "driver/trace.h"
 
 namespace {
 const gearbox::Graph& model() {
