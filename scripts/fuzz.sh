@@ -32,18 +32,37 @@ for t in $targets; do
   # Every file once (-runs=0 over files): the regression part.
   mapfile -t files < <(find "tests/fuzz/corpus/$t" "tests/fuzz/crashes/$t" -type f ! -name .gitkeep)
   if [ ${#files[@]} -gt 0 ]; then "$bin" -runs=0 "${files[@]}" 2>&1 | tail -n 2; fi
-  if [ "$secs" -gt 0 ]; then
+done
+# The smoke runs, $jobs targets at a time (each is one process on one core). Each writes its own
+# log and exit code, printed in target order afterwards, so the output does not depend on timing.
+smoke() {
+  local t=$1 work=build-fuzz/corpus/$1 log=build-fuzz/fuzz_$1.log rc=0
+  mkdir -p "$work"
+  "build-fuzz/bin/fuzz_$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+  echo "$rc" >"build-fuzz/fuzz_$t.rc"
+}
+if [ "$secs" -gt 0 ]; then
+  running=0
+  for t in $targets; do
+    rm -f "build-fuzz/fuzz_$t.rc"
+    if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+    smoke "$t" &
+    running=$((running + 1))
+  done
+  wait
+  failed=0
+  for t in $targets; do
     echo "== fuzz $t: ${secs}s smoke =="
-    work=build-fuzz/corpus/$t
-    mkdir -p "$work"
     log=build-fuzz/fuzz_$t.log
-    if ! "$bin" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
-      -print_final_stats=1 "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
+    if [ "$(cat "build-fuzz/fuzz_$t.rc" 2>/dev/null)" != 0 ]; then
       tail -n 60 "$log"
       echo "fuzz $t: FAILED (log: $log; the input is the crash-*/timeout-*/oom-* file above)" >&2
-      exit 1
+      failed=1
+      continue
     fi
     grep -E "^stat::number_of_executed_units|^Done" "$log" || true
-  fi
-done
+  done
+  if [ "$failed" -ne 0 ]; then exit 1; fi
+fi
 echo "== fuzz: all targets passed =="
