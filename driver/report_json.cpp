@@ -226,9 +226,10 @@ void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker)
     os << fmt::format(
         "  start-up: {} up front, measured {}, modeled compile {:.1f} us; first call: "
         "measured {}, modeled {:.1f} us\n",
-        fmt::format("{} graph {}", up.graphCompiles, up.graphCompiles == 1 ? "compile" : "compiles"),
-        formatSeconds(up.seconds),
-        up.modeledCompileUs, formatSeconds(up.firstCallSeconds), up.firstCallModeledUs);
+        fmt::format("{} graph {}", up.graphCompiles,
+                    up.graphCompiles == 1 ? "compile" : "compiles"),
+        formatSeconds(up.seconds), up.modeledCompileUs, formatSeconds(up.firstCallSeconds),
+        up.firstCallModeledUs);
   }
   std::string line;
   for (const ModeCounter& c : st.modeCounters)

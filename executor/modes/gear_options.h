@@ -1,8 +1,9 @@
 #pragma once
 // Geared mode's options (executor/modes/geared.cpp): the gear specs, the merge policy, what
-// to do with a shape outside the gears and when the gears compile. A SessionOptions carries them as its mode's structured
-// options (SessionOptions::modeConfig), set through gearOptions(); the session knows nothing
-// of gears, and the geared mode reads and checks them when the session is built.
+// to do with a shape outside the gears and when the gears compile. A SessionOptions carries
+// them as its mode's structured options (SessionOptions::modeConfig), set through
+// gearOptions(); the session knows nothing of gears, and the geared mode reads and checks them
+// when the session is built.
 
 #include <cstdint>
 #include <string>
@@ -26,6 +27,8 @@ enum class GearFallback {
 const char* gearFallbackName(GearFallback f);  // "error", "pad", "dynamic", "eager"
 // Error(kConfig) naming the choices for anything else.
 GearFallback parseGearFallback(std::string_view text);
+// Every GearFallback's name, in declaration order (the option's choices).
+std::vector<std::string> gearFallbackNames();
 
 // When the gears compile (--gear-compile).
 enum class GearCompile {

@@ -36,11 +36,22 @@ const char* gearFallbackName(GearFallback f) {
   return "?";
 }
 
+namespace {
+constexpr GearFallback kGearFallbacks[] = {GearFallback::kError, GearFallback::kPad,
+                                           GearFallback::kDynamic, GearFallback::kEager};
+}  // namespace
+
+std::vector<std::string> gearFallbackNames() {
+  std::vector<std::string> names;
+  for (GearFallback f : kGearFallbacks) names.emplace_back(gearFallbackName(f));
+  return names;
+}
+
 GearFallback parseGearFallback(std::string_view text) {
-  for (GearFallback f :
-       {GearFallback::kError, GearFallback::kPad, GearFallback::kDynamic, GearFallback::kEager})
+  for (GearFallback f : kGearFallbacks)
     if (text == gearFallbackName(f)) return f;
-  fail(ErrorKind::kConfig, "--gear-fallback '{}': expected error, pad, dynamic or eager", text);
+  fail(ErrorKind::kConfig, "--gear-fallback '{}': expected one of {}", text,
+       fmt::join(gearFallbackNames(), ", "));
 }
 
 const char* gearCompileName(GearCompile c) {
@@ -308,8 +319,8 @@ std::vector<Tensor> GearedMode::runFallback(std::span<const Tensor> inputs,
     } else {
       stats.planCacheMisses++;
       const InputSignature target = fallbackDims_.target(host_.graph(), sig);
-      const bool isStatic = std::all_of(target.begin(), target.end(),
-                                        [](const Shape& s) { return s.isStatic(); });
+      const bool isStatic =
+          std::all_of(target.begin(), target.end(), [](const Shape& s) { return s.isStatic(); });
       fallbackPlans_.push_back(host_.compile(
           target,
           isStatic ? "not a gear: gear fallback dynamic, sizes 0 and 1 specialised (a static "

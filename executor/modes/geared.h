@@ -9,8 +9,8 @@
 // Everything about gears is the mode's own, here: its options (gear_options.h, carried in
 // SessionOptions::modeConfig), its counters (SessionStats::modeCounters: gears, padded_calls,
 // real_elements, padded_elements; fallback_calls with a dynamic or eager fallback,
-// gears_compiled_on_first_use with lazy gears), its per-call fields (CallRecord::modeFields) and the
-// set_dim_gears API, free functions over Session::modeStrategy(). The Session has no gear
+// gears_compiled_on_first_use with lazy gears), its per-call fields (CallRecord::modeFields) and
+// the set_dim_gears API, free functions over Session::modeStrategy(). The Session has no gear
 // members and no gear methods.
 
 #include <optional>
@@ -36,8 +36,8 @@ std::vector<std::string> gearOptionLines(const Session& s);
 
 // One geared call, read back from its record's mode fields.
 struct GearedCall {
-  int gear = -1;  // the gear that ran; -1 for a fallback call and a call of another mode
-  bool padded = false;                           // inputs were padded up to the gear
+  int gear = -1;        // the gear that ran; -1 for a fallback call and a call of another mode
+  bool padded = false;  // inputs were padded up to the gear
   int64_t realElements = 0, paddedElements = 0;  // input elements before/after padding
   std::string fallback;  // "dynamic" or "eager" for a call that took that fallback, else ""
 };
@@ -49,7 +49,7 @@ struct GearedCounters {
   int64_t gears = 0;
   int64_t paddedCalls = 0;                       // calls padded up to a gear
   int64_t realElements = 0, paddedElements = 0;  // over the padded calls
-  int64_t fallbackCalls = 0;           // calls that took the dynamic or eager fallback
+  int64_t fallbackCalls = 0;                     // calls that took the dynamic or eager fallback
   int64_t gearsCompiledOnFirstUse = 0;  // lazy gears compiled so far, each in its first call
   // Padding waste over the padded calls: (padded - real) / real elements, 0 without any.
   double paddingWaste() const {
@@ -81,8 +81,7 @@ class GearedMode final : public ModeStrategy {
   bool padAllowed() const;
   // Gear `gear`'s plan; a lazy gear compiles in this call (one graph compile, through the
   // host). Error(kGear) `verb` naming the shapes when the gear cannot be compiled.
-  const Plan& gearPlan(size_t gear, const InputSignature& sig, const char* verb,
-                       CallContext& call);
+  const Plan& gearPlan(size_t gear, const InputSignature& sig, const char* verb, CallContext& call);
   // A call that is not a gear, under --gear-fallback dynamic or eager.
   std::vector<Tensor> runFallback(std::span<const Tensor> inputs, const InputSignature& sig,
                                   CallContext& call);
