@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sstream>
 
 #include "graph/error.h"
@@ -117,6 +118,19 @@ void printCompareTable(const std::vector<ModeResult>& results, int repeat, std::
   row("syncs", count("syncs"));
   row("allocations", count("allocations"));
   row("fallback runs", count("fallback_runs"));
+  // Geared calls outside the gears under --gear-fallback dynamic or eager (a mode counter).
+  auto fallbackCalls = [](const ModeResult& r) {
+    const auto mc = r.report.find("mode_counters");
+    return mc != r.report.end() && mc->contains("fallback_calls")
+               ? std::optional<int64_t>((*mc)["fallback_calls"].get<int64_t>())
+               : std::nullopt;
+  };
+  if (std::any_of(results.begin(), results.end(),
+                  [&](const ModeResult& r) { return r.ok() && fallbackCalls(r); }))
+    row("gear fallback calls", [&](const ModeResult& r) {
+      const auto n = fallbackCalls(r);
+      return n ? std::to_string(*n) : std::string("-");
+    });
   const std::string n = fmt::format(" (median, n={})", repeat);
   row("measured host compile" + n, [](const ModeResult& r) { return withSpread(r.compileS); });
   row("measured runs" + n, [](const ModeResult& r) { return withSpread(r.runS); });
@@ -134,6 +148,15 @@ void printCompareTable(const std::vector<ModeResult>& results, int repeat, std::
       [&](const ModeResult& r) { return us(r.modeled.hostDynamicUs); });
   row("MODELED device time", [&](const ModeResult& r) { return us(r.modeled.total()); });
   row("MODELED last call", [&](const ModeResult& r) { return us(r.modeledLastCallUs); });
+  // Start-up vs first call (--gear-compile): the up-front compiles and the first call.
+  auto startup = [](const ModeResult& r, const char* key) {
+    const auto s = r.report.find("startup");
+    return s != r.report.end() ? (*s)[key].get<double>() : 0.0;
+  };
+  row("MODELED start-up (up-front compiles)",
+      [&](const ModeResult& r) { return us(startup(r, "modeled_up_front_compile_us")); });
+  row("MODELED first call",
+      [&](const ModeResult& r) { return us(startup(r, "modeled_first_call_us")); });
 }
 
 std::string modeledVerdict(const std::vector<ModeResult>& results) {

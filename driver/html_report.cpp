@@ -344,6 +344,16 @@ std::string sideBySide(const HtmlReport& r) {
   row("allocations", count(&SessionStats::allocations));
   row("fallback runs", count(&SessionStats::fallbackRuns));
   row("peak bytes", count(&SessionStats::peakBytes));
+  // Geared calls outside the gears under --gear-fallback dynamic or eager (a mode counter).
+  auto hasFallback = [](const HtmlModeData& m) {
+    return std::any_of(m.stats.modeCounters.begin(), m.stats.modeCounters.end(),
+                       [](const ModeCounter& c) { return c.name == "fallback_calls"; });
+  };
+  if (std::any_of(r.modes.begin(), r.modes.end(), hasFallback))
+    row("gear fallback calls", [&](const HtmlModeData& m) {
+      return hasFallback(m) ? std::to_string(m.stats.modeCounter("fallback_calls"))
+                            : std::string("-");
+    });
   auto spread = [](const HtmlSpread& s) {
     return fmt::format("{} &plusmn;{}", secs(s.median), secs((s.max - s.min) / 2));
   };
@@ -370,6 +380,13 @@ std::string sideBySide(const HtmlReport& r) {
   row(
       "MODELED device time", [&](const HtmlModeData& m) { return us(m.stats.modeled.total()); },
       "modeled");
+  // Start-up vs first call (--gear-compile, docs/gears.md).
+  row(
+      "MODELED start-up (up-front compiles)",
+      [&](const HtmlModeData& m) { return us(m.stats.startup.modeledCompileUs); }, "modeled");
+  row(
+      "MODELED first call",
+      [&](const HtmlModeData& m) { return us(m.stats.startup.firstCallModeledUs); }, "modeled");
   h += "</table>\n";
   for (const HtmlModeData& m : r.modes)
     if (!m.failure.empty())

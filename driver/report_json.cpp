@@ -61,7 +61,8 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
       g["spec"] = gears.json;  // malformed: kept as given
     }
     g["merge"] = gears.merge == MergePolicy::kProduct ? "product" : "zip";
-    g["fallback"] = gears.padFallback ? "pad" : "error";
+    g["fallback"] = gearFallbackName(gears.fallback);
+    g["compile"] = gearCompileName(gears.compile);
     g["max_pad_bytes"] = gears.maxPadBytes;
     if (!gears.padTo.empty()) {
       nlohmann::ordered_json pad = nlohmann::ordered_json::object();
@@ -92,6 +93,16 @@ nlohmann::ordered_json modeledJson(const ModeledTime& m) {
   j["padding_waste_pct"] = m.computeUs > 0 ? 100.0 * m.paddingWasteUs / m.computeUs : 0.0;
   j["host_dynamic_us"] = m.hostDynamicUs;
   j["total_us"] = m.total();
+  return j;
+}
+
+nlohmann::ordered_json startupJson(const StartupStats& s) {
+  nlohmann::ordered_json j;
+  j["up_front_graph_compiles"] = s.graphCompiles;
+  j["measured_prepare_seconds"] = s.seconds;
+  j["modeled_up_front_compile_us"] = s.modeledCompileUs;
+  j["measured_first_call_seconds"] = s.firstCallSeconds;
+  j["modeled_first_call_us"] = s.firstCallModeledUs;
   return j;
 }
 
@@ -141,6 +152,7 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["modeled_compile_us"] = st.modeledCompileUs;
   j["modeled"] = modeledJson(st.modeled);
   j["modeled_last_call_us"] = s.history().empty() ? 0.0 : s.history().back().modeledDeviceUs;
+  j["startup"] = startupJson(st.startup);
   if (s.options().modelOnly) j["model_only"] = true;
   // Padded geared calls are counted here and not as plan-cache misses (a gear served them); the
   // mode's counter, 0 in a mode that pads nothing.
@@ -201,9 +213,23 @@ void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker)
                     st.launches, st.syncs, st.allocations, st.fallbackRuns, st.peakBytes);
   if (modeInfo(st.mode).needsGears) {
     const GearedCounters gears = gearedCounters(st);
-    os << fmt::format("  gears compiled up front {}, padded calls {}, padding waste {:.1f}%\n",
-                      gears.gears, gears.paddedCalls, 100.0 * gears.paddingWaste());
+    const GearOptions* options = findGearOptions(s.options());
+    const bool lazy = options && options->compile == GearCompile::kLazy;
+    os << fmt::format("  gears {} {}, padded calls {}, padding waste {:.1f}%\n",
+                      lazy ? "compiled on first use" : "compiled up front",
+                      lazy ? fmt::format("{} of {}", gears.gearsCompiledOnFirstUse, gears.gears)
+                           : std::to_string(gears.gears),
+                      gears.paddedCalls, 100.0 * gears.paddingWaste());
     for (const std::string& line : s.modeReportLines()) os << "  " << line << "\n";
+    // Start-up against the first call (--gear-compile moves compiles from one to the other).
+    const StartupStats& up = st.startup;
+    os << fmt::format(
+        "  start-up: {} up front, measured {}, modeled compile {:.1f} us; first call: "
+        "measured {}, modeled {:.1f} us\n",
+        fmt::format("{} graph {}", up.graphCompiles,
+                    up.graphCompiles == 1 ? "compile" : "compiles"),
+        formatSeconds(up.seconds), up.modeledCompileUs, formatSeconds(up.firstCallSeconds),
+        up.firstCallModeledUs);
   }
   std::string line;
   for (const ModeCounter& c : st.modeCounters)

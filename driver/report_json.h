@@ -42,6 +42,8 @@ double medianRunSeconds(const Session& s, const RunTracker* tracker = nullptr);
 // The MODELED breakdown as JSON: compile_us, launch_sync_us, compute_us, padding_waste_us,
 // padding_waste_pct (of compute), host_dynamic_us, total_us.
 nlohmann::ordered_json modeledJson(const ModeledTime& m);
+// The "startup" block: prepare()'s up-front compiles (measured and MODELED) and the first call.
+nlohmann::ordered_json startupJson(const StartupStats& s);
 void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker = nullptr);
 
 // --assert 'graph_compiles<=3', 'compiles_after(10)==0', and in compare 'static.launches<=9'.

@@ -60,7 +60,8 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
     if (!o.gears.empty()) gears.json = gearsText(o.gears);
     for (const std::string& p : o.padTo) gears.padTo.push_back(parsePadTo(p));
     gears.merge = parseMergePolicy(o.merge);
-    gears.padFallback = o.gearFallback == "pad";
+    gears.fallback = parseGearFallback(o.gearFallback);
+    gears.compile = parseGearCompile(o.gearCompile);
     gears.maxPadBytes = o.maxPadBytes;
   }
   return s;

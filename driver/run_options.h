@@ -13,6 +13,7 @@
 #include "driver/reference_check.h"
 #include "driver/run_report.h"
 #include "driver/trace.h"
+#include "executor/modes/gear_options.h"
 #include "executor/session.h"
 
 namespace gearbox::cli {

@@ -152,6 +152,17 @@ struct CallRecord {
   ModeledTime modeled;          // MODELED, split by kind (docs/cost-model.md)
 };
 
+// Start-up against the first call: what prepare() did before any call (geared mode's gears
+// compiled up front; nothing in the other modes) and what the first call then cost, so a user
+// sees the trade of compiling up front or on first use (--gear-compile, docs/gears.md).
+struct StartupStats {
+  int64_t graphCompiles = 0;      // plans compiled up front
+  double seconds = 0;             // measured wall time of prepare()
+  double modeledCompileUs = 0;    // MODELED compile cost of the plans compiled up front
+  double firstCallSeconds = 0;    // measured compile + run time of the first call
+  double firstCallModeledUs = 0;  // MODELED device time of the first call
+};
+
 struct SessionStats {
   Mode mode = Mode::kStatic;
   int64_t iterations = 0;
@@ -175,6 +186,7 @@ struct SessionStats {
   double modeledDeviceUs = 0;   // MODELED, compile + run
   double modeledCompileUs = 0;  // MODELED, the compile part
   ModeledTime modeled;          // MODELED, split by kind; includes geared up-front compiles
+  StartupStats startup;         // prepare() and the first call (both also counted above)
   CacheStats kernelCache, planCache;
   std::vector<std::string> passesFired;  // passes that changed the graph, in run order
   // The mode's own counters (ModeStrategy::counters), in the mode's order (reduce-overhead's

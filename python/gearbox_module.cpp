@@ -454,7 +454,8 @@ SessionOptions sessionOptions(const cli::RunOptions& o, Mode mode) {
   s.mode = mode;
   GearOptions& gears = gearOptions(s);
   gears.merge = parseMergePolicy(o.merge);
-  gears.padFallback = o.gearFallback == "pad";
+  gears.fallback = parseGearFallback(o.gearFallback);
+  gears.compile = parseGearCompile(o.gearCompile);
   gears.maxPadBytes = o.maxPadBytes;
   return s;
 }

@@ -105,6 +105,76 @@ TEST(Cli, CompareRunsEveryModeAndAgrees) {
   EXPECT_EQ(j["modes"]["eager"]["graph_compiles"], 0);
 }
 
+// Issue 25: --gear-fallback dynamic on four_ops' trace with gears 1, 2, 4: the calls of 3 and 8
+// (8 above the largest gear) take the dynamic path, counted; one compile beyond the gears;
+// outputs match the reference executor. eager: the gears only, kernels per new op shape.
+TEST(Cli, GearFallbackDynamicAndEagerAreCountedAndMatchTheReference) {
+  TempDir dir;
+  const std::string base = "run " + shellQuote(example("four_ops.gbx")) + " --trace " +
+                           shellQuote(example("four_ops.trace.jsonl")) +
+                           " --mode geared --gears '{\"x\": {\"0\": [1, 2, 4]}}' "
+                           "--check-reference -v --gear-fallback ";
+  auto r = runGearbox(base + "dynamic --json " + shellQuote(dir.file("d.json")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("agrees"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not a gear: gear fallback dynamic, ran plan #4 op by op"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("geared: fallback_calls 2"), std::string::npos) << r.output;
+  auto d = nlohmann::json::parse(readFile(dir.file("d.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(d));
+  EXPECT_EQ(d["graph_compiles"], 3 + 1);
+  EXPECT_EQ(d["mode_counters"]["fallback_calls"], 2);
+  EXPECT_EQ(d["config"]["gears"]["fallback"], "dynamic");
+  EXPECT_EQ(d["per_iteration"][4]["gear"], -1);
+  EXPECT_EQ(d["per_iteration"][4]["mode_fields"]["gear_fallback"], "dynamic");
+  EXPECT_EQ(d["reference_check"]["calls"], 8);
+
+  r = runGearbox(base + "eager --json " + shellQuote(dir.file("e.json")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("agrees"), std::string::npos) << r.output;
+  auto e = nlohmann::json::parse(readFile(dir.file("e.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(e));
+  EXPECT_EQ(e["graph_compiles"], 3);
+  EXPECT_EQ(e["mode_counters"]["fallback_calls"], 2);
+  // The gears' 3 x 3 kernels, then 3 per new size outside them (3 and 8).
+  EXPECT_EQ(e["kernel_compiles"], 9 + 2 * 3);
+}
+
+// Issue 25: --gear-compile lazy vs eager: an unused gear (16) never compiles lazily; start-up
+// (MODELED) is lower with lazy and the first call (MODELED) higher.
+TEST(Cli, GearCompileLazyCompilesOnFirstUseAndReportsStartUp) {
+  TempDir dir;
+  const std::string base = "run " + shellQuote(example("four_ops.gbx")) + " --trace " +
+                           shellQuote(example("four_ops.trace.jsonl")) +
+                           " --mode geared --gears '{\"x\": {\"0\": [1, 2, 4, 8, 16]}}' "
+                           "--gear-fallback pad --check-reference --gear-compile ";
+  auto lazyRun = runGearbox(base + "lazy --json " + shellQuote(dir.file("l.json")));
+  ASSERT_EQ(lazyRun.exitCode, 0) << lazyRun.output;
+  EXPECT_NE(lazyRun.output.find("gears compiled on first use 4 of 5"), std::string::npos)
+      << lazyRun.output;
+  EXPECT_NE(lazyRun.output.find("start-up: 0 graph compiles up front"), std::string::npos)
+      << lazyRun.output;
+  auto eagerRun = runGearbox(base + "eager --json " + shellQuote(dir.file("e.json")));
+  ASSERT_EQ(eagerRun.exitCode, 0) << eagerRun.output;
+  EXPECT_NE(eagerRun.output.find("start-up: 5 graph compiles up front"), std::string::npos)
+      << eagerRun.output;
+  auto l = nlohmann::json::parse(readFile(dir.file("l.json")));
+  auto e = nlohmann::json::parse(readFile(dir.file("e.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(l));
+  EXPECT_EQ(l["config"]["gears"]["compile"], "lazy");
+  EXPECT_EQ(l["graph_compiles"], 4);  // gears 1, 2, 4, 8; 16 is never used
+  EXPECT_EQ(e["graph_compiles"], 5);
+  EXPECT_EQ(l["mode_counters"]["gears_compiled_on_first_use"], 4);
+  EXPECT_EQ(l["startup"]["up_front_graph_compiles"], 0);
+  EXPECT_EQ(e["startup"]["up_front_graph_compiles"], 5);
+  EXPECT_LT(l["startup"]["modeled_up_front_compile_us"].get<double>(),
+            e["startup"]["modeled_up_front_compile_us"].get<double>());
+  EXPECT_GT(l["startup"]["modeled_first_call_us"].get<double>(),
+            e["startup"]["modeled_first_call_us"].get<double>());
+  EXPECT_EQ(l["padded_calls"], e["padded_calls"]);
+}
+
 TEST(Cli, EvalWritesEveryOutputAndMatchesTheReference) {
   TempDir dir;
   const Graph g = loadGraph(example("four_ops.gbx"));

@@ -253,7 +253,7 @@ TEST(ModeledTime, PaddedCallRunsAtTheGearShapeAndReportsItsWaste) {
   SessionOptions o;
   o.mode = Mode::kGeared;
   gearOptions(o).json = R"({"x1": {"0": [2, 8]}, "x2": {"0": [2, 8]}})";
-  gearOptions(o).padFallback = true;
+  gearOptions(o).fallback = GearFallback::kPad;
   Session s(testing_models::seed001(), o);
   s.run(makeInputs(s.graph(), testing_models::seed001Sig(5), 0));  // padded to 8
   const CostModel c;
@@ -357,7 +357,7 @@ class MlpServing : public ::testing::Test {
     o.modelOnly = true;
     if (modeInfo(mode).needsGears) {  // gear options only for the mode that takes them
       gearOptions(o).json = gears;
-      gearOptions(o).padFallback = true;
+      gearOptions(o).fallback = GearFallback::kPad;
     }
     Session s(graph_, o);
     for (const InputSignature& sig : trace) s.run(inputs_.at(sig[0][0] - 1));

@@ -161,7 +161,7 @@ TEST_F(ServingSuggestion, ItsJsonRunsInGearedModeAsPredicted) {
   o.mode = Mode::kGeared;
   o.modelOnly = true;
   gearOptions(o).json = s.gearsJson;
-  gearOptions(o).padFallback = true;
+  gearOptions(o).fallback = GearFallback::kPad;
   o.historyLimit = 64;
   int64_t compilesAtRunTime = 0;
   o.onCall = [&](const CallRecord& r) { compilesAtRunTime += r.graphCompiled ? 1 : 0; };
@@ -207,7 +207,7 @@ TEST(GearSuggest, SeedOneGearsCoverItsOwnTrace) {
   SessionOptions o;
   o.mode = Mode::kGeared;
   gearOptions(o).json = s.gearsJson;
-  gearOptions(o).padFallback = true;
+  gearOptions(o).fallback = GearFallback::kPad;
   Session session(g, o);
   for (size_t i = 0; i < trace.size(); ++i) {
     const auto in = makeInputs(g, trace[i], i);
@@ -300,7 +300,7 @@ TEST(SharedSymbolGears, AGearOnOneInputCoversTheOther) {
   SessionOptions o;
   o.mode = Mode::kGeared;
   gearOptions(o).json = R"({"x": {"0": [1, 2, 4, 8]}})";
-  gearOptions(o).padFallback = true;
+  gearOptions(o).fallback = GearFallback::kPad;
   Session session(g, o);
   for (size_t i = 0; i < trace.size(); ++i) {
     const auto in = makeInputs(g, trace[i], i);

@@ -20,7 +20,7 @@ SessionOptions geared(MergePolicy merge = MergePolicy::kZip, bool pad = false,
   SessionOptions o;
   o.mode = Mode::kGeared;
   gearOptions(o).merge = merge;
-  gearOptions(o).padFallback = pad;
+  gearOptions(o).fallback = pad ? GearFallback::kPad : GearFallback::kError;
   o.device = device;
   return o;
 }

@@ -120,7 +120,7 @@ TEST(ModeTable, GearedCountersAreTheModesOwn) {
   b.output(b.add(x, x, "y"));
   SessionOptions o;
   o.mode = Mode::kGeared;
-  gearOptions(o).padFallback = true;
+  gearOptions(o).fallback = GearFallback::kPad;
   Session s(b.build(), o);
   set_dim_gears(s, "x", {{0, {2, 4}}});
   s.run(makeInputs(s.graph(), {Shape{3}}, 1));

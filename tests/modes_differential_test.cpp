@@ -66,7 +66,8 @@ TEST_P(EveryModeEveryModel, MatchesTheReferenceExecutor) {
   SessionOptions o;
   o.mode = c.mode;
   o.device = c.device;
-  if (modeInfo(c.mode).needsGears) gearOptions(o).padFallback = c.pad;
+  if (modeInfo(c.mode).needsGears)
+    gearOptions(o).fallback = c.pad ? GearFallback::kPad : GearFallback::kError;
   Session s(g, o);
   if (modeInfo(c.mode).needsGears) {
     // Gears on the batch dim: every size the trace uses when exact, a coarse ladder with pad.

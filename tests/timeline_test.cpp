@@ -80,7 +80,7 @@ TEST_P(TimelineModes, OneEventPerCountedCompileAndCall) {
   o.timeline = &tl;
   if (modeInfo(o.mode).needsGears) {
     gearOptions(o).json = R"({"x": {"0": [1, 2, 4, 8]}})";
-    gearOptions(o).padFallback = true;
+    gearOptions(o).fallback = GearFallback::kPad;
   }
   Session s(fourOps(), o);
   const auto trace = fourOpsTrace();

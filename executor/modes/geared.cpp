@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "compiler/compile_log.h"
@@ -23,6 +24,44 @@ GearOptions& gearOptions(SessionOptions& o) {
 
 const GearOptions* findGearOptions(const SessionOptions& o) {
   return std::any_cast<GearOptions>(&o.modeConfig);
+}
+
+const char* gearFallbackName(GearFallback f) {
+  switch (f) {
+    case GearFallback::kError: return "error";
+    case GearFallback::kPad: return "pad";
+    case GearFallback::kDynamic: return "dynamic";
+    case GearFallback::kEager: return "eager";
+  }
+  return "?";
+}
+
+namespace {
+constexpr GearFallback kGearFallbacks[] = {GearFallback::kError, GearFallback::kPad,
+                                           GearFallback::kDynamic, GearFallback::kEager};
+}  // namespace
+
+std::vector<std::string> gearFallbackNames() {
+  std::vector<std::string> names;
+  for (GearFallback f : kGearFallbacks) names.emplace_back(gearFallbackName(f));
+  return names;
+}
+
+GearFallback parseGearFallback(std::string_view text) {
+  for (GearFallback f : kGearFallbacks)
+    if (text == gearFallbackName(f)) return f;
+  fail(ErrorKind::kConfig, "--gear-fallback '{}': expected one of {}", text,
+       fmt::join(gearFallbackNames(), ", "));
+}
+
+const char* gearCompileName(GearCompile c) {
+  return c == GearCompile::kLazy ? "lazy" : "eager";
+}
+
+GearCompile parseGearCompile(std::string_view text) {
+  if (text == "eager") return GearCompile::kEager;
+  if (text == "lazy") return GearCompile::kLazy;
+  fail(ErrorKind::kConfig, "--gear-compile '{}': expected eager or lazy", text);
 }
 
 namespace {
@@ -71,16 +110,30 @@ GearedCall gearedCall(const CallRecord& r) {
   c.padded = padded && padded->value == "true";
   c.realElements = fieldInt(r, "real_elements");
   c.paddedElements = fieldInt(r, "padded_elements");
+  if (const ModeField* fallback = findModeField(r.modeFields, "gear_fallback"))
+    c.fallback = fallback->value;
   return c;
 }
 
 GearedCounters gearedCounters(const SessionStats& st) {
-  return {st.modeCounter("gears"), st.modeCounter("padded_calls"), st.modeCounter("real_elements"),
-          st.modeCounter("padded_elements")};
+  return {st.modeCounter("gears"),          st.modeCounter("padded_calls"),
+          st.modeCounter("real_elements"),  st.modeCounter("padded_elements"),
+          st.modeCounter("fallback_calls"), st.modeCounter("gears_compiled_on_first_use")};
 }
 
-GearedMode::GearedMode(ModeHost& host) : host_(host), config_(GearConfig::fromGraph(host.graph())) {
+GearedMode::GearedMode(ModeHost& host)
+    : host_(host),
+      config_(GearConfig::fromGraph(host.graph())),
+      // The dynamic fallback leaves dynamic what dynamic mode does (DynamicDimPolicy kDeclared).
+      fallbackDims_(DynamicDimPolicy::Start::kDeclared, host.options().dynamicDims,
+                    host.options().staticDims) {
   if (const GearOptions* given = host.modeConfig<GearOptions>()) options_ = *given;
+  // --pad-to pads every call, so no call is left for another fallback to take.
+  if (!options_.padTo.empty() && options_.fallback != GearFallback::kError &&
+      options_.fallback != GearFallback::kPad)
+    fail(ErrorKind::kConfig,
+         "--pad-to pads every call to one shape; it cannot be combined with --gear-fallback {}",
+         gearFallbackName(options_.fallback));
   // Bad gears text fails when the session is built, not at its first call. prepare() applies
   // the text again, after any set_dim_gears calls, so here it goes into a scratch copy.
   if (const std::string& text = options_.json; !text.empty()) {
@@ -95,41 +148,55 @@ void GearedMode::setDimGears(const std::string& input, const DimGearList& gears)
 }
 
 bool GearedMode::padAllowed() const {
-  return options_.padFallback || !options_.padTo.empty();
+  return options_.fallback == GearFallback::kPad || !options_.padTo.empty();
 }
 
 std::vector<ModeCounter> GearedMode::counters() const {
   // Top level: the report keeps these in keys of their own (gears, padded_calls,
   // padding_waste), which predate mode_counters.
   constexpr auto top = ModeReportPlace::kTopLevel;
-  return {{"gears", gears_, top},
-          {"padded_calls", paddedCalls_, top},
-          {"real_elements", realElements_, top},
-          {"padded_elements", paddedElements_, top}};
+  std::vector<ModeCounter> c = {{"gears", gears_, top},
+                                {"padded_calls", paddedCalls_, top},
+                                {"real_elements", realElements_, top},
+                                {"padded_elements", paddedElements_, top}};
+  // The newer ones, in the mode_counters section, only under the options that make them.
+  if (options_.fallback == GearFallback::kDynamic || options_.fallback == GearFallback::kEager)
+    c.push_back({"fallback_calls", fallbackCalls_});
+  if (options_.compile == GearCompile::kLazy)
+    c.push_back({"gears_compiled_on_first_use", lazyCompiles_});
+  return c;
 }
 
 std::string GearedMode::upFrontSummary() const {
   return fmt::format("{} gears", gears_);
 }
 
-void GearedMode::recordCall(CallContext& call, size_t gear, bool padded, int64_t real,
-                            int64_t paddedElems) {
+void GearedMode::recordCall(CallContext& call, int gear, bool padded, int64_t real,
+                            int64_t paddedElems, const char* fallback) {
   using Kind = ModeField::Kind;
   constexpr auto top = ModeReportPlace::kTopLevel;
   CallRecord& rec = call.rec;
-  rec.modeFields.reserve(host_.options().timeline ? 6 : 5);
+  rec.modeFields.reserve(6 + (host_.options().timeline ? 1 : 0));
   rec.modeFields.emplace_back("gear", std::to_string(gear), Kind::kInt, top);
   rec.modeFields.emplace_back("padded", padded ? "true" : "false", Kind::kBool, top);
   rec.modeFields.emplace_back("real_elements", std::to_string(real), Kind::kInt, top);
   rec.modeFields.emplace_back("padded_elements", std::to_string(paddedElems), Kind::kInt, top);
-  rec.modeFields.emplace_back("ran",
-                              padded
-                                  ? fmt::format("padded {} -> {} elements, ran gear {} (plan #{})",
-                                                real, paddedElems, gear, rec.planId)
-                                  : fmt::format("gear {} (plan #{})", gear, rec.planId),
-                              Kind::kText, ModeReportPlace::kRunLog);
+  if (fallback) rec.modeFields.emplace_back("gear_fallback", fallback);
+  std::string ran;
+  if (fallback && rec.planId)
+    ran = fmt::format("not a gear: gear fallback {}, ran plan #{} op by op", fallback, rec.planId);
+  else if (fallback)
+    ran = fmt::format("not a gear: gear fallback {}, ran op by op", fallback);
+  else if (padded)
+    ran = fmt::format("padded {} -> {} elements, ran gear {} (plan #{})", real, paddedElems, gear,
+                      rec.planId);
+  else
+    ran = fmt::format("gear {} (plan #{})", gear, rec.planId);
+  rec.modeFields.emplace_back("ran", std::move(ran), Kind::kText, ModeReportPlace::kRunLog);
   if (host_.options().timeline)
-    rec.modeFields.emplace_back("gear", std::to_string(gear) + (padded ? " (padded)" : ""),
+    rec.modeFields.emplace_back("gear",
+                                fallback ? fmt::format("fallback {}", fallback)
+                                         : std::to_string(gear) + (padded ? " (padded)" : ""),
                                 Kind::kText, ModeReportPlace::kTimeline);
 }
 
@@ -165,6 +232,17 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   log->info("  ge.dynamicNodeType = {}", set.dynamicNodeTypeOption());
   log->info("  ge.inputShape = {}", set.inputShapeOption());
 
+  if (options_.compile == GearCompile::kLazy) {
+    // Lazy (vLLM's lazy capture proposal, vllm#20098): the gear list is built and checked,
+    // and each gear compiles in the call that first uses it (gearPlan).
+    plans_.assign(set.size(), nullptr);
+    invalid_.assign(set.size(), "");
+    gears_ = static_cast<int64_t>(set.size());
+    log->info("{} gears compile on first use (--gear-compile lazy)", set.size());
+    set_.emplace(std::move(set));
+    return;
+  }
+
   // Every gear is a plan compiled up front, through the host: counted as graph compiles and
   // costed (MODELED) exactly as a plan compiled at a call.
   std::vector<UpFrontCompile> jobs(set.size());
@@ -197,6 +275,68 @@ void GearedMode::prepare(const InputSignature& firstSeen) {
   gears_ = static_cast<int64_t>(valid);
   log->info("Compiled {} of {} gears up front: {} {} compiled", valid, plans_.size(), kernels,
             kernels == 1 ? "kernel" : "kernels");
+}
+
+const Plan& GearedMode::gearPlan(size_t gear, const InputSignature& sig, const char* verb,
+                                 CallContext& call) {
+  const Graph& graph = host_.graph();
+  if (!plans_[gear] && invalid_[gear].empty()) {
+    // A lazy gear, first used: one graph compile in this call, counted and costed (MODELED)
+    // as the up-front compile would have been, and timed in the call's record.
+    auto shapes = set_->shapes(gear);
+    try {
+      plans_[gear] = host_.compile(
+          InputSignature(shapes.begin(), shapes.end()),
+          fmt::format("gear {} compiled on first use (--gear-compile lazy)", gear), call);
+      ++lazyCompiles_;
+    } catch (const Error& e) {
+      invalid_[gear] = e.what();
+    }
+  }
+  if (!plans_[gear])
+    fail(ErrorKind::kGear, "shapes [{}] {} gear {}, which could not be compiled: {}",
+         signatureToString(graph, sig), verb, gear, invalid_[gear]);
+  return *plans_[gear];
+}
+
+std::vector<Tensor> GearedMode::runFallback(std::span<const Tensor> inputs,
+                                            const InputSignature& sig, CallContext& call) {
+  using OpKernels = ModeHost::OpKernels;
+  std::vector<Tensor> out;
+  if (options_.fallback == GearFallback::kEager) {
+    // As eager mode: op by op, each new op shape compiling its kernel, one sync at the end.
+    out = host_.runOpByOp(host_.graph(), nullptr, inputs, /*syncPerOp=*/false,
+                          OpKernels::kEagerCompile, call);
+  } else {
+    // As dynamic mode: the plan with dynamic dims that accepts the shapes, compiled on the
+    // first call outside the gears; run op by op with its shape-generic kernels.
+    SessionStats& stats = host_.stats();
+    const Plan* plan = nullptr;
+    for (const auto& p : fallbackPlans_)
+      if (signatureAccepts(p->signature, sig)) plan = p.get();
+    if (plan) {
+      stats.planCacheHits++;
+    } else {
+      stats.planCacheMisses++;
+      const InputSignature target = fallbackDims_.target(host_.graph(), sig);
+      const bool isStatic =
+          std::all_of(target.begin(), target.end(), [](const Shape& s) { return s.isStatic(); });
+      fallbackPlans_.push_back(host_.compile(
+          target,
+          isStatic ? "not a gear: gear fallback dynamic, sizes 0 and 1 specialised (a static "
+                     "plan, as dynamic mode)"
+                   : "not a gear: gear fallback dynamic, one plan with dynamic dims",
+          call));
+      plan = fallbackPlans_.back().get();
+    }
+    call.rec.planId = plan->id;
+    out = plan->isStatic ? host_.launchStatic(*plan, inputs, call)
+                         : host_.runOpByOp(*plan->graph, plan, inputs, host_.syncPerOp(),
+                                           OpKernels::kPlan, call);
+  }
+  recordCall(call, -1, false, 0, 0, gearFallbackName(options_.fallback));
+  ++fallbackCalls_;
+  return out;
 }
 
 namespace {
@@ -247,25 +387,27 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   lookup.arg("result", found ? "hit" : "miss");
   lookup.end();
   if (auto gear = found) {
-    if (!plans_[*gear])
-      fail(ErrorKind::kGear, "shapes [{}] match gear {}, which could not be compiled: {}",
-           signatureToString(graph, sig), *gear, invalid_[*gear]);
-    stats.planCacheHits++;
-    std::vector<Tensor> out = host_.launchStatic(*plans_[*gear], inputs, call);
-    recordCall(call, *gear, false, 0, 0);
+    // A lazy gear's first use compiles it: a miss, as any call that compiles its plan.
+    const bool compiles = !plans_[*gear];
+    const Plan& plan = gearPlan(*gear, sig, "match", call);
+    if (compiles)
+      stats.planCacheMisses++;
+    else
+      stats.planCacheHits++;
+    std::vector<Tensor> out = host_.launchStatic(plan, inputs, call);
+    recordCall(call, static_cast<int>(*gear), false, 0, 0);
     return out;
   }
+  if (options_.fallback == GearFallback::kDynamic || options_.fallback == GearFallback::kEager)
+    return runFallback(inputs, sig, call);
   // A padded call is counted in padded_calls, not as a plan-cache miss: a gear served it.
   if (!padAllowed()) {
     stats.planCacheMisses++;
     set_->match(sig);  // throws the explanatory message
   }
   const size_t gear = set_->padTarget(sig);  // throws when no gear covers the shapes
-  if (!plans_[gear])
-    fail(ErrorKind::kGear, "shapes [{}] pad up to gear {}, which could not be compiled: {}",
-         signatureToString(graph, sig), gear, invalid_[gear]);
   checkRealSizes(graph, *padding_, sig);
-  const Plan& plan = *plans_[gear];
+  const Plan& plan = gearPlan(gear, sig, "pad up to", call);
   rec.planId = plan.id;
 
   // What this pad allocates (padded inputs and outputs), checked before any of it is: a huge
@@ -345,7 +487,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     copyBlock(padded[o].view(), t.view());
     out.push_back(std::move(t));
   }
-  recordCall(call, gear, true, realElements, paddedElements);
+  recordCall(call, static_cast<int>(gear), true, realElements, paddedElements);
   paddedCalls_++;
   realElements_ += realElements;
   paddedElements_ += paddedElements;

@@ -160,6 +160,8 @@ UpFrontResult SessionHost::compileUpFront(const std::vector<UpFrontCompile>& job
   TimelineSpan batch = this->span(what, "prepare");
   const auto start = Clock::now();
   UpFrontResult r;
+  // Plans compiled later (a gear fallback's) are numbered after these.
+  for (const UpFrontCompile& job : jobs) nextPlanId_ = std::max(nextPlanId_, job.id + 1);
   r.plans.assign(jobs.size(), nullptr);
   r.errors.assign(jobs.size(), "");
   // MODELED device compile cost of each job's kernels, summed in its own task.

@@ -161,6 +161,37 @@ def test_geared_pad_fallback_and_gears_option():
     assert s.history[0]["padded"] is True
 
 
+def test_geared_dynamic_and_eager_fallbacks_and_lazy_gears():
+    # Calls above the largest gear take the fallback; each is counted, and the outputs are
+    # exact. dynamic compiles one plan more than the gears; eager none.
+    gears = {"x1": {"0": [2, 4]}, "x2": {"0": [2, 4]}}
+    for fallback, compiles in (("dynamic", 3), ("eager", 2)):
+        s = gearbox.Session(gearbox.parse(SEED001), mode="geared", gears=gears,
+                            gear_fallback=fallback)
+        for rows in (2, 9, 4, 12):
+            (y,) = s.run(ones(rows, 2), ones(rows, 2))
+            np.testing.assert_array_equal(y, 2 * ones(rows, 2))
+        st = s.stats
+        assert st["graph_compiles"] == compiles
+        assert st["mode_counters"] == {"fallback_calls": 2}
+        assert st["config"]["gears"]["fallback"] == fallback
+        assert [r["gear"] for r in s.history] == [0, -1, 1, -1]
+        assert [r.get("mode_fields", {}).get("gear_fallback") for r in s.history] == [
+            None, fallback, None, fallback]
+    # Lazy gears: nothing up front, a gear compiles in its first call, gear 4 never.
+    s = gearbox.Session(gearbox.parse(SEED001), mode="geared", gears=gears, gear_compile="lazy")
+    s.compile_gears()
+    assert s.stats["startup"]["up_front_graph_compiles"] == 0
+    for rows in (2, 2):
+        s.run(ones(rows, 2), ones(rows, 2))
+    st = s.stats
+    assert (st["graph_compiles"], st["gears"]) == (1, 2)
+    assert st["mode_counters"] == {"gears_compiled_on_first_use": 1}
+    assert st["config"]["gears"]["compile"] == "lazy"
+    assert [r["graph_compiled"] for r in s.history] == [True, False]
+    assert st["startup"]["modeled_first_call_us"] == s.history[0]["modeled_device_us"]
+
+
 def test_set_dim_gears_errors_like_torchair():
     s = gearbox.Session(gearbox.parse(SEED001), mode="geared")
     with pytest.raises(gearbox.Error) as e:
