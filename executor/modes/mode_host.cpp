@@ -268,7 +268,8 @@ std::optional<MissDescription> SessionHost::onMiss(std::vector<GuardedPlan> cach
       describeMiss(*p_.graph, std::move(cached), sig, p_.stats.graphCompiles == 0);
   rec.guardFailures = miss.guardFailures;
   rec.guardFailureDetails = miss.failures;
-  const MissDecision d = p_.recompilePolicy.onMiss(p_.stats.graphCompiles, miss);
+  const MissDecision d = p_.recompilePolicy.onMiss(
+      p_.stats.graphCompiles, miss, p_.stats.graphCompiles + p_.stats.kernelCompiles);
   if (d.action == MissAction::kCompile) return miss;
   if (!d.warning.empty()) compileLogger()->warn("{}", d.warning);
   rec.fallback = true;
