@@ -483,7 +483,7 @@ std::string renderSweepHtml(const SweepOptions& o, const SweepResult& r) {
     if (!(x->flags & SweepColumn::kPlotX) || !total) continue;
     std::vector<svgplot::ScatterSeries> series;
     for (size_t s = 0; s < seriesNames.size(); ++s) {
-      svgplot::ScatterSeries se{seriesNames[s], svgplot::color(s), {}};
+      svgplot::ScatterSeries se{seriesNames[s], svgplot::modeColor(s), {}};
       for (size_t i = 0; i < r.points.size(); ++i) {
         const SweepPoint& p = r.points[i];
         if (!p.ok() || seriesOf[i] != seriesNames[s]) continue;

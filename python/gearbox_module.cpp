@@ -468,7 +468,7 @@ py::dict sweepPy(const py::kwargs& kw) {
         const cli::OptionInfo* info = optionForKeyword(name);
         py::list values;
         if (py::isinstance<py::list>(axis.second) || py::isinstance<py::tuple>(axis.second))
-          values = py::list(axis.second);
+          values = py::list(py::reinterpret_borrow<py::object>(axis.second));
         else
           values.append(axis.second);
         std::vector<std::string> texts;

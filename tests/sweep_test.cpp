@@ -237,7 +237,7 @@ void checkGolden(const std::string& name, const std::string& got) {
 }
 
 TEST(SweepCli, TableAndJsonGoldens) {
-  TempDir dir;
+  testing_util::TempDir dir;
   const std::string args =
       "sweep examples/seed001_add.gbx --trace examples/seed001_add.trace.jsonl "
       "--grid recompile_limit=1,2,4 --grid on_recompile_limit=fallback,error --json " +
