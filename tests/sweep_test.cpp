@@ -99,10 +99,12 @@ TEST(Sweep, RecompileLimitRowsFollowFromTheTrace) {
 // A point is `gearbox run --model-only` with the point's options: the same counters and the
 // same MODELED figures.
 TEST(Sweep, APointIsTheRunOfItsOptions) {
-  SweepOptions o = sweepOf("seed001_add.gbx", "seed001_add.trace.jsonl",
-                           {"mode=static,auto,dynamic", "recompile_limit=2"});
+  // Every mode that runs without gears (the mode table's list).
+  SweepOptions o =
+      sweepOf("seed001_add.gbx", "seed001_add.trace.jsonl",
+              {"mode=" + joinModeNames(ModeSet::kWithoutGears, ",", ","), "recompile_limit=2"});
   const cli::SweepResult r = runIt(o);
-  ASSERT_EQ(r.points.size(), 3u);
+  ASSERT_EQ(r.points.size(), modeNames(ModeSet::kWithoutGears).size());
   for (const cli::SweepPoint& p : r.points) {
     cli::RunOptions ro = o.run;
     ro.mode = p.values[0];
@@ -120,16 +122,19 @@ TEST(Sweep, APointIsTheRunOfItsOptions) {
 }
 
 TEST(Sweep, SameGridSameBytes) {
-  const SweepOptions o = sweepOf("seed001_add.gbx", "seed001_add.trace.jsonl",
-                                 {"recompile_limit=1,2,4", "mode=static,auto,reduce-overhead"});
+  const std::vector<std::string> modes = modeNames(ModeSet::kWithoutGears);
+  const SweepOptions o =
+      sweepOf("seed001_add.gbx", "seed001_add.trace.jsonl",
+              {"recompile_limit=1,2,4", "mode=" + joinModeNames(ModeSet::kWithoutGears, ",", ",")});
   const cli::SweepResult a = runIt(o), b = runIt(o);
   EXPECT_EQ(cli::formatSweepTable(o, a), cli::formatSweepTable(o, b));
   EXPECT_EQ(cli::sweepJson(o, a).dump(), cli::sweepJson(o, b).dump());
   EXPECT_EQ(cli::renderSweepHtml(o, a), cli::renderSweepHtml(o, b));
   // Grid order: the first axis outermost.
-  ASSERT_EQ(a.points.size(), 9u);
-  EXPECT_EQ(a.points[1].values, (std::vector<std::string>{"1", "auto"}));
-  EXPECT_EQ(a.points[3].values, (std::vector<std::string>{"2", "static"}));
+  const size_t n = modes.size();
+  ASSERT_EQ(a.points.size(), 3 * n);
+  EXPECT_EQ(a.points[1].values, (std::vector<std::string>{"1", modes[1]}));
+  EXPECT_EQ(a.points[n].values, (std::vector<std::string>{"2", modes[0]}));
   // No timings in a model-only report.
   EXPECT_EQ(cli::sweepJson(o, a).dump().find("seconds"), std::string::npos);
 }
@@ -166,11 +171,11 @@ TEST(Sweep, AFailingPointIsARow) {
                     {"on_recompile_limit=error,fallback", "recompile_limit=2,8"}));
   ASSERT_EQ(r.points.size(), 4u);
   EXPECT_FALSE(r.points[0].ok());
-  EXPECT_EQ(r.points[0].errorKind, "limit");
+  EXPECT_EQ(r.points[0].errorKind, "recompile limit");
   EXPECT_NE(r.points[0].error.find("hit recompile_limit (2)"), std::string::npos);
   EXPECT_EQ(r.points[0].report.at("complete"), false);
   for (size_t i = 1; i < 4; ++i) EXPECT_TRUE(r.points[i].ok()) << i;
-  EXPECT_EQ(at(r.points[2], "fallback_runs"), 3);   // sizes 4, 5, 5 after 2 and 3 compiled
+  EXPECT_EQ(at(r.points[2], "fallback_runs"), 5);   // 4, 4, 5, 5, 6 after 2 and 3
   EXPECT_EQ(at(r.points[3], "graph_compiles"), 5);  // 5 distinct sizes, limit 8
 }
 

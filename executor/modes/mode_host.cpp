@@ -297,7 +297,7 @@ std::optional<MissDescription> SessionHost::onMiss(std::vector<GuardedPlan> cach
   rec.guardFailures = miss.guardFailures;
   rec.guardFailureDetails = miss.failures;
   const MissDecision d = p_.recompilePolicy.onMiss(
-      p_.stats.graphCompiles, miss, p_.stats.graphCompiles + p_.stats.kernelCompiles);
+      p_.stats.graphCompiles, miss, p_.stats.graphCompiles + p_.kernels.stats().compiles);
   if (d.action == MissAction::kCompile) return miss;
   if (!d.warning.empty()) compileLogger()->warn("{}", d.warning);
   rec.fallback = true;

@@ -102,8 +102,9 @@ def sweep(model, trace, grid=None, measured=False, **options):
     """`gearbox sweep MODEL --trace TRACE --grid ...` (docs/sweep.md): every point of the grid
     run over the trace, model only (exact, in parallel) unless measured=True.
 
-    grid: {option keyword: [values]}, e.g. {"recompile_limit": [1, 2, 4], "mode": ["static",
-    "auto"]}: the points are the cartesian product, the first axis outermost. Other keywords
+    grid: {option keyword: [values]}, e.g. {"recompile_limit": [1, 2, 4], "device_profile":
+    ["a100-class", "cpu-host"]}: the points are the cartesian product, the first axis
+    outermost. Other keywords
     are the settings every point shares (mode="auto", device_profile=..., any option a point
     may vary) and json=, html=. Returns {"exit_status", "output" (the table), "errors",
     "report" (the --json report: one entry per point, its row and its run report)}. A bad axis

@@ -29,13 +29,13 @@ def test_sweep_matches_the_cli(repo, cli, tmp_path, monkeypatch):
     assert points[0]["row"]["graph compiles"] == 1 and points[0]["row"]["fallback calls"] == 6
     assert points[4]["row"]["graph compiles"] == 5 and points[4]["row"]["fallback calls"] == 0
     # Under `error` the limit fails the point: a row saying so, not a failed sweep.
-    assert not points[1]["ok"] and points[1]["error"]["kind"] == "limit"
+    assert not points[1]["ok"] and points[1]["error"]["kind"] == "recompile limit"
     assert points[5]["ok"]
 
 
 def test_sweep_options_and_errors(repo, monkeypatch):
     monkeypatch.chdir(repo)
-    r = gearbox.sweep(MODEL, TRACE, grid={"mode": ["static", "auto"]}, recompile_limit=2)
+    r = gearbox.sweep(MODEL, TRACE, grid={"mode": list(gearbox.MODES[:2])}, recompile_limit=2)
     assert [p["report"]["config"]["recompile_limit"] for p in r["report"]["points"]] == [2, 2]
     with pytest.raises(gearbox.Error, match="recompile_limit=0"):
         gearbox.sweep(MODEL, TRACE, grid={"recompile_limit": [0]})
