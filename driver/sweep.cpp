@@ -227,7 +227,7 @@ const std::vector<SweepColumn>& sweepColumns() {
       {"modeled padding waste (us)", "/modeled/padding_waste_us", C::kIfNonZero},
       {"modeled compile (us)", "/modeled/compile_us"},
       {"modeled total (us)", "/modeled/total_us", C::kModeledTotal},
-      {"measured total (s)", "/measured_total_seconds", C::kMeasured, 4},
+      {"measured total (s)", "/measured_total_seconds", C::kMeasured, 6},
   };
   return columns;
 }
