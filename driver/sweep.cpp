@@ -302,6 +302,9 @@ SweepResult runSweep(const SweepOptions& so, const Graph& g,
         }
       }
       p.session = toSessionOptions(p.options, mode);
+      // A gear spec is parsed and checked against the graph when the session is built (no
+      // gear compiles yet): a malformed one is a bad value, not a failing point.
+      if (modeInfo(mode).needsGears) Session probe(g, p.session);
     } catch (const Error& e) {
       fail(ErrorKind::kConfig, "sweep point {} ({}): {}", i, pointLabel(r.axes, pt.values),
            e.what());

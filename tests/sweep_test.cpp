@@ -157,6 +157,10 @@ TEST(Sweep, GridErrorsNameTheAxisAndTheValue) {
                "--grid device_profile=no-such-profile");
   // A combination a session refuses names the point.
   EXPECT_ERROR(grid({"mode=static,geared"}), ErrorKind::kConfig, "sweep point 1 (mode=geared)");
+  SweepOptions geared = sweepOf("seed001_add.gbx", "seed001_add.trace.jsonl",
+                                {"gears={\"x1\": {\"0\": [2, 4]}};{\"nope\": {\"0\": [2]}}"});
+  geared.run.mode = "geared";
+  EXPECT_ERROR([&] { runIt(geared); }, ErrorKind::kConfig, "sweep point 1 (gears={\"nope\"");
   // ';' separates values that hold a ','.
   const cli::SweepResult r = runIt(sweepOf("seed001_add.gbx", "seed001_add.trace.jsonl",
                                            {"dynamic_dims=x1:0,x2:0;x1:0", "mode=dynamic"}));
