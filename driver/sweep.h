@@ -65,7 +65,7 @@ struct SweepColumn {
   enum Flags : unsigned {
     kNone = 0,
     kMeasured = 1,      // only with --measured
-    kIfPresent = 2,     // only when some point's report has the key (geared's padding_waste)
+    kIfPresent = 2,     // only when some point's report has the key (a mode's own field)
     kIfNonZero = 4,     // only when some point's value is not 0
     kPlotX = 8,         // the HTML page plots MODELED total against it
     kModeledTotal = 16  // the y of every plot
