@@ -474,9 +474,11 @@ py::dict sweepPy(const py::kwargs& kw) {
         std::vector<std::string> texts;
         for (const py::handle& value : values) {
           // Each value as the CLI's text (a dict of gears as JSON), checked when the grid is.
+          // A repeatable option's axis value is one item of it (parseGrid).
           const std::vector<std::string> t =
-              info ? optionText(*info, name, value)
-                   : std::vector<std::string>{py::str(value).cast<std::string>()};
+              info && !(info->type == "LIST" && py::isinstance<py::str>(value))
+                  ? optionText(*info, name, value)
+                  : std::vector<std::string>{py::str(value).cast<std::string>()};
           texts.insert(texts.end(), t.begin(), t.end());
         }
         // ';' separates values that may hold a ',' (parseGrid).

@@ -37,6 +37,10 @@ def test_sweep_options_and_errors(repo, monkeypatch):
     monkeypatch.chdir(repo)
     r = gearbox.sweep(MODEL, TRACE, grid={"mode": list(gearbox.MODES[:2])}, recompile_limit=2)
     assert [p["report"]["config"]["recompile_limit"] for p in r["report"]["points"]] == [2, 2]
+    # A repeatable option's axis value is one item of it.
+    c = gearbox.sweep(MODEL, TRACE, grid={"cost": ["graph_launch_base_us=1", "graph_launch_base_us=50"]})
+    totals = [p["row"]["modeled total (us)"] for p in c["report"]["points"]]
+    assert totals[0] < totals[1]
     with pytest.raises(gearbox.Error, match="recompile_limit=0"):
         gearbox.sweep(MODEL, TRACE, grid={"recompile_limit": [0]})
     with pytest.raises(gearbox.Error, match="no run option of that name"):
