@@ -33,6 +33,8 @@ namespace {
 
 // More points than this is a typo in a grid (a product of long axes), not a plan.
 constexpr size_t kMaxSweepPoints = 4096;
+// Points run (in parallel) between two rounds of report building; their sessions live until then.
+constexpr size_t kPointBatch = 64;
 // The calls a point's session keeps (its report reads only the last one).
 constexpr size_t kPointHistory = 16;
 
@@ -128,7 +130,8 @@ std::string suggestFor(const RunOptions& o, const Graph& g,
 }
 
 // The point's run report as `gearbox run --json` writes it, less what the sweep holds once
-// (tool, model, trace), the per-iteration records, and, model-only, every measured figure.
+// (tool, model, trace; the warnings, which the process counts across every point that ran at
+// once), the per-iteration records, and, model-only, every measured figure.
 nlohmann::ordered_json pointReport(const Session& s, const RunOptions& o, bool measured) {
   nlohmann::ordered_json report =
       reportJson(s, o.model, o.trace, {&o, nullptr, IterationDetail::kNone});
@@ -137,8 +140,7 @@ nlohmann::ordered_json pointReport(const Session& s, const RunOptions& o, bool m
   if (measured) {
     report["measured_total_seconds"] = s.stats().compileSeconds + s.stats().runSeconds;
   } else {
-    // The process's warnings are counted across every point that ran at once; the sweep
-    // lists them once. Measured figures of a model-only run are not kernel times.
+    // Measured figures of a model-only run are not kernel times, and differ run to run.
     std::vector<std::string> drop;
     for (const auto& [key, value] : report.items())
       if (key.rfind("measured_", 0) == 0) drop.push_back(key);
@@ -326,16 +328,13 @@ SweepResult runSweep(const SweepOptions& so, const Graph& g,
       p.error = Error(ErrorKind::kConfig, e.what());
     }
   };
-  if (so.measured) {
-    for (size_t i = 0; i < count; ++i) runPoint(i);
-  } else {
-    parallelFor(count, runPoint);
-  }
-  // The reports, on this thread and in grid order (the warning log is the process's).
-  for (size_t i = 0; i < count; ++i) {
+  // The reports, on this thread and in grid order: building one reads the process's warning
+  // log, which the running points write. Points run in batches, so at most a batch of finished
+  // sessions (their plans and kernels) is held at once.
+  auto report = [&](size_t i) {
     PreparedPoint& p = prepared[i];
     SweepPoint& pt = r.points[i];
-    if (!pt.ok()) continue;
+    if (!pt.ok()) return;
     if (p.ran) pt.report = pointReport(*p.ran, p.options, so.measured);
     if (p.error) {
       pt.error = p.error->what();
@@ -346,6 +345,15 @@ SweepResult runSweep(const SweepOptions& so, const Graph& g,
       }
     }
     p.ran.reset();
+  };
+  for (size_t start = 0; start < count; start += kPointBatch) {
+    const size_t n = std::min(kPointBatch, count - start);
+    if (so.measured) {
+      for (size_t j = 0; j < n; ++j) runPoint(start + j);
+    } else {
+      parallelFor(n, [&](size_t j) { runPoint(start + j); });
+    }
+    for (size_t j = 0; j < n; ++j) report(start + j);
   }
   return r;
 }

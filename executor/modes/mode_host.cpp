@@ -296,8 +296,12 @@ std::optional<MissDescription> SessionHost::onMiss(std::vector<GuardedPlan> cach
       describeMiss(*p_.graph, std::move(cached), sig, p_.stats.graphCompiles == 0);
   rec.guardFailures = miss.guardFailures;
   rec.guardFailureDetails = miss.failures;
-  const MissDecision d = p_.recompilePolicy.onMiss(
-      p_.stats.graphCompiles, miss, p_.stats.graphCompiles + p_.kernels.stats().compiles);
+  // Every compile so far, plans and kernels, for the accumulated limit (the kernel cache's
+  // stats sum its shards: read only when the limit is on).
+  const int64_t allCompiles = p_.recompilePolicy.accumulatedLimit() > 0
+                                  ? p_.stats.graphCompiles + p_.kernels.stats().compiles
+                                  : 0;
+  const MissDecision d = p_.recompilePolicy.onMiss(p_.stats.graphCompiles, miss, allCompiles);
   if (d.action == MissAction::kCompile) return miss;
   if (!d.warning.empty()) compileLogger()->warn("{}", d.warning);
   rec.fallback = true;
