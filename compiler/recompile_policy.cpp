@@ -166,20 +166,29 @@ std::optional<OnRecompileLimit> parseOnRecompileLimit(std::string_view s) {
   return std::nullopt;
 }
 
-MissDecision RecompilePolicy::onMiss(int64_t compilesSoFar, const MissDescription& miss) {
+MissDecision RecompilePolicy::onMiss(int64_t compilesSoFar, const MissDescription& miss,
+                                     int64_t allCompilesSoFar) {
   MissDecision d;
-  if (onLimit_ == OnRecompileLimit::kUnlimited || compilesSoFar < limit_) return d;
+  const bool accumulated = accumulatedLimit_ > 0 && allCompilesSoFar >= accumulatedLimit_;
+  if (onLimit_ == OnRecompileLimit::kUnlimited || (compilesSoFar < limit_ && !accumulated))
+    return d;
+  // Which limit was hit, in Dynamo's words.
+  const std::string hit =
+      compilesSoFar >= limit_
+          ? fmt::format("recompile_limit ({})", limit_)
+          : fmt::format("accumulated_recompile_limit ({}; {} compiles so far, plans and kernels)",
+                        accumulatedLimit_, allCompilesSoFar);
   if (onLimit_ == OnRecompileLimit::kError)
-    fail(ErrorKind::kLimit, "hit recompile_limit ({}); last reason: {}", limit_, miss.reason);
+    fail(ErrorKind::kLimit, "hit {}; last reason: {}", hit, miss.reason);
   d.action = MissAction::kFallback;
   // One warning per session, as Dynamo warns once and then runs the function in run-only mode;
   // every fallback call still records its reason.
   if (!warned_) {
     warned_ = true;
     d.warning = fmt::format(
-        "hit recompile_limit ({}); last reason: {}. Cached plans keep serving; calls that miss "
+        "hit {}; last reason: {}. Cached plans keep serving; calls that miss "
         "them now run through the dynamic path without compiling",
-        limit_, miss.reason);
+        hit, miss.reason);
   }
   return d;
 }

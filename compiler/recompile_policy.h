@@ -123,18 +123,33 @@ struct MissDecision {
 
 // Counts nothing itself: the caller says how many plans the session has compiled (Dynamo's
 // recompile_limit counts compiled entries per function; gearbox counts plan compiles per
-// session).
+// session), and how many compiles of any kind (plans and kernels) it has made.
+//
+// The accumulated limit is Dynamo's accumulated_recompile_limit (256) made to fit gearbox:
+// Dynamo's recompile_limit counts the entries of one code object that guard on the same
+// objects, and the accumulated limit all entries of the code object, a cap on compile work the
+// per-variant count cannot give. A gearbox session is one graph with no such variants, so
+// counting plans again would only be min(recompile_limit, accumulated); the compile work a
+// plan count does not bound is its kernels (tens per plan). So the accumulated limit counts
+// every compile of the session, plans and kernels (kernels loaded from a store are not
+// compiles). 0 (gearbox's default) turns it off: 256 kernels is a different amount of work
+// from Dynamo's 256 graphs, and a default would change every existing report.
 class RecompilePolicy {
  public:
-  RecompilePolicy(int limit, OnRecompileLimit onLimit) : limit_(limit), onLimit_(onLimit) {}
-  // Throws Error(kLimit) "hit recompile_limit (N); last reason: <reason>" under kError.
-  MissDecision onMiss(int64_t compilesSoFar, const MissDescription& miss);
+  RecompilePolicy(int limit, OnRecompileLimit onLimit, int64_t accumulatedLimit = 0)
+      : limit_(limit), onLimit_(onLimit), accumulatedLimit_(accumulatedLimit) {}
+  // Throws Error(kLimit) "hit recompile_limit (N); last reason: <reason>" (or
+  // accumulated_recompile_limit) under kError.
+  MissDecision onMiss(int64_t compilesSoFar, const MissDescription& miss,
+                      int64_t allCompilesSoFar = 0);
   int limit() const { return limit_; }
   OnRecompileLimit onLimit() const { return onLimit_; }
+  int64_t accumulatedLimit() const { return accumulatedLimit_; }
 
  private:
   int limit_;
   OnRecompileLimit onLimit_;
+  int64_t accumulatedLimit_;
   bool warned_ = false;
 };
 

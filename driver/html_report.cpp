@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <thread>
 
+#include "driver/svg_plot.h"
 #include "executor/modes/geared.h"
 #include "graph/file_io.h"
 
@@ -42,30 +41,17 @@ std::string htmlEscape(const std::string& s) {
 
 namespace {
 
-// One colour per mode, the same in every plot (colour-blind-safe Okabe-Ito palette).
-const char* modeColor(size_t i) {
-  static const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                  "#E69F00", "#56B4E9", "#000000", "#F0E442"};
-  return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
-}
+using svgplot::axes;
+using svgplot::legend;
+using svgplot::machine;
+using svgplot::modeColor;
+using svgplot::niceStep;
+using svgplot::PlotFrame;
+using svgplot::svgOpen;
 
 // Plots show at most this many points per series: longer traces are bucketed (the caption
 // says so), keeping the page small and quick to draw.
 constexpr size_t kMaxPoints = 800;
-
-std::string num(double v) {
-  if (v == 0) return "0";
-  return fmt::format("{:.4g}", v);
-}
-
-// A "nice" tick step (1, 2 or 5 times a power of ten) for about `n` ticks over `range`.
-double niceStep(double range, int n) {
-  if (range <= 0) return 1;
-  const double raw = range / n;
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / p;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
-}
 
 struct Point {
   double x, y, lo, hi;  // lo/hi: the band (min-max over repeats); equal to y without one
@@ -78,86 +64,6 @@ struct Series {
   bool band = false;
   bool step = false;  // a counter: drawn as a step line
 };
-
-struct PlotFrame {
-  static constexpr double W = 600, H = 320, L = 72, R = 16, T = 44, B = 48;
-  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  bool logY = false;
-  double px(double x) const { return L + (x - x0) / (x1 - x0 == 0 ? 1 : x1 - x0) * (W - L - R); }
-  double py(double y) const {
-    double v = y, a = y0, b = y1;
-    if (logY) {
-      v = std::log10(std::max(y, y0));
-      a = std::log10(y0);
-      b = std::log10(y1);
-    }
-    return H - B - (v - a) / (b - a == 0 ? 1 : b - a) * (H - T - B);
-  }
-};
-
-std::string svgOpen(const std::string& name, const std::string& title, size_t series) {
-  return fmt::format(
-      "<svg class=\"plot\" data-plot=\"{}\" data-expected-series=\"{}\" width=\"{}\" "
-      "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">\n"
-      "<text class=\"title\" x=\"{}\" y=\"16\">{}</text>\n",
-      name, series, PlotFrame::W, PlotFrame::H, PlotFrame::W, PlotFrame::H, htmlEscape(title),
-      PlotFrame::L, htmlEscape(title));
-}
-
-// Axes with ticks and labels.
-std::string axes(const PlotFrame& f, const std::string& xLabel, const std::string& yLabel,
-                 bool integerX) {
-  std::string s = "<g class=\"axes\">\n";
-  const double bottom = PlotFrame::H - PlotFrame::B, right = PlotFrame::W - PlotFrame::R;
-  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", PlotFrame::L, bottom, right,
-                   bottom);
-  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", PlotFrame::L, PlotFrame::T,
-                   PlotFrame::L, bottom);
-  double xs = niceStep(f.x1 - f.x0, 6);
-  if (integerX) xs = std::max(1.0, std::round(xs));
-  for (double x = std::ceil(f.x0 / xs) * xs; x <= f.x1 + 1e-9; x += xs) {
-    const double X = f.px(x);
-    s += fmt::format(
-        "<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\"/><text class=\"tick\" x=\"{:.1f}\" "
-        "y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-        X, bottom, X, bottom + 4, X, bottom + 16, num(x));
-  }
-  std::vector<double> yt;
-  if (f.logY) {
-    for (double y = std::pow(10.0, std::floor(std::log10(f.y0))); y <= f.y1 * 1.0001; y *= 10)
-      if (y >= f.y0 * 0.9999) yt.push_back(y);
-  } else {
-    const double ys = niceStep(f.y1 - f.y0, 5);
-    for (double y = std::ceil(f.y0 / ys) * ys; y <= f.y1 + 1e-9; y += ys) yt.push_back(y);
-  }
-  for (double y : yt) {
-    const double Y = f.py(y);
-    s += fmt::format(
-        "<line class=\"grid\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\"/><text "
-        "class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-        PlotFrame::L, Y, right, Y, PlotFrame::L - 4, Y + 4, num(y));
-  }
-  s += fmt::format("<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                   (PlotFrame::L + right) / 2, PlotFrame::H - 10, htmlEscape(xLabel));
-  s += fmt::format(
-      "<text class=\"label\" transform=\"translate(14 {}) rotate(-90)\" "
-      "text-anchor=\"middle\">{}</text>\n",
-      (PlotFrame::T + bottom) / 2, htmlEscape(yLabel));
-  return s + "</g>\n";
-}
-
-std::string legend(const std::vector<std::pair<std::string, const char*>>& entries) {
-  std::string s = "<g class=\"legend\">\n";
-  double x = PlotFrame::L;
-  for (const auto& [label, color] : entries) {
-    s += fmt::format(
-        "<rect x=\"{:.0f}\" y=\"24\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{:.0f}\" "
-        "y=\"34\">{}</text>\n",
-        x, color, x + 16, htmlEscape(label));
-    x += 28 + 7.0 * static_cast<double>(label.size());
-  }
-  return s + "</g>\n";
-}
 
 std::string linePlot(const std::string& name, const std::string& title, const std::string& xLabel,
                      const std::string& yLabel, const std::vector<Series>& series, bool logY) {
@@ -249,63 +155,9 @@ std::string secs(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-std::string machine() {
-  // The machine the measured figures come from, as the team's standard asks.
-  std::string cpu = "unknown CPU";
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  for (int i = 0; i < 64 && std::getline(in, line); ++i) {
-    if (line.rfind("model name", 0) == 0) {
-      const size_t c = line.find(':');
-      if (c != std::string::npos) cpu = line.substr(c + 2, 120);
-      break;
-    }
-  }
-  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
-}
-
-const char* kStyle =
-    R"(body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1280px}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px}
-table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}tr.modeled td{background:#fbf7ee}
-.note{color:#555;font-size:13px}.plots{display:flex;flex-wrap:wrap;gap:16px}
-svg.plot{border:1px solid #ddd;background:#fff}svg .title{font-size:14px;font-weight:600}
-svg .axes line{stroke:#444;stroke-width:1}svg .axes line.grid{stroke:#e4e4e4}
-svg text{font-size:11px;fill:#222}svg .label{font-size:12px}svg .band{opacity:.18}
-.failed{color:#b00}pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap})";
-
-// Checks the page on load: every plot has the number of series it declares. Sets
-// <body data-check="ok"> or "fail: ..." for the browser test; no network, no other effect.
-const char* kCheckScript = R"(<script>
-window.addEventListener('error', function (e) {
-  document.body.setAttribute('data-script-error', String(e.message));
-});
-(function () {
-  var errs = [];
-  var plots = document.querySelectorAll('svg.plot');
-  if (plots.length === 0) errs.push('no plots');
-  for (var i = 0; i < plots.length; ++i) {
-    var p = plots[i];
-    var n = p.querySelectorAll('g.series').length;
-    var want = Number(p.getAttribute('data-expected-series'));
-    if (n !== want) errs.push(p.getAttribute('data-plot') + ': ' + n + ' series, expected ' + want);
-  }
-  document.body.setAttribute('data-plots', String(plots.length));
-  document.body.setAttribute('data-check', errs.length ? 'fail: ' + errs.join('; ') : 'ok');
-})();
-</script>
-)";
-
 // The page head, title and the notes on what is MEASURED and what is MODELED.
 std::string pageHead(const HtmlReport& r) {
-  std::string h;
-  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  h += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-       "'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
-  h += fmt::format("<title>gearbox compare: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
-                   htmlEscape(r.model), kStyle);
-  h += fmt::format("<h1>gearbox compare: {}</h1>\n", htmlEscape(r.model));
+  std::string h = svgplot::pageStart("gearbox compare: " + r.model);
   h += fmt::format(
       "<p class=\"note\">trace {} ({} iterations), device {}, device profile {} for the "
       "MODELED figures, measured figures over {} fresh session(s) per mode on {}.{}</p>\n",
@@ -601,10 +453,7 @@ std::string renderHtmlReport(const HtmlReport& r) {
   }
 
   h += modeledBreakdown(ok, color);
-  h += "<p class=\"note\">Written by gearbox compare --html; self-contained (no network).</p>\n";
-  h += kCheckScript;
-  h += "</body>\n</html>\n";
-  return h;
+  return h + svgplot::pageEnd("gearbox compare --html");
 }
 
 void writeHtmlReport(const std::string& path, const HtmlReport& report) {

@@ -34,6 +34,7 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
   c["plan_cache_capacity"] = s.planCacheCapacity;
   c["recompile_limit"] = s.recompileLimit;
   c["on_recompile_limit"] = onRecompileLimitName(s.onRecompileLimit);
+  c["accumulated_recompile_limit"] = s.accumulatedRecompileLimit;
   auto marks = [](const DimMarks& m) {
     auto a = nlohmann::ordered_json::array();
     for (const auto& [name, dim] : m) a.push_back({{"input", name}, {"dim", dim}});

@@ -38,6 +38,7 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   s.planCacheCapacity = o.planCacheCapacity;
   if (o.recompileLimit < 1) fail(ErrorKind::kConfig, "--recompile-limit must be >= 1");
   s.recompileLimit = o.recompileLimit;
+  s.accumulatedRecompileLimit = o.accumulatedRecompileLimit;
   s.onRecompileLimit =
       parseOnRecompileLimit(o.onRecompileLimit).value_or(OnRecompileLimit::kFallback);
   if (!o.dynamicDims.empty()) s.dynamicDims = parseDimMarks(o.dynamicDims);

@@ -23,7 +23,8 @@ Session::Session(Graph graph, SessionOptions options)
       device_(makeDevice(options_.device)),
       kernels_(options_.kernelCacheCapacity),
       plans_(options_.planCacheCapacity),
-      recompilePolicy_(options_.recompileLimit, options_.onRecompileLimit) {
+      recompilePolicy_(options_.recompileLimit, options_.onRecompileLimit,
+                       options_.accumulatedRecompileLimit) {
   verifyGraph(graph);
   if (options_.runPasses) {
     passReport_ = defaultPipeline().run(graph);

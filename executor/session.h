@@ -90,6 +90,9 @@ struct SessionOptions {
   size_t planCacheCapacity = 64;
   int recompileLimit = 8;  // as Dynamo's recompile_limit
   OnRecompileLimit onRecompileLimit = OnRecompileLimit::kFallback;
+  // Dynamo's accumulated_recompile_limit, fitted to one graph: every compile of the session
+  // (plans + kernels); 0 = none (compiler/recompile_policy.h says why).
+  int64_t accumulatedRecompileLimit = 0;
   DimMarks dynamicDims;  // mark_dynamic
   DimMarks staticDims;   // mark_static
   // Persistent kernel_meta directories and precompiled bundles consulted before compiling,

@@ -33,6 +33,7 @@
 #include "driver/gear_suggest.h"
 #include "driver/run_command.h"
 #include "driver/run_options.h"
+#include "driver/sweep.h"
 #include "driver/trace.h"
 #include "executor/modes/geared.h"
 #include "executor/session.h"
@@ -435,6 +436,71 @@ py::dict runCommandPy(cli::OptionCommands command, const py::kwargs& kw) {
     // own options, which another thread's command or Session must not see change under it.
     DefaultLogAfter restore;
     r = command == cli::kRunOnly ? cli::runCommand(o, out, err) : cli::compareCommand(o, out, err);
+  }
+  py::dict d;
+  d["exit_status"] = r.exitStatus;
+  d["output"] = out.str();
+  d["errors"] = err.str();
+  d["report"] = toPython(r.report);
+  return d;
+}
+
+// gearbox.sweep: the driver's sweepCommand, as `gearbox sweep` runs it. `grid` maps an option's
+// keyword to its values (a list, or one value); the other keywords are the settings every point
+// shares (those a sweep may vary: driver/sweep.h sweepTakes) and measured, json, html.
+py::dict sweepPy(const py::kwargs& kw) {
+  cli::SweepOptions so;
+  for (const auto& item : kw) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    const py::handle v = item.second;
+    if (v.is_none() || takeOlderPasses(so.run, key, v)) continue;
+    if (key == "measured") {
+      if (!py::isinstance<py::bool_>(v))
+        fail(ErrorKind::kConfig, "measured: expected True or False");
+      so.measured = v.cast<bool>();
+    } else if (key == "json" || key == "html") {
+      (key == "json" ? so.json : so.html) = py::str(v).cast<std::string>();
+    } else if (key == "grid") {
+      if (!py::isinstance<py::dict>(v))
+        fail(ErrorKind::kConfig, "grid: expected a dict, option keyword -> list of values");
+      for (const auto& axis : v.cast<py::dict>()) {
+        const std::string name = py::str(axis.first).cast<std::string>();
+        const cli::OptionInfo* info = optionForKeyword(name);
+        py::list values;
+        if (py::isinstance<py::list>(axis.second) || py::isinstance<py::tuple>(axis.second))
+          values = py::list(py::reinterpret_borrow<py::object>(axis.second));
+        else
+          values.append(axis.second);
+        std::vector<std::string> texts;
+        for (const py::handle& value : values) {
+          // Each value as the CLI's text (a dict of gears as JSON), checked when the grid is.
+          // A repeatable option's axis value is one item of it (parseGrid).
+          const std::vector<std::string> t =
+              info && !(info->type == "LIST" && py::isinstance<py::str>(value))
+                  ? optionText(*info, name, value)
+                  : std::vector<std::string>{py::str(value).cast<std::string>()};
+          texts.insert(texts.end(), t.begin(), t.end());
+        }
+        // ';' separates values that may hold a ',' (parseGrid).
+        so.grid.push_back(fmt::format("{}={}", name, fmt::join(texts, ";")));
+      }
+    } else {
+      const cli::OptionInfo* info = optionForKeyword(key);
+      if (!info || !(info->name == "MODEL" || info->name == "trace" || cli::sweepTakes(*info)))
+        fail(ErrorKind::kConfig,
+             "gearbox.sweep: unknown option '{}' (grid, measured, json, html, model, trace, or "
+             "an option a sweep may vary)",
+             key);
+      cli::setRunOption(so.run, *info, optionText(*info, key, v), key);
+    }
+  }
+  if (so.run.model.empty()) fail(ErrorKind::kConfig, "gearbox.sweep: model is required");
+  if (so.run.trace.empty()) fail(ErrorKind::kConfig, "gearbox.sweep: trace is required");
+  std::ostringstream out, err;
+  cli::CommandResult r;
+  {
+    DefaultLogAfter restore;  // sweepCommand points the compile log at its own sink
+    r = cli::sweepCommand(so, out, err);
   }
   py::dict d;
   d["exit_status"] = r.exitStatus;
@@ -847,6 +913,8 @@ PYBIND11_MODULE(_gearbox, m) {
   m.def(
       "compare_report", [](const py::kwargs& kw) { return runCommandPy(cli::kCompareOnly, kw); },
       "`gearbox compare` (gearbox.compare_report in python/gearbox/__init__.py wraps it).");
+  m.def("sweep", &sweepPy,
+        "`gearbox sweep` (gearbox.sweep in python/gearbox/__init__.py wraps it).");
   m.def(
       "run_options",
       [] {

@@ -6,6 +6,8 @@
 
 #include <type_traits>
 
+#include "driver/sweep.h"
+
 namespace gearbox::cli {
 
 namespace {
@@ -31,6 +33,22 @@ void addRunOptions(CLI::App* cmd, RunOptions& o, OptionCommands command) {
   if ((commands)&command) {                                                                   \
     const OptionHelp h = help;                                                                \
     addOne(cmd, names, o.field, command == kRunOnly ? h.run : h.compare, flags, check);       \
+  }
+#include "driver/run_options.def"
+#undef GEARBOX_RUN_OPTION
+}
+
+void addSweepOptions(CLI::App* cmd, RunOptions& o) {
+  // MODEL, --trace and every option a grid may vary, as the value every point shares.
+  auto takes = [](const char* names) {
+    for (const OptionInfo& r : runOptionTable())
+      if (r.names == names) return r.name == "MODEL" || r.name == "trace" || sweepTakes(r);
+    return false;
+  };
+#define GEARBOX_RUN_OPTION(field, type, def, names, commands, flags, check, config, py, help) \
+  if (takes(names)) {                                                                         \
+    const OptionHelp h = help;                                                                \
+    addOne(cmd, names, o.field, h.run, flags, check);                                         \
   }
 #include "driver/run_options.def"
 #undef GEARBOX_RUN_OPTION

@@ -11,4 +11,8 @@ namespace gearbox::cli {
 // Registers the rows `command` takes on a CLI11 subcommand, bound to `o`.
 void addRunOptions(CLI::App* cmd, RunOptions& o, OptionCommands command);
 
+// Registers MODEL, --trace and the rows a sweep may vary (driver/sweep.h: sweepTakes) on
+// `gearbox sweep`, each as the value every grid point shares unless an axis varies it.
+void addSweepOptions(CLI::App* cmd, RunOptions& o);
+
 }  // namespace gearbox::cli

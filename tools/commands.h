@@ -21,5 +21,6 @@ void registerKernels(CLI::App& app);
 void registerPrecompile(CLI::App& app);
 void registerCalibrate(CLI::App& app);
 void registerImport(CLI::App& app);  // tools/cmd_import.cpp
+void registerSweep(CLI::App& app);   // tools/cmd_sweep.cpp
 
 }  // namespace gearbox::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   gearbox::cli::registerRun(app);
   gearbox::cli::registerEval(app);
   gearbox::cli::registerCompare(app);
+  gearbox::cli::registerSweep(app);
   gearbox::cli::registerRecompileReport(app);
   gearbox::cli::registerGears(app);
   gearbox::cli::registerKernels(app);

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "compiler/compile_log.h"
 #include "compiler/parallel_for.h"
@@ -223,10 +225,36 @@ void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) 
   if (arenaBytes > 0) p_.stats.allocations++;
 }
 
+namespace {
+// Model only, no kernel writes the outputs: every call's outputs alias one zeroed buffer per
+// thread, as large as the largest output so far. Allocating them (mmap and munmap for each
+// large one) was most of a model-only static call (gearbox sweep, issue 25).
+Tensor unwrittenTensor(DType dtype, const Shape& shape) {
+  thread_local std::shared_ptr<std::byte> buffer;
+  thread_local size_t capacity = 0;
+  const size_t bytes = static_cast<size_t>(shape.numel()) * dtypeSize(dtype);
+  if (bytes > capacity || !buffer) {
+    auto* p = static_cast<std::byte*>(std::calloc(std::max<size_t>(bytes, 1), 1));
+    if (!p) throw std::bad_alloc();
+    buffer = std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
+    capacity = bytes;
+  }
+  return Tensor::wrap(dtype, shape, buffer);
+}
+
+std::vector<Tensor> unwrittenOutputs(const Plan& plan) {
+  std::vector<Tensor> out;
+  out.reserve(plan.graph->outputs.size());
+  for (ValueId v : plan.graph->outputs)
+    out.push_back(unwrittenTensor(plan.types[v].dtype, plan.types[v].shape));
+  return out;
+}
+}  // namespace
+
 std::vector<Tensor> SessionHost::launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                               CallContext& call) {
   call.rec.planId = plan.id;
-  std::vector<Tensor> out = allocateOutputs(plan);
+  std::vector<Tensor> out = p_.options.modelOnly ? unwrittenOutputs(plan) : allocateOutputs(plan);
   std::vector<TensorView> in(inputs.size()), ov(out.size());
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].view();
   for (size_t i = 0; i < out.size(); ++i) ov[i] = out[i].view();
@@ -270,7 +298,12 @@ std::optional<MissDescription> SessionHost::onMiss(std::vector<GuardedPlan> cach
       describeMiss(*p_.graph, std::move(cached), sig, p_.stats.graphCompiles == 0);
   rec.guardFailures = miss.guardFailures;
   rec.guardFailureDetails = miss.failures;
-  const MissDecision d = p_.recompilePolicy.onMiss(p_.stats.graphCompiles, miss);
+  // Every compile so far, plans and kernels, for the accumulated limit (the kernel cache's
+  // stats sum its shards: read only when the limit is on).
+  const int64_t allCompiles = p_.recompilePolicy.accumulatedLimit() > 0
+                                  ? p_.stats.graphCompiles + p_.kernels.stats().compiles
+                                  : 0;
+  const MissDecision d = p_.recompilePolicy.onMiss(p_.stats.graphCompiles, miss, allCompiles);
   if (d.action == MissAction::kCompile) return miss;
   if (!d.warning.empty()) compileLogger()->warn("{}", d.warning);
   rec.fallback = true;
@@ -321,7 +354,8 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
       TensorView ov{nullptr, outType.dtype, outType.shape};
       const int oi = outputIndex[node.output];
       if (oi >= 0) {
-        out[oi] = Tensor(outType.dtype, outType.shape);
+        out[oi] = p_.options.modelOnly ? unwrittenTensor(outType.dtype, outType.shape)
+                                       : Tensor(outType.dtype, outType.shape);
         ov.data = out[oi].data();
       } else {
         bytes[node.output] = static_cast<size_t>(outType.shape.numel()) * dtypeSize(outType.dtype);

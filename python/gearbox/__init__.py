@@ -37,6 +37,7 @@ from ._gearbox import (  # noqa: F401
 from ._gearbox import compare as _compare
 from ._gearbox import compare_report as _compare_report
 from ._gearbox import run as _run
+from ._gearbox import sweep as _sweep
 from ._gearbox import mode_table as _mode_table
 
 # From the one mode table (executor/modes/modes.def), in its order.
@@ -95,3 +96,19 @@ def compare_report(model, trace, modes=None, **options):
         modes = ",".join(modes)
     return _compare_report(model=_os.fspath(model), trace=_os.fspath(trace), modes=modes,
                            **options)
+
+
+def sweep(model, trace, grid=None, measured=False, **options):
+    """`gearbox sweep MODEL --trace TRACE --grid ...` (docs/sweep.md): every point of the grid
+    run over the trace, model only (exact, in parallel) unless measured=True.
+
+    grid: {option keyword: [values]}, e.g. {"recompile_limit": [1, 2, 4], "device_profile":
+    ["a100-class", "cpu-host"]}: the points are the cartesian product, the first axis
+    outermost. Other keywords
+    are the settings every point shares (mode="auto", device_profile=..., any option a point
+    may vary) and json=, html=. Returns {"exit_status", "output" (the table), "errors",
+    "report" (the --json report: one entry per point, its row and its run report)}. A bad axis
+    name or value raises gearbox.Error, as the CLI exits 2."""
+    options = _command_options(options)
+    return _sweep(model=_os.fspath(model), trace=_os.fspath(trace), grid=grid or {},
+                  measured=measured, **options)
