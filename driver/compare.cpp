@@ -134,6 +134,13 @@ void printCompareTable(const std::vector<ModeResult>& results, int repeat, std::
       [&](const ModeResult& r) { return us(r.modeled.hostDynamicUs); });
   row("MODELED device time", [&](const ModeResult& r) { return us(r.modeled.total()); });
   row("MODELED last call", [&](const ModeResult& r) { return us(r.modeledLastCallUs); });
+  auto mib = [](const char* key) {
+    return [key](const ModeResult& r) {
+      return fmt::format("{:.2f} MiB", r.report["modeled_memory"][key].get<double>() / (1 << 20));
+    };
+  };
+  row("MODELED memory resident", mib("resident_bytes"));
+  row("MODELED memory peak", mib("peak_bytes"));
 }
 
 std::string modeledVerdict(const std::vector<ModeResult>& results) {

@@ -56,6 +56,10 @@ struct CostModel {
   double hostTilingUs = 10;
   double genericKernelEfficiency = 0.88;
   SyncPolicy syncPolicy = SyncPolicy::kPerOp;  // dynamic mode: sync after every op (seed 001)
+  // Device memory capacity in bytes, for the MODELED device memory (executor/device_memory.h):
+  // a run whose compiled shapes need more fails or evicts (--on-oom). 0: unlimited -- a profile
+  // without "memory_capacity_bytes" (profiles older than the key) sets no limit.
+  int64_t memoryCapacityBytes = 0;
   // Where each value comes from, by JSON key ("memory_gbps", "kernel_compile_us.MatMul").
   std::map<std::string, std::string> sources = builtinCompileSources();
 
