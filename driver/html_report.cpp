@@ -370,6 +370,15 @@ std::string sideBySide(const HtmlReport& r) {
   row(
       "MODELED device time", [&](const HtmlModeData& m) { return us(m.stats.modeled.total()); },
       "modeled");
+  auto mib = [](int64_t b) {
+    return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1 << 20));
+  };
+  row(
+      "MODELED memory resident",
+      [&](const HtmlModeData& m) { return mib(m.stats.memory.residentBytes); }, "modeled");
+  row(
+      "MODELED memory peak", [&](const HtmlModeData& m) { return mib(m.stats.memory.peakBytes); },
+      "modeled");
   h += "</table>\n";
   for (const HtmlModeData& m : r.modes)
     if (!m.failure.empty())

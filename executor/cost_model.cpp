@@ -255,8 +255,15 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
     fail(ErrorKind::kConfig, "{}: peak_gflops needs a 'float' entry", where);
 }
 
-CostModel loadCostModel(const std::string& path) {
+// A profile file starts from the built-in values, but not the capacity (CostModel's comment).
+CostModel profileBase() {
   CostModel m;  // the ops' compile terms keep their sources unless the profile replaces them
+  m.memoryCapacityBytes = 0;
+  return m;
+}
+
+CostModel loadCostModel(const std::string& path) {
+  CostModel m = profileBase();
   applyCostJson(m, readFile(path), path);
   return m;
 }
@@ -273,7 +280,7 @@ CostModel loadDeviceProfile(const std::string& nameOrFile) {
   if (isFile) return loadCostModel(nameOrFile);
   for (const auto& [name, text] : embeddedDeviceProfiles()) {
     if (name != nameOrFile) continue;
-    CostModel m;
+    CostModel m = profileBase();
     applyCostJson(m, text, "examples/devices/" + name + ".json");
     return m;
   }

@@ -16,6 +16,7 @@
 #include "executor/modes/geared.h"
 #include "executor/session.h"
 #include "graph/error.h"
+#include "graph/file_io.h"
 #include "graph/text.h"
 #include "tests/cli_util.h"
 #include "tests/temp_dir.h"
@@ -24,6 +25,7 @@ namespace gearbox {
 namespace {
 
 using testing_util::example;
+using testing_util::TempDir;
 
 constexpr int64_t kMlpWeights = 2 * 1024 * 1024 * 4 + 2 * 1024 * 4;  // 8,396,800
 // The MLP's workspace and its inputs + outputs at batch b.
@@ -96,10 +98,12 @@ TEST(DeviceMemory, ProfilesCarryASourcedCapacityAndOldProfilesAreUnlimited) {
   const CostModel host = loadDeviceProfile("cpu-host");
   EXPECT_EQ(host.memoryCapacityBytes, int64_t{25276502016});
   EXPECT_NE(host.sources.at("memory_capacity_bytes").find("MemTotal"), std::string::npos);
-  // A profile without the key (every profile before it) loads with no capacity.
-  CostModel old;
-  applyCostJson(old, R"({"name": "old", "launch_us": 3})", "old.json");
-  EXPECT_EQ(old.memoryCapacityBytes, 0);
+  // The built-in values are a100-class's, the capacity too; but a profile file without the key
+  // (every profile before it) loads with no capacity rather than an A100's.
+  EXPECT_EQ(CostModel{}.memoryCapacityBytes, int64_t{42949672960});
+  TempDir dir;
+  writeFileAtomic(dir.file("old.json"), R"({"name": "old", "launch_us": 3})");
+  EXPECT_EQ(loadDeviceProfile(dir.file("old.json")).memoryCapacityBytes, 0);
   // The key round-trips through the profile JSON with its source.
   CostModel back;
   applyCostJson(back, costModelToJson(a100), "round trip");
@@ -189,7 +193,8 @@ TEST_F(MlpMemory, StaticHoldsEveryCachedPlanAndFreesWhatTheCacheEvicts) {
   const ModeledMemory e = run(two, {8, 16, 8, 32});
   EXPECT_EQ(e.residentPlans, 2);
   EXPECT_EQ(e.workspaceBytes, mlpWorkspace(8) + mlpWorkspace(32));
-  EXPECT_EQ(e.peakWorkspaceBytes, mlpWorkspace(8) + mlpWorkspace(16) + mlpWorkspace(32));
+  // The cache evicts 16 before 32 is held: never all three at once.
+  EXPECT_EQ(e.peakWorkspaceBytes, mlpWorkspace(8) + mlpWorkspace(32));
   EXPECT_EQ(e.evictions, 0);  // capacity evictions are the plan cache's, not memory's
 }
 
@@ -403,6 +408,97 @@ TEST_F(MlpMemory, LowCapacityRefusesTheEightApartGearsNamingTheGear) {
     gearOptions(o).json = gears;
     EXPECT_LE(run(o, {64}).peakBytes, 10 << 20) << gears;
   }
+}
+
+}  // namespace
+}  // namespace gearbox
+
+namespace gearbox {
+namespace {
+
+using testing_util::runGearbox;
+using testing_util::shellQuote;
+
+// A few serving requests (the CLI tests run the binary; the whole trace is the in-process
+// tests' above): 64 runs its gear, 5 and 33 pad.
+class DeviceMemoryCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    writeFileAtomic(trace_, "{\"x\": [64, 1024]}\n{\"x\": [5, 1024]}\n{\"x\": [33, 1024]}\n");
+  }
+  std::string command(const std::string& cmd, const std::string& extra) const {
+    return cmd + " " + shellQuote(example("mlp.gbx")) + " --trace " + shellQuote(trace_) +
+           " --model-only " + extra;
+  }
+  std::string mlpRun(const std::string& extra) const { return command("run", "-q " + extra); }
+  TempDir dir_;
+  std::string trace_ = dir_.file("serving.jsonl");
+};
+
+TEST_F(DeviceMemoryCli, OutOfMemoryIsExitTwoNamingTheGear) {
+  const std::string gears = shellQuote(gearsEvery(8));
+  const auto r = runGearbox(mlpRun("--mode geared --gear-fallback pad --gears " + gears +
+                                   " --graph-pool separate --device-memory 10MiB"));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("gearbox: out of memory: out of MODELED device memory: gear 6 "
+                          "[x=[56, 1024], w1=[1024, 1024]"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("would hold 10690560 bytes (10.20 MiB), above its capacity of "
+                          "10485760 bytes (10.00 MiB) (--device-memory)"),
+            std::string::npos)
+      << r.output;
+  // A bad size names the option (exit 2 as every bad option).
+  const auto bad = runGearbox(mlpRun("--device-memory 10MB/s"));
+  EXPECT_EQ(bad.exitCode, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--device-memory '10MB/s': unknown unit 'MB/s'"), std::string::npos)
+      << bad.output;
+  const auto pool = runGearbox(mlpRun("--graph-pool private"));
+  EXPECT_EQ(pool.exitCode, 2) << pool.output;
+}
+
+TEST_F(DeviceMemoryCli, ReportAndSummaryCarryTheModeledMemory) {
+  const std::string json = dir_.file("r.json");
+  const auto r = runGearbox(mlpRun("--mode geared --gear-fallback pad --gears " +
+                                   shellQuote(kPow2Gears) + " --graph-pool separate --json " +
+                                   shellQuote(json) + " --assert 'modeled_peak_bytes==12058624'"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("modeled device memory (a100-class, not measured): resident 2.99 MiB "
+                          "= weights 0.00 MiB + workspace 0.99 MiB (7 plans, graph pool "
+                          "separate) + op-by-op pool 2.00 MiB; peak 11.50 MiB; capacity "
+                          "40960.00 MiB"),
+            std::string::npos)
+      << r.output;
+  const nlohmann::json j = nlohmann::json::parse(readFile(json));
+  EXPECT_EQ(j["modeled_resident_bytes"], 1040384 + (2 << 20));
+  EXPECT_EQ(j["modeled_peak_bytes"], 1040384 + (2 << 20) + mlpIo(64));
+  const nlohmann::json& m = j["modeled_memory"];
+  EXPECT_EQ(m["workspace_bytes"], 1040384);
+  EXPECT_EQ(m["resident_plans"], 7);
+  EXPECT_EQ(m["graph_pool"], "separate");
+  EXPECT_EQ(m["capacity_bytes"], int64_t{42949672960});
+  EXPECT_EQ(m["evictions"], 0);
+  EXPECT_NE(m["source"].get<std::string>().find("MODELED"), std::string::npos);
+  EXPECT_EQ(j["config"]["memory"]["graph_pool"], "separate");
+  EXPECT_EQ(j["config"]["memory"]["on_oom"], "error");
+  // The simulated device's own figure stays: the larger of the gears' arenas (one per gear,
+  // 1,040,384 bytes) and the caching allocator's segment of padded copies.
+  EXPECT_EQ(j["peak_bytes"], 2 << 20);
+}
+
+TEST_F(DeviceMemoryCli, CompareTableHasTheModeledMemoryRows) {
+  const auto r = runGearbox(command("compare", "--repeat 1 --modes static,eager"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // static: the plans of 64, 5 and 33 resident, 8,192 x 102 bytes; its peak at the call of 33
+  // (835,584 + 8,667,136 of inputs and outputs). eager: one 2 MiB segment, + 64's I/O.
+  EXPECT_NE(r.output.find("MODELED memory resident                           0.80 MiB"
+                          "              2.00 MiB"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("MODELED memory peak                               9.06 MiB"
+                          "             10.51 MiB"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace
