@@ -136,7 +136,7 @@ void printCompareTable(const std::vector<ModeResult>& results, int repeat, std::
   row("MODELED last call", [&](const ModeResult& r) { return us(r.modeledLastCallUs); });
   auto mib = [](const char* key) {
     return [key](const ModeResult& r) {
-      return fmt::format("{:.2f} MiB", r.report["modeled_memory"][key].get<double>() / (1 << 20));
+      return humanBytes(r.report["modeled_memory"][key].get<int64_t>());
     };
   };
   row("MODELED memory resident", mib("resident_bytes"));

@@ -370,9 +370,7 @@ std::string sideBySide(const HtmlReport& r) {
   row(
       "MODELED device time", [&](const HtmlModeData& m) { return us(m.stats.modeled.total()); },
       "modeled");
-  auto mib = [](int64_t b) {
-    return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1 << 20));
-  };
+  const auto mib = humanBytes;
   row(
       "MODELED memory resident",
       [&](const HtmlModeData& m) { return mib(m.stats.memory.residentBytes); }, "modeled");

@@ -252,9 +252,7 @@ void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker)
       s.options().cost.name, m.total(), m.compileUs, m.launchSyncUs, m.computeUs, m.hostDynamicUs,
       m.paddingWasteUs, m.computeUs > 0 ? 100.0 * m.paddingWasteUs / m.computeUs : 0.0);
   const ModeledMemory& mem = st.memory;
-  auto mib = [](int64_t b) {
-    return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1 << 20));
-  };
+  const auto mib = humanBytes;
   os << fmt::format(
       "  modeled device memory ({}, not measured): resident {} = weights {} + workspace {} ({} "
       "{}, graph pool {}) + op-by-op pool {}; peak {}; capacity {}{}\n",

@@ -36,6 +36,14 @@ std::string formatBytes(int64_t bytes) {
   return fmt::format("{} bytes ({:.2f} MiB)", bytes, static_cast<double>(bytes) / (1 << 20));
 }
 
+std::string humanBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes < (int64_t{1} << 10)) return fmt::format("{} B", bytes);
+  if (bytes < (int64_t{1} << 20)) return fmt::format("{:.2f} KiB", b / (1 << 10));
+  if (bytes < (int64_t{1} << 30)) return fmt::format("{:.2f} MiB", b / (1 << 20));
+  return fmt::format("{:.2f} GiB", b / (1 << 30));
+}
+
 std::string memoryCapacitySource(const SessionOptions& o) {
   if (o.deviceMemoryBytes > 0) return "--device-memory";
   return "memory_capacity_bytes of device profile " + o.cost.name;

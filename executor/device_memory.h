@@ -52,6 +52,8 @@ inline constexpr int64_t kMaxDeviceMemoryBytes = int64_t{1} << 50;
 
 // "2359296 bytes (2.25 MiB)": exact bytes for tests and scripts, MiB for people.
 std::string formatBytes(int64_t bytes);
+// "512 B", "816.00 KiB", "2.25 MiB", "40.00 GiB": for summaries and tables.
+std::string humanBytes(int64_t bytes);
 struct SessionOptions;
 // Where a session's capacity comes from: "--device-memory" or "device profile a100-class".
 std::string memoryCapacitySource(const SessionOptions& o);
