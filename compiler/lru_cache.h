@@ -84,6 +84,21 @@ class LruShard {
     order_.clear();
     ready_ = 0;
   }
+  // Evicts the least recently used finished entry, counted as an eviction; its value, or
+  // nothing when every entry is pinned or the shard is empty.
+  std::optional<Value> evictLeastRecent() {
+    for (auto victim = order_.end(); victim != order_.begin();) {
+      --victim;
+      if (victim->pinned) continue;
+      Value v = std::move(victim->value);
+      map_.erase(Ref{&victim->key, victim->hash});
+      order_.erase(victim);
+      --ready_;
+      ++stats_.evictions;
+      return v;
+    }
+    return std::nullopt;
+  }
 
   // Visits unpinned entries from most to least recently used.
   template <typename Fn>
@@ -178,6 +193,13 @@ class LruCache {
       return;
     }
     shard_.insert(key, h, std::move(value));
+  }
+
+  // Evicts the least-recently-used entry (to make room for something other than an entry:
+  // device memory, --on-oom evict); its value, or nothing when the cache is empty.
+  std::optional<Value> evictLeastRecent() {
+    std::lock_guard<Mutex> lock(mu_);
+    return shard_.evictLeastRecent();
   }
 
   // Visits entries from most to least recently used.

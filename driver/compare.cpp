@@ -157,6 +157,13 @@ void printCompareTable(const std::vector<ModeResult>& results, int repeat, std::
       [&](const ModeResult& r) { return us(startup(r, "modeled_up_front_compile_us")); });
   row("MODELED first call",
       [&](const ModeResult& r) { return us(startup(r, "modeled_first_call_us")); });
+  auto mib = [](const char* key) {
+    return [key](const ModeResult& r) {
+      return humanBytes(r.report["modeled_memory"][key].get<int64_t>());
+    };
+  };
+  row("MODELED memory resident", mib("resident_bytes"));
+  row("MODELED memory peak", mib("peak_bytes"));
 }
 
 std::string modeledVerdict(const std::vector<ModeResult>& results) {

@@ -239,6 +239,13 @@ std::string sideBySide(const HtmlReport& r) {
   row(
       "MODELED first call",
       [&](const HtmlModeData& m) { return us(m.stats.startup.firstCallModeledUs); }, "modeled");
+  const auto mib = humanBytes;
+  row(
+      "MODELED memory resident",
+      [&](const HtmlModeData& m) { return mib(m.stats.memory.residentBytes); }, "modeled");
+  row(
+      "MODELED memory peak", [&](const HtmlModeData& m) { return mib(m.stats.memory.peakBytes); },
+      "modeled");
   h += "</table>\n";
   for (const HtmlModeData& m : r.modes)
     if (!m.failure.empty())

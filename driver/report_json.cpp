@@ -40,6 +40,15 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
     for (const auto& [name, dim] : m) a.push_back({{"input", name}, {"dim", dim}});
     return a;
   };
+  {
+    // The capacity in force: --device-memory, else the profile's (0: unlimited).
+    nlohmann::ordered_json mem;
+    mem["capacity_bytes"] =
+        s.deviceMemoryBytes > 0 ? s.deviceMemoryBytes : s.cost.memoryCapacityBytes;
+    mem["graph_pool"] = graphPoolName(s.graphPool);
+    mem["on_oom"] = onOomName(s.onOom);
+    c["memory"] = std::move(mem);
+  }
   c["dynamic_dims"] = marks(s.dynamicDims);
   c["static_dims"] = marks(s.staticDims);
   if (!s.modeOptions.empty()) {
@@ -119,6 +128,24 @@ double medianRunSeconds(const Session& s, const RunTracker* tracker) {
   return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
 }
 
+nlohmann::ordered_json modeledMemoryJson(const ModeledMemory& m, const SessionOptions& o) {
+  nlohmann::ordered_json j;
+  j["resident_bytes"] = m.residentBytes;
+  j["peak_bytes"] = m.peakBytes;
+  j["weights_bytes"] = m.weightsBytes;
+  j["workspace_bytes"] = m.workspaceBytes;
+  j["peak_workspace_bytes"] = m.peakWorkspaceBytes;
+  j["op_by_op_bytes"] = m.opByOpBytes;
+  j["resident_plans"] = m.residentPlans;
+  j["graph_pool"] = graphPoolName(m.pool);
+  j["capacity_bytes"] = m.capacityBytes;
+  j["evictions"] = m.evictions;
+  j["source"] = fmt::format(
+      "MODELED, not measured (docs/cost-model.md, \"Device memory\"); capacity from {}",
+      m.capacityBytes > 0 ? memoryCapacitySource(o) : std::string("nowhere: unlimited"));
+  return j;
+}
+
 nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
                                   const std::string& trace, const ReportExtras& extras) {
   const SessionStats& st = s.stats();
@@ -146,6 +173,11 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["allocations"] = st.allocations;
   j["fallback_runs"] = st.fallbackRuns;
   j["peak_bytes"] = st.peakBytes;
+  // MODELED device memory (executor/device_memory.h): the two figures --assert can bound, and
+  // every term.
+  j["modeled_resident_bytes"] = st.memory.residentBytes;
+  j["modeled_peak_bytes"] = st.memory.peakBytes;
+  j["modeled_memory"] = modeledMemoryJson(st.memory, s.options());
   j["measured_host_compile_seconds"] = st.compileSeconds;
   j["measured_median_run_seconds"] = medianRunSeconds(s, extras.tracker);
   j["device_profile"] = s.options().cost.name;
@@ -246,6 +278,16 @@ void printSummary(const Session& s, std::ostream& os, const RunTracker* tracker)
       "padding waste {:.1f} us ({:.1f}% of compute)\n",
       s.options().cost.name, m.total(), m.compileUs, m.launchSyncUs, m.computeUs, m.hostDynamicUs,
       m.paddingWasteUs, m.computeUs > 0 ? 100.0 * m.paddingWasteUs / m.computeUs : 0.0);
+  const ModeledMemory& mem = st.memory;
+  const auto mib = humanBytes;
+  os << fmt::format(
+      "  modeled device memory ({}, not measured): resident {} = weights {} + workspace {} ({} "
+      "{}, graph pool {}) + op-by-op pool {}; peak {}; capacity {}{}\n",
+      s.options().cost.name, mib(mem.residentBytes), mib(mem.weightsBytes), mib(mem.workspaceBytes),
+      mem.residentPlans, mem.residentPlans == 1 ? "plan" : "plans", graphPoolName(mem.pool),
+      mib(mem.opByOpBytes), mib(mem.peakBytes),
+      mem.capacityBytes > 0 ? mib(mem.capacityBytes) : std::string("unlimited"),
+      mem.evictions > 0 ? fmt::format(", {} plans evicted to fit", mem.evictions) : "");
   if (s.options().modelOnly)
     os << "  model only: kernels were not executed; measured times are not kernel times\n";
 }

@@ -27,13 +27,16 @@ struct ReportExtras {
 
 // The report of one session over a trace (report v1: docs/report-schema.json). Units: every
 // measured figure is in seconds and its key starts with measured_ and ends in _seconds; every
-// MODELED figure is in microseconds, and its key starts with modeled_ (or sits in the modeled
-// block) and ends in _us.
+// MODELED time is in microseconds, and its key starts with modeled_ (or sits in the modeled
+// block) and ends in _us; every MODELED memory figure is in bytes, its key starting with
+// modeled_ (or sitting in the modeled_memory block) and ending in _bytes.
 nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
                                   const std::string& trace, const ReportExtras& extras = {});
 // The config block: everything that decides the counters (mode, seed, profile, capacities,
 // recompile limit, dim marks, gears, passes).
 nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o);
+// The report's "modeled_memory" block: every MODELED device-memory term, with its source.
+nlohmann::ordered_json modeledMemoryJson(const ModeledMemory& m, const SessionOptions& o);
 // {"name": "gearbox", "version": "..."}
 nlohmann::ordered_json toolJson();
 // The median measured run time: exact over the session's history while it holds every call,

@@ -36,6 +36,14 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   s.kernelCacheCapacity = o.kernelCacheCapacity;
   s.historyLimit = o.historyLimit;
   s.planCacheCapacity = o.planCacheCapacity;
+  if (!o.deviceMemory.empty())
+    s.deviceMemoryBytes = parseByteSize(o.deviceMemory, "--device-memory");
+  const auto pool = parseGraphPool(o.graphPool);
+  if (!pool) fail(ErrorKind::kConfig, "--graph-pool {}: expected shared or separate", o.graphPool);
+  s.graphPool = *pool;
+  const auto oom = parseOnOom(o.onOom);
+  if (!oom) fail(ErrorKind::kConfig, "--on-oom {}: expected error or evict", o.onOom);
+  s.onOom = *oom;
   if (o.recompileLimit < 1) fail(ErrorKind::kConfig, "--recompile-limit must be >= 1");
   s.recompileLimit = o.recompileLimit;
   s.accumulatedRecompileLimit = o.accumulatedRecompileLimit;

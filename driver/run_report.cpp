@@ -430,6 +430,8 @@ const std::vector<std::string>& knownMetrics() {
                                                  "allocations",
                                                  "fallback_runs",
                                                  "peak_bytes",
+                                                 "modeled_resident_bytes",
+                                                 "modeled_peak_bytes",
                                                  "padded_calls",
                                                  "warnings",
                                                  "measured_host_compile_seconds",

@@ -51,6 +51,7 @@ constexpr ValueRange kMicroseconds{0, 1e9, "us"};  // up to about 17 minutes per
 constexpr ValueRange kGflops{1e-6, 1e9, "GFLOP/s"};
 constexpr ValueRange kGBps{1e-6, 1e9, "GB/s"};
 constexpr ValueRange kEfficiency{0.01, 1, "(a fraction of the static kernel's speed)"};
+constexpr ValueRange kMemoryBytes{1, 1125899906842624.0, "bytes (1 B to 1 PiB)"};
 
 struct ScalarKey {
   const char* key;
@@ -80,7 +81,7 @@ const std::vector<ScalarKey>& scalarKeys() {
 std::string knownKeys() {
   std::string s =
       "name, description, comment, peak_gflops.<dtype>, kernel_compile_us.<Op>, "
-      "kernel_compile_log2_flops_us.<Op>, sync_policy";
+      "kernel_compile_log2_flops_us.<Op>, sync_policy, memory_capacity_bytes";
   for (const ScalarKey& k : scalarKeys()) s += std::string(", ") + k.key;
   return s;
 }
@@ -218,6 +219,14 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
       m.kernelCompileLog2FlopsUs.clear();
       eraseSources(key);
       numMap(v, key, m.kernelCompileLog2FlopsUs, kMicroseconds);
+    } else if (key == "memory_capacity_bytes") {
+      // A whole number of bytes: a capacity of 1 byte to 1 PiB (what an untrusted profile may
+      // claim; above that, sums of plan workspaces could near int64's range).
+      const double d = num(v, key, kMemoryBytes);
+      if (d != std::floor(d))
+        fail(ErrorKind::kConfig, "{}: memory_capacity_bytes = {} is not a whole number of bytes",
+             where, d);
+      m.memoryCapacityBytes = static_cast<int64_t>(d);
     } else if (key == "sync_policy") {
       const nlohmann::json* x = &v;
       if (v.is_object() && v.contains("value")) {
@@ -246,8 +255,15 @@ void applyCostJson(CostModel& m, const std::string& text, const std::string& whe
     fail(ErrorKind::kConfig, "{}: peak_gflops needs a 'float' entry", where);
 }
 
-CostModel loadCostModel(const std::string& path) {
+// A profile file starts from the built-in values, but not the capacity (CostModel's comment).
+CostModel profileBase() {
   CostModel m;  // the ops' compile terms keep their sources unless the profile replaces them
+  m.memoryCapacityBytes = 0;
+  return m;
+}
+
+CostModel loadCostModel(const std::string& path) {
+  CostModel m = profileBase();
   applyCostJson(m, readFile(path), path);
   return m;
 }
@@ -264,7 +280,7 @@ CostModel loadDeviceProfile(const std::string& nameOrFile) {
   if (isFile) return loadCostModel(nameOrFile);
   for (const auto& [name, text] : embeddedDeviceProfiles()) {
     if (name != nameOrFile) continue;
-    CostModel m;
+    CostModel m = profileBase();
     applyCostJson(m, text, "examples/devices/" + name + ".json");
     return m;
   }
@@ -352,6 +368,8 @@ std::string costModelToJson(const CostModel& m) {
     }
   }
   j["sync_policy"] = val("sync_policy", m.syncPolicy == SyncPolicy::kPerOp ? "per_op" : "end_only");
+  if (m.memoryCapacityBytes > 0)
+    j["memory_capacity_bytes"] = val("memory_capacity_bytes", m.memoryCapacityBytes);
   return j.dump(2);
 }
 

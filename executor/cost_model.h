@@ -56,6 +56,12 @@ struct CostModel {
   double hostTilingUs = 10;
   double genericKernelEfficiency = 0.88;
   SyncPolicy syncPolicy = SyncPolicy::kPerOp;  // dynamic mode: sync after every op (seed 001)
+  // Device memory capacity in bytes, for the MODELED device memory (executor/device_memory.h):
+  // a run whose compiled shapes need more fails or evicts (--on-oom). 0: unlimited. The built-in
+  // value is a100-class's 40 GiB, but unlike every other key a profile *file* without
+  // "memory_capacity_bytes" (every profile older than the key) does not inherit it: a capacity
+  // is a device's own, so such a profile sets no limit (loadCostModel).
+  int64_t memoryCapacityBytes = int64_t{40} << 30;
   // Where each value comes from, by JSON key ("memory_gbps", "kernel_compile_us.MatMul").
   std::map<std::string, std::string> sources = builtinCompileSources();
 

@@ -9,6 +9,7 @@
 #include "executor/kernels.h"
 #include "executor/modes/mode_strategy.h"
 #include "executor/plan_runner.h"
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -32,6 +33,17 @@ Session::Session(Graph graph, SessionOptions options)
   }
   graph_ = std::make_shared<const Graph>(std::move(graph));
   stats_.mode = options_.mode;
+  {
+    const int64_t capacity = options_.deviceMemoryBytes > 0 ? options_.deviceMemoryBytes
+                                                            : options_.cost.memoryCapacityBytes;
+    memory_ = DeviceMemoryModel(graphWeightBytes(*graph_), capacity, options_.graphPool);
+    if (!memory_.fits(memory_.residentWith(0)))
+      fail(ErrorKind::kMemory,
+           "out of MODELED device memory: the weights of graph {} ({}) do not fit the device's "
+           "capacity of {} ({})",
+           graph_->name, formatBytes(memory_.residentWith(0)), formatBytes(capacity),
+           memoryCapacitySource(options_));
+  }
   if (options_.modelOnly) device_->setExecute(false);
   for (auto& hook : options_.compileHooks) kernels_.addCompileHook(hook);
   for (auto& store : options_.kernelStores) kernels_.addStore(store);
@@ -60,7 +72,7 @@ Session::Session(Graph graph, SessionOptions options)
     });
   }
   host_ = makeSessionHost(SessionParts{graph_, options_, *device_, kernels_, plans_,
-                                       recompilePolicy_, stats_, timelinePid_});
+                                       recompilePolicy_, stats_, memory_, timelinePid_});
   mode_ = makeModeStrategy(options_.mode, *host_);
 }
 
@@ -75,6 +87,7 @@ const SessionStats& Session::stats() const {
   stats_.kernelCache = k.cache;
   stats_.planCache = plans_.stats();
   stats_.modeCounters = mode_->counters();
+  stats_.memory = memory_.snapshot();
   return stats_;
 }
 
@@ -122,6 +135,7 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   rec.runSeconds = std::max(0.0, total - rec.compileSeconds);
 
   modelCall(rec, call, before, after);
+  modelMemory(rec, call, inputs, out);
   if (options_.timeline)
     traceModeled(fmt::format("iter {}", rec.iteration), rec.signature, rec.modeled);
 
@@ -194,6 +208,39 @@ void Session::modelCall(CallRecord& rec, const CallContext& call, const DeviceCo
          "device profile '{}': the MODELED time of call {} is not finite; the profile's values "
          "or the call's shapes are too large to model",
          c.name, rec.iteration);
+}
+
+// MODELED device memory at the end of the call (executor/device_memory.h): the op-by-op pool
+// is the caching allocator's reserved bytes; the call's inputs and outputs count in the peak
+// (at the plan's shapes for a static plan: a padded call's padded ones). A call whose peak does
+// not fit the capacity fails naming its shapes, after running, as a real device's allocation
+// fails mid-call.
+void Session::modelMemory(const CallRecord& rec, const CallContext& call,
+                          std::span<const Tensor> inputs, std::span<const Tensor> out) {
+  int64_t io = 0;
+  if (call.staticPlan) {
+    io = planIoBytes(*call.staticPlan);
+  } else {
+    for (const Tensor& t : inputs) io = addOrFail(io, t.bytes(), "call inputs and outputs");
+    for (const Tensor& t : out) io = addOrFail(io, t.bytes(), "call inputs and outputs");
+  }
+  const CachingAllocatorStats& pool = device_->memoryStats();
+  // The most the pool held during the call (it only releases segments past its capacity), then
+  // what it holds after.
+  memory_.setOpByOpBytes(pool.peakBytesReserved);
+  const int64_t peak = addOrFail(memory_.residentWith(0), io, "modeled device memory");
+  memory_.notePeak(io);
+  if (!memory_.fits(peak)) {
+    const ModeledMemory m = memory_.snapshot();
+    fail(ErrorKind::kMemory,
+         "out of MODELED device memory: call {} ({}) needs {} at its peak -- weights {} + "
+         "workspace {} (graph pool {}) + op-by-op pool {} + the call's inputs and outputs {} -- "
+         "above the device's capacity of {} ({})",
+         rec.iteration, rec.signature, formatBytes(peak), formatBytes(m.weightsBytes),
+         formatBytes(m.workspaceBytes), graphPoolName(m.pool), formatBytes(m.opByOpBytes),
+         formatBytes(io), formatBytes(m.capacityBytes), memoryCapacitySource(options_));
+  }
+  memory_.setOpByOpBytes(pool.bytesReserved);
 }
 
 // The MODELED device track: one event per call, its parts laid out inside it in order, on a

@@ -37,6 +37,7 @@
 #include "compiler/recompile_policy.h"
 #include "executor/cost_model.h"
 #include "executor/device.h"
+#include "executor/device_memory.h"
 #include "executor/modes/mode_table.h"
 #include "executor/timeline.h"
 
@@ -113,6 +114,13 @@ struct SessionOptions {
   // A strategy made by the caller instead of the table's factory for `mode` (a test's
   // throwaway mode, docs/adding-a-mode.md); `mode` then only names the session in reports.
   std::function<std::unique_ptr<ModeStrategy>(ModeHost&)> strategy;
+  // MODELED device memory (executor/device_memory.h): how compiled shapes' workspaces share
+  // memory, the capacity (0: the device profile's, CostModel::memoryCapacityBytes) and what a
+  // compiled shape that does not fit does: Error(kMemory), or evict least-recently-used cached
+  // plans (static, auto; gears and captures are never evicted).
+  GraphPool graphPool = GraphPool::kShared;
+  int64_t deviceMemoryBytes = 0;
+  OnOom onOom = OnOom::kError;
   // Model only: launches are counted but kernels are not executed, so a long trace can be
   // costed quickly. Counters and MODELED figures are exact (they do not depend on data);
   // outputs are meaningless and measured times are not kernel times.
@@ -182,8 +190,10 @@ struct SessionStats {
   int64_t fallbackRuns = 0;
   // Largest plan arena (static/geared, plus a padded call's buffers) or the most device memory
   // the caching allocator held at once (eager, dynamic, fallback runs: whole segments, so a
-  // multiple of 2 MiB; executor/caching_allocator.h).
+  // multiple of 2 MiB; executor/caching_allocator.h). What the simulated device held; the
+  // MODELED device memory of every term is `memory`.
   int64_t peakBytes = 0;
+  ModeledMemory memory;         // MODELED (executor/device_memory.h)
   double compileSeconds = 0;    // measured
   double runSeconds = 0;        // measured, every call's run (history() may hold only the last)
   double modeledDeviceUs = 0;   // MODELED, compile + run
@@ -242,10 +252,13 @@ class Session {
   KernelCache kernels_;
   PlanCache plans_;
   RecompilePolicy recompilePolicy_;
+  DeviceMemoryModel memory_;  // MODELED device memory, fed by the host (mode_host.cpp)
   // The MODELED device time of the call that just ran, from what the mode recorded in its
   // CallContext (executor/modes/mode_strategy.h); computed in run(), after the timing.
   void modelCall(CallRecord& rec, const CallContext& call, const DeviceCounters& before,
                  const DeviceCounters& after);
+  void modelMemory(const CallRecord& rec, const CallContext& call, std::span<const Tensor> inputs,
+                   std::span<const Tensor> out);
   // The timeline's host pid for this session (0 without a timeline; the device pid is +1) and
   // the MODELED device clock the calls are laid end to end on.
   int timelinePid_ = 0;

@@ -11,6 +11,7 @@ const char* errorKindName(ErrorKind kind) {
     case ErrorKind::kGear: return "gear error";
     case ErrorKind::kConfig: return "config error";
     case ErrorKind::kLimit: return "recompile limit";
+    case ErrorKind::kMemory: return "out of memory";
   }
   return "error";
 }

@@ -19,6 +19,7 @@ enum class ErrorKind {
   kGear,    // gear specs and gear matching
   kConfig,  // bad options and CLI arguments
   kLimit,   // recompile limit reached with --on-recompile-limit error
+  kMemory,  // MODELED device memory: a compiled shape does not fit the capacity (--on-oom error)
 };
 
 const char* errorKindName(ErrorKind kind);

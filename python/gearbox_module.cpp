@@ -58,6 +58,7 @@ const char* errorKindId(ErrorKind k) {
     case ErrorKind::kGear: return "gear";
     case ErrorKind::kConfig: return "config";
     case ErrorKind::kLimit: return "limit";
+    case ErrorKind::kMemory: return "memory";
   }
   return "error";
 }

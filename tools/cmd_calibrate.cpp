@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -51,6 +52,18 @@ std::string cpuName() {
     if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
       return line.substr(line.find(':') + 2);
   return "unknown CPU";
+}
+
+// This host's RAM in bytes (MemTotal of /proc/meminfo), or 0 when it cannot be read.
+int64_t hostMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemTotal:", 0) != 0) continue;
+    const long long kb = std::atoll(line.c_str() + 9);
+    return kb > 0 && kb < (int64_t{1} << 40) ? static_cast<int64_t>(kb) * 1024 : 0;
+  }
+  return 0;
 }
 
 // y = x + x + ... : `nodes` Adds of f32[n] in a chain (one kernel shape, many nodes).
@@ -306,6 +319,13 @@ void registerCalibrate(CLI::App& app) {
     measureOverheads(c);
     measureCompiles(c);
     c.m.sources["sync_policy"] = "gearbox's default: dynamic mode syncs after every op (seed 001)";
+    // The inline device's memory is this host's RAM: its capacity is MemTotal. Where
+    // /proc/meminfo cannot be read the profile sets no capacity (unlimited).
+    if (const int64_t ram = hostMemoryBytes(); ram > 0) {
+      c.m.memoryCapacityBytes = ram;
+      c.m.sources["memory_capacity_bytes"] =
+          c.by + ": MemTotal of /proc/meminfo; the inline device's memory is this host's RAM";
+    }
 
     const std::string json = costModelToJson(c.m) + "\n";
     if (out->empty()) {

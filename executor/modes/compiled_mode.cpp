@@ -43,7 +43,7 @@ std::vector<Tensor> CompiledMode::run(std::span<const Tensor> inputs, const Inpu
   const InputSignature target = dims_.target(host_.graph(), sig);
   auto plan = host_.compile(target, dims_.compileReason(miss->reason, first, target), call);
   if (plan->isStatic) {
-    host_.plans().put(target, plan);
+    host_.cachePlan(target, plan, call);
     return host_.launchStatic(*plan, inputs, call);
   }
   dynamicPlans_.push_back(plan);

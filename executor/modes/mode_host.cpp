@@ -15,6 +15,7 @@
 #include "executor/kernels.h"
 #include "executor/modes/mode_strategy.h"
 #include "executor/plan_runner.h"
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -77,6 +78,9 @@ class SessionHost final : public ModeHost {
                                 CallContext& call) override;
   UpFrontResult compileUpFront(const std::vector<UpFrontCompile>& jobs, const char* what) override;
   void bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) override;
+  void cachePlan(const InputSignature& key, std::shared_ptr<Plan> plan, CallContext& call) override;
+  std::shared_ptr<std::byte> holdWorkspace(uint64_t id, const InputSignature& sig, int64_t bytes,
+                                           int64_t ioBytes, CallContext& call) override;
   std::vector<Tensor> launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                    CallContext& call) override;
   void launchStaticViews(const Plan& plan, std::span<const TensorView> in,
@@ -106,6 +110,19 @@ class SessionHost final : public ModeHost {
                                         std::vector<Tensor>& fallbackOut) override;
 
  private:
+  // Frees the MODELED workspace of cached plans the plan cache no longer holds (evicted past its
+  // capacity).
+  void releaseEvictedPlans();
+  // Error(kMemory): the compiled shape `sig` needs `workspace` bytes, which with what is
+  // resident makes `needed`, above the capacity. `hint` says what would make it fit.
+  [[noreturn]] void outOfMemory(const InputSignature& sig, const std::string& what,
+                                int64_t workspace, int64_t io, int64_t needed,
+                                const char* hint) const;
+  // What the device holds with a compiled shape of `workspace` bytes resident while it runs on
+  // `io` bytes of inputs and outputs (its admission check).
+  int64_t neededWith(int64_t workspace, int64_t io, bool pooled = true) const {
+    return addOrFail(p_.memory.residentWith(workspace, pooled), io, "modeled device memory");
+  }
   SessionParts p_;
   uint64_t nextPlanId_ = 1;  // plans are numbered per session (PlanCompileOptions::id)
 };
@@ -211,7 +228,45 @@ UpFrontResult SessionHost::compileUpFront(const std::vector<UpFrontCompile>& job
   return r;
 }
 
+void SessionHost::outOfMemory(const InputSignature& sig, const std::string& what, int64_t workspace,
+                              int64_t io, int64_t needed, const char* hint) const {
+  const ModeledMemory now = p_.memory.snapshot();
+  fail(ErrorKind::kMemory,
+       "out of MODELED device memory: {} [{}] does not fit: it needs {} of workspace and {} of "
+       "inputs and outputs; with the weights ({}), the {} workspaces already resident ({}, "
+       "graph pool {}) and the op-by-op pool ({}) the device would hold {}, above its capacity "
+       "of {} ({}). {}",
+       what, signatureToString(*p_.graph, sig), formatBytes(workspace), formatBytes(io),
+       formatBytes(now.weightsBytes), now.residentPlans, formatBytes(now.workspaceBytes),
+       graphPoolName(now.pool), formatBytes(now.opByOpBytes), formatBytes(needed),
+       formatBytes(now.capacityBytes), memoryCapacitySource(p_.options), hint);
+}
+
 void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) {
+  // MODELED: every gear's workspace is resident from now on, checked in gear order, so the
+  // error names the first gear that does not fit.
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const auto& p = plans[i];
+    if (!p) continue;
+    const int64_t io = planIoBytes(*p), needed = neededWith(p->arenaBytes, io);
+    if (!p_.memory.fits(needed))
+      outOfMemory(p->signature, fmt::format("gear {}", i), p->arenaBytes, io, needed,
+                  "Gears are compiled up front and never evicted (--on-oom evict does not apply): "
+                  "use fewer gears, --graph-pool shared, or a larger --device-memory");
+    p_.memory.hold(p->id, p->arenaBytes, /*evictable=*/false);
+  }
+  if (p_.options.graphPool == GraphPool::kSeparate) {
+    // A pool per gear: an arena each, one allocation each; the device holds their sum.
+    int64_t total = 0;
+    for (const auto& p : plans) {
+      if (!p) continue;
+      total = addOrFail(total, p->arenaBytes, "gear arena bytes");
+      if (!p_.options.modelOnly) bindArena(*p, allocateArena(p->arenaBytes));
+      if (p->arenaBytes > 0) p_.stats.allocations++;
+    }
+    p_.stats.peakBytes = std::max(p_.stats.peakBytes, total);
+    return;
+  }
   int64_t arenaBytes = 0;
   for (const auto& p : plans)
     if (p) arenaBytes = std::max(arenaBytes, p->arenaBytes);
@@ -250,6 +305,61 @@ std::vector<Tensor> unwrittenOutputs(const Plan& plan) {
   return out;
 }
 }  // namespace
+void SessionHost::releaseEvictedPlans() {
+  std::set<uint64_t> cached;
+  p_.plans.forEach(
+      [&](const InputSignature&, const std::shared_ptr<Plan>& p) { cached.insert(p->id); });
+  for (uint64_t id : p_.memory.evictableIds())
+    if (!cached.contains(id)) p_.memory.release(id);
+}
+
+void SessionHost::cachePlan(const InputSignature& key, std::shared_ptr<Plan> plan,
+                            CallContext& call) {
+  (void)call;
+  if (plan->isStatic) {
+    releaseEvictedPlans();
+    const int64_t bytes = plan->arenaBytes, io = planIoBytes(*plan);
+    for (;;) {
+      const int64_t needed = neededWith(bytes, io, /*pooled=*/false);
+      if (p_.memory.fits(needed)) break;
+      std::optional<std::shared_ptr<Plan>> victim;
+      if (p_.options.onOom == OnOom::kEvict) victim = p_.plans.evictLeastRecent();
+      if (!victim)
+        outOfMemory(key, "the plan compiled for", bytes, io, needed,
+                    p_.options.onOom == OnOom::kEvict
+                        ? "Every other cached plan was evicted and it still does not fit: use a "
+                          "larger --device-memory"
+                        : "--on-oom evict would evict least-recently-used cached plans to make "
+                          "room");
+      p_.memory.release((*victim)->id);
+      p_.memory.countEviction();
+    }
+  }
+  const uint64_t id = plan->id;
+  const int64_t bytes = plan->arenaBytes;
+  const bool isStatic = plan->isStatic;
+  p_.plans.put(key, std::move(plan));
+  if (!isStatic) return;
+  releaseEvictedPlans();  // what the cache evicted past its capacity
+  p_.memory.hold(id, bytes, /*evictable=*/true);
+}
+
+std::shared_ptr<std::byte> SessionHost::holdWorkspace(uint64_t id, const InputSignature& sig,
+                                                      int64_t bytes, int64_t ioBytes,
+                                                      CallContext& call) {
+  const int64_t needed = neededWith(bytes, ioBytes);
+  if (!p_.memory.fits(needed))
+    outOfMemory(sig, "the capture of", bytes, ioBytes, needed,
+                "Captures are never evicted (--on-oom evict does not apply): lower "
+                "reduce-overhead.capture_limit, use --graph-pool shared, or a larger "
+                "--device-memory");
+  p_.memory.hold(id, bytes, /*evictable=*/false);
+  if (bytes == 0) return nullptr;
+  // One device allocation of the call, as a static plan's arena is one of its compile.
+  call.rec.allocations++;
+  p_.stats.peakBytes = std::max(p_.stats.peakBytes, bytes);
+  return p_.options.modelOnly ? nullptr : allocateArena(bytes);
+}
 
 std::vector<Tensor> SessionHost::launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                               CallContext& call) {

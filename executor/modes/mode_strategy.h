@@ -86,9 +86,29 @@ class ModeHost {
   // measured time of the whole batch is compile time. `what` names the batch on the timeline.
   virtual UpFrontResult compileUpFront(const std::vector<UpFrontCompile>& jobs,
                                        const char* what) = 0;
-  // One arena for plans of which one call runs one (the gears), sized for the largest: one
-  // device allocation, counted as one.
+  // Arenas for plans of which one call runs one (the gears), by the session's graph pool
+  // (SessionOptions::graphPool): shared -- one arena sized for the largest, one device
+  // allocation; separate -- one arena per plan, one allocation each. Each plan's workspace
+  // becomes resident in the MODELED device memory, in order; the first that, with its inputs
+  // and outputs, does not fit the capacity is an Error(kMemory) naming its shapes (gears are
+  // never evicted).
   virtual void bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) = 0;
+  // Puts a plan a call just compiled into the plan cache (static and auto mode). A static
+  // plan's workspace becomes resident in the MODELED device memory, and what the cache evicts
+  // past its capacity is freed; when it (with its inputs and outputs, which must exist while it
+  // runs) does not fit the capacity, --on-oom evict first drops
+  // least-recently-used cached plans, else (or when even that is not enough) Error(kMemory)
+  // names `key`'s shapes, the bytes needed and the capacity.
+  virtual void cachePlan(const InputSignature& key, std::shared_ptr<Plan> plan,
+                         CallContext& call) = 0;
+  // A workspace of `bytes` the mode holds for a compiled shape of its own (a capture's block
+  // of intermediates), under plan id `id`: resident in the MODELED device memory by the graph
+  // pool, never evicted; Error(kMemory) naming `sig` when it and the shape's `ioBytes` of inputs
+  // and outputs do not fit. Returns the memory (null when `bytes` is 0 or the session is
+  // model-only), one device allocation of the call.
+  virtual std::shared_ptr<std::byte> holdWorkspace(uint64_t id, const InputSignature& sig,
+                                                   int64_t bytes, int64_t ioBytes,
+                                                   CallContext& call) = 0;
   // A static plan: one whole-graph launch and one sync.
   virtual std::vector<Tensor> launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                            CallContext& call) = 0;
@@ -209,6 +229,7 @@ struct SessionParts {
   PlanCache& plans;
   RecompilePolicy& recompilePolicy;
   SessionStats& stats;
+  DeviceMemoryModel& memory;
   const int& timelinePid;
 };
 std::unique_ptr<ModeHost> makeSessionHost(SessionParts parts);

@@ -30,6 +30,7 @@
 #include "executor/kernels.h"
 #include "executor/modes/mode_strategy.h"
 #include "executor/plan_runner.h"
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -48,10 +49,11 @@ struct Capture {
   };
   std::vector<Op> ops;
   std::vector<TensorType> types;  // per value, at the captured shapes
-  // Intermediates live in one block the capture owns (a CUDA graph's private memory pool):
-  // per value its offset, or -1 for inputs, constants and graph outputs.
+  // Intermediates live in one block the capture owns (a CUDA graph's private memory pool),
+  // held through the host as the capture's workspace (MODELED device memory, --graph-pool):
+  // per value its offset, or -1 for inputs, constants and graph outputs. Null in model-only.
   std::vector<int64_t> offset;
-  void* arena = nullptr;
+  std::shared_ptr<std::byte> arena;
   size_t arenaBytes = 0;
 };
 
@@ -65,10 +67,6 @@ class ReduceOverheadMode final : public ModeStrategy {
         fail(ErrorKind::kConfig, "mode option capture_limit={}: expected an integer >= 1", *v);
       limit_ = n;
     }
-  }
-  ~ReduceOverheadMode() override {
-    for (const auto& c : captures_)
-      if (c->arena) host_.device().release(c->arena, c->arenaBytes);
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs, const InputSignature& sig,
@@ -162,16 +160,19 @@ class ReduceOverheadMode final : public ModeStrategy {
       const TensorType& t = c->types[v];
       bytes += (static_cast<size_t>(t.shape.numel()) * dtypeSize(t.dtype) + 63) / 64 * 64;
     }
-    if (bytes > 0) {
-      c->arena = host_.device().allocate(bytes);
-      c->arenaBytes = bytes;
-    }
     // Measured: the capturing call's host time is capture time (the run is what it records).
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Counted as a graph compile and costed (MODELED) by the profile's graph-compile terms.
     c->id = host_.recordGraphCompile("first call of these shapes: captured",
                                      host_.options().cost.graphCompile(g.nodes.size()), secs, call);
+    // The block is the capture's workspace: resident from now on (Error(kMemory) when it does
+    // not fit the device's capacity).
+    int64_t io = 0;
+    for (ValueId v : g.inputs) io += checkedBytes(c->types[v].shape, c->types[v].dtype, "input");
+    for (ValueId v : g.outputs) io += checkedBytes(c->types[v].shape, c->types[v].dtype, "output");
+    c->arena = host_.holdWorkspace(c->id, sig, static_cast<int64_t>(bytes), io, call);
+    c->arenaBytes = bytes;
     if (span.on()) span.setName(fmt::format("capture #{} ({} kernels)", c->id, c->ops.size()));
     call.rec.modeFields.emplace_back("capture", fmt::format("captured #{}", c->id));
     captures_.push_back(std::move(c));
@@ -200,7 +201,7 @@ class ReduceOverheadMode final : public ModeStrategy {
     for (const Capture::Op& op : c.ops) {
       const ValueId v = g.nodes[op.node].output;
       if (c.offset[v] >= 0)
-        views[v] = TensorView{static_cast<char*>(c.arena) + c.offset[v], c.types[v].dtype,
+        views[v] = TensorView{c.arena ? c.arena.get() + c.offset[v] : nullptr, c.types[v].dtype,
                               c.types[v].shape};
     }
     // MODELED: every captured kernel at the captured shapes, no host work per op.

@@ -30,7 +30,7 @@ class StaticMode final : public ModeStrategy {
     const auto miss = host_.onMiss(std::move(cached), sig, inputs, call, out);
     if (!miss) return out;  // ran through the fallback path
     auto plan = host_.compile(sig, miss->reason, call);
-    host_.plans().put(sig, plan);
+    host_.cachePlan(sig, plan, call);
     return host_.launchStatic(*plan, inputs, call);
   }
 
