@@ -79,11 +79,28 @@ class GearCoster {
   double kernelCompileUs(const KernelKey& k) const { return cost_.kernelCompile(k); }
   size_t cached() const { return cache_.size(); }
 
+  // MODELED device memory of one gear shape (executor/device_memory.h): its workspace and its
+  // inputs and outputs, planned as geared mode compiles it (the passes have run on graph_).
+  // Cached by shape, as at() is; planned only for shapes a gear set names.
+  const PlanMemory& memoryAt(const InputSignature& sig) {
+    auto it = memory_.find(sig);
+    if (it != memory_.end()) return it->second;
+    const ShapeSetMemory m =
+        modeledPlanMemory(*graph_, std::span(&sig, 1), GraphPool::kShared, /*runPasses=*/false);
+    return memory_.emplace(sig, m.plans.front()).first->second;
+  }
+  int64_t weightBytes() {
+    if (weights_ < 0) weights_ = graphWeightBytes(*graph_);
+    return weights_;
+  }
+
  private:
   const CostModel& cost_;
   std::shared_ptr<const Graph> graph_;
   std::vector<NodeId> steps_;
   std::unordered_map<InputSignature, ShapeCost, SignatureHash> cache_;
+  std::unordered_map<InputSignature, PlanMemory, SignatureHash> memory_;
+  int64_t weights_ = -1;
 };
 
 // The trace as distinct tuples of varying-symbol values, with call counts.
@@ -179,6 +196,34 @@ InputSignature signatureFor(const Histogram& h, const std::vector<int64_t>& tupl
   for (size_t k = 0; k < h.symbols.size(); ++k)
     for (const InputDim& d : h.symbols[k].dims) sig[d.input][d.dim] = tuple[k];
   return sig;
+}
+
+// The MODELED device memory a geared run of `gears` holds at most: the weights, every gear's
+// workspace by the graph pool (shared: the largest; separate: the sum) and the largest gear's
+// inputs and outputs (DeviceMemoryModel's terms; what the run's out-of-memory check adds up).
+int64_t gearSetMemory(GearCoster& coster, const Histogram& h,
+                      const std::vector<std::vector<int64_t>>& gears, GraphPool pool) {
+  int64_t workspace = 0, io = 0;
+  for (const auto& gear : gears) {
+    const PlanMemory& m = coster.memoryAt(signatureFor(h, gear));
+    workspace = pool == GraphPool::kShared
+                    ? std::max(workspace, m.workspaceBytes)
+                    : addOrFail(workspace, m.workspaceBytes, "gear set workspace bytes");
+    io = std::max(io, m.ioBytes);
+  }
+  return addOrFail(addOrFail(coster.weightBytes(), workspace, "gear set memory"), io,
+                   "gear set memory");
+}
+
+// Why `c` is over a budget of `o`, or empty when it is within both.
+std::string overBudget(const GearCandidate& c, const SuggestOptions& o) {
+  if (o.maxMemoryBytes > 0 && c.memoryBytes > o.maxMemoryBytes)
+    return fmt::format("needs {} of MODELED device memory, above the budget of {}",
+                       humanBytes(c.memoryBytes), humanBytes(o.maxMemoryBytes));
+  if (o.maxStartupUs > 0 && c.startupUs() > o.maxStartupUs)
+    return fmt::format("MODELED start-up {:.0f} us, above --max-startup {:.0f} us", c.startupUs(),
+                       o.maxStartupUs);
+  return {};
 }
 
 // The MODELED figures of a gear set over the histogram: each call runs on the exact gear, or
@@ -289,6 +334,7 @@ GearCandidate referenceMode(const Graph& g, const std::vector<InputSignature>& t
   c.computeUs = st.modeled.computeUs;
   c.compileUs = st.modeled.compileUs;
   c.runUs = st.modeled.total() - st.modeled.compileUs;
+  c.memoryBytes = st.memory.peakBytes;
   return c;
 }
 
@@ -438,6 +484,66 @@ void multiSymbol(GearCoster& coster, const Histogram& h, size_t limit, GearSugge
 }
 
 // The suggestion's JSON and the candidate table (per-symbol lists, merged by product).
+// Memory of every costed gear set (sets above TorchAir's 100 gears are not allowed anyway and
+// are not planned: that would compile a plan per gear), then the budgets: a row above one is
+// not allowed. When the suggestion is above one, the best gear set within them becomes it.
+void applyBudgets(const Graph& g, GearCoster& coster, const Histogram& h,
+                  const SuggestOptions& options, GearSuggestion& s) {
+  for (GearCandidate& c : s.candidates) {
+    if (c.reference || c.gears.empty() || c.gears.size() > kMaxGears) continue;
+    c.memoryBytes = gearSetMemory(coster, h, c.gears, options.pool);
+  }
+  if (options.maxMemoryBytes <= 0 && options.maxStartupUs <= 0) return;
+  for (GearCandidate& c : s.candidates) {
+    if (!c.allowed) continue;
+    if (std::string why = overBudget(c, options); !why.empty()) {
+      c.allowed = false;
+      c.note = why;
+    }
+  }
+  if (s.candidates.front().allowed) return;
+  const GearCandidate* within = nullptr;
+  for (const GearCandidate& c : s.candidates)
+    if (c.allowed && !c.reference && (!within || c.totalUs() < within->totalUs())) within = &c;
+  if (!within)
+    fail(ErrorKind::kGear,
+         "no gear set is within the budgets (MODELED memory {}, start-up {}): the suggestion {}; "
+         "raise --max-memory / --max-startup, use --graph-pool shared, or fewer gears",
+         options.maxMemoryBytes > 0 ? humanBytes(options.maxMemoryBytes) : "unlimited",
+         options.maxStartupUs > 0 ? fmt::format("{:.0f} us", options.maxStartupUs) : "unlimited",
+         s.candidates.front().note);
+  s.notes.push_back(
+      fmt::format("the suggestion {}; taken instead: {}, the best gear set within "
+                  "the budgets",
+                  s.candidates.front().note, within->name));
+  GearCandidate chosen = *within;
+  chosen.name = "suggested";
+  s.gears = chosen.gears;
+  s.gearsJson = gearsJsonFor(g, h.symbols, s.gears, s.merge);
+  s.candidates.front() = std::move(chosen);
+}
+
+// Marks the rows no other allowed row dominates in (MODELED total, memory, start-up).
+void markPareto(std::vector<GearCandidate>& rows) {
+  auto noWorse = [](const GearCandidate& a, const GearCandidate& b) {
+    return a.totalUs() <= b.totalUs() && a.memoryBytes <= b.memoryBytes &&
+           a.startupUs() <= b.startupUs();
+  };
+  auto better = [](const GearCandidate& a, const GearCandidate& b) {
+    return a.totalUs() < b.totalUs() || a.memoryBytes < b.memoryBytes ||
+           a.startupUs() < b.startupUs();
+  };
+  for (GearCandidate& r : rows) {
+    if (!r.allowed) continue;
+    r.pareto = true;
+    for (const GearCandidate& o : rows)
+      if (&o != &r && o.allowed && noWorse(o, r) && better(o, r)) {
+        r.pareto = false;
+        break;
+      }
+  }
+}
+
 void addCandidates(const Graph& g, const std::vector<InputSignature>& trace, const CostModel& cost,
                    const SuggestOptions& options, GearCoster& coster, const Histogram& h,
                    size_t limit, GearSuggestion& s) {
@@ -526,11 +632,13 @@ void addCandidates(const Graph& g, const std::vector<InputSignature>& trace, con
     s.candidates.push_back(referenceMode(g, trace, cost, Mode::kDynamic, options.runPasses));
     s.candidates.push_back(referenceMode(g, trace, cost, Mode::kAuto, options.runPasses));
   }
+  applyBudgets(g, coster, h, options, s);
   size_t best = 0;
   for (size_t i = 0; i < s.candidates.size(); ++i)
     if (s.candidates[i].allowed && s.candidates[i].totalUs() < s.candidates[best].totalUs())
       best = i;
   s.candidates[best].best = true;
+  markPareto(s.candidates);
 }
 
 }  // namespace
@@ -558,6 +666,9 @@ GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& t
   GearSuggestion s;
   s.symbols = h.symbols;
   s.merge = options.merge;
+  s.maxMemoryBytes = options.maxMemoryBytes;
+  s.maxStartupUs = options.maxStartupUs;
+  s.pool = options.pool;
   s.calls = h.calls;
   s.distinctShapes = h.tuples.size();
   const size_t limit = std::min(options.maxGears, kMaxGears);
@@ -628,6 +739,28 @@ GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& t
         "exact dynamic programme over the {} distinct sizes of {} (2..{} gears, the largest size "
         "a gear)",
         n, sym, limit);
+    if (options.maxMemoryBytes > 0 || options.maxStartupUs > 0) {
+      // Under budgets: the best set of each gear count k (the same programme, exactly k gears),
+      // and of those the cheapest within both budgets. Memory and start-up grow with k, so this
+      // finds the budgeted optimum whenever it is the best k-gear set for its k (not proven in
+      // general: a k-gear set other than the cheapest might fit where the cheapest does not).
+      std::optional<GearCandidate> best;
+      for (size_t k = 2; k <= std::min(limit, n); ++k) {
+        std::vector<int64_t> set;
+        for (size_t i : chooseGears(p, k, k).gears) set.push_back(sizes[i]);
+        GearCandidate c = evaluate(coster, h, "", asTuples(set), true);
+        c.memoryBytes = gearSetMemory(coster, h, c.gears, options.pool);
+        if (!overBudget(c, options).empty()) continue;
+        if (!best || c.totalUs() < best->totalUs()) best = std::move(c);
+      }
+      if (best && best->gears != s.gears) {
+        s.gears = best->gears;
+        s.method += fmt::format(
+            "; within the budgets: the cheapest of the best k-gear sets (k = "
+            "2..{})",
+            std::min(limit, n));
+      }
+    }
   }
   addCandidates(g, trace, cost, options, coster, h, limit, s);
   return s;
@@ -639,7 +772,11 @@ std::vector<GearCandidate> evaluateGearSets(
   const Histogram h = buildHistogram(g, trace);
   GearCoster coster(g, h.base, cost, runPasses);
   std::vector<GearCandidate> out;
-  for (const auto& set : sets) out.push_back(evaluate(coster, h, "", set, true));
+  for (const auto& set : sets) {
+    out.push_back(evaluate(coster, h, "", set, true));
+    if (set.size() <= kMaxGears)
+      out.back().memoryBytes = gearSetMemory(coster, h, out.back().gears, GraphPool::kShared);
+  }
   return out;
 }
 
@@ -651,20 +788,30 @@ std::string formatSuggestion(const GearSuggestion& s, const std::string& profile
                      s.distinctShapes, fmt::join(names, ", "), profile);
   out += fmt::format("method: {}\n", s.method);
   for (const std::string& n : s.notes) out += "note: " + n + "\n";
-  out += fmt::format("{:<2}{:<26}{:>6}{:>9}{:>8}{:>9}{:>9}{:>13}{:>13}{:>13}{:>13}\n", "",
+  if (s.maxMemoryBytes > 0 || s.maxStartupUs > 0)
+    out += fmt::format("budgets: MODELED memory {} (graph pool {}), MODELED start-up {}\n",
+                       s.maxMemoryBytes > 0 ? humanBytes(s.maxMemoryBytes) : "unlimited",
+                       graphPoolName(s.pool),
+                       s.maxStartupUs > 0 ? fmt::format("{:.0f} us", s.maxStartupUs) : "unlimited");
+  out += fmt::format("{:<3}{:<26}{:>6}{:>9}{:>8}{:>9}{:>9}{:>13}{:>13}{:>13}{:>13}{:>12}\n", "",
                      "candidate (MODELED us)", "gears", "compiles", "padded", "calls", "waste%",
-                     "waste", "compile", "run", "total");
+                     "waste", "compile", "run", "total", "memory");
   for (const GearCandidate& c : s.candidates) {
+    const std::string mark = std::string(c.best ? "*" : "") + (c.pareto ? "P" : "");
     out += fmt::format(
-        "{:<2}{:<26}{:>6}{:>9}{:>8}{:>9}{:>8.1f}%{:>13.0f}{:>13.0f}{:>13.0f}{:>13.0f}",
-        c.best ? "*" : "", c.name, c.reference ? std::string("-") : std::to_string(c.gears.size()),
-        c.compiles, c.reference ? std::string("-") : std::to_string(c.paddedCalls), s.calls,
-        c.wastePct(), c.paddingWasteUs, c.compileUs, c.runUs, c.totalUs());
+        "{:<3}{:<26}{:>6}{:>9}{:>8}{:>9}{:>8.1f}%{:>13.0f}{:>13.0f}{:>13.0f}{:>13.0f}{:>12}", mark,
+        c.name, c.reference ? std::string("-") : std::to_string(c.gears.size()), c.compiles,
+        c.reference ? std::string("-") : std::to_string(c.paddedCalls), s.calls, c.wastePct(),
+        c.paddingWasteUs, c.compileUs, c.runUs, c.totalUs(),
+        c.memoryBytes > 0 ? humanBytes(c.memoryBytes) : std::string("-"));
     if (!c.allowed) out += "  (not allowed: " + c.note + ")";
     out += "\n";
   }
   std::vector<std::string> g;
   for (const auto& gear : s.gears) g.push_back(fmt::format("{}", fmt::join(gear, "x")));
+  out +=
+      "* best MODELED total; P Pareto-optimal in MODELED total, memory and start-up (start-up "
+      "= the compile column for gear sets, 0 for modes)\n";
   out += fmt::format("suggested gears: {}\n", fmt::join(g, ", "));
   out += fmt::format("--gears '{}'\n", s.gearsJson);
   return out;
@@ -681,6 +828,11 @@ nlohmann::ordered_json suggestionJson(const GearSuggestion& s, const std::string
   j["method"] = s.method;
   j["notes"] = s.notes;
   j["padding_legal"] = s.padding;
+  nlohmann::ordered_json b;
+  b["max_memory_bytes"] = s.maxMemoryBytes;
+  b["max_startup_us"] = s.maxStartupUs;
+  b["graph_pool"] = graphPoolName(s.pool);
+  j["budgets"] = b;
   j["gears"] = s.gears;
   j["gears_json"] = nlohmann::ordered_json::parse(s.gearsJson);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -691,6 +843,7 @@ nlohmann::ordered_json suggestionJson(const GearSuggestion& s, const std::string
     r["allowed"] = c.allowed;
     r["note"] = c.note;
     r["best"] = c.best;
+    r["pareto"] = c.pareto;
     r["gears"] = c.gears;
     r["graph_compiles"] = c.compiles;
     r["padded_calls"] = c.paddedCalls;
@@ -701,6 +854,8 @@ nlohmann::ordered_json suggestionJson(const GearSuggestion& s, const std::string
     m["padding_waste_us"] = c.paddingWasteUs;
     m["padding_waste_pct"] = c.wastePct();
     m["total_us"] = c.totalUs();
+    m["memory_bytes"] = c.memoryBytes;
+    m["startup_us"] = c.startupUs();
     r["modeled"] = m;
     rows.push_back(r);
   }

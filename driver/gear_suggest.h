@@ -15,6 +15,7 @@
 
 #include "compiler/specialize.h"
 #include "executor/cost_model.h"
+#include "executor/device_memory.h"
 #include "gears/gear_set.h"
 #include "gears/padding.h"
 
@@ -42,7 +43,18 @@ struct GearCandidate {
   double runUs = 0;           // MODELED: launch, sync, compute (and host work for references)
   double totalUs() const { return compileUs + runUs; }
   double wastePct() const { return computeUs > 0 ? 100.0 * paddingWasteUs / computeUs : 0.0; }
+  // MODELED device memory (executor/device_memory.h): a gear set's weights + every gear's
+  // workspace by the graph pool + the largest gear's inputs and outputs -- the most a geared
+  // run of it holds at once; a reference mode's peak over the trace.
+  int64_t memoryBytes = 0;
+  // MODELED start-up: what geared mode compiles before the first call (--gear-compile eager,
+  // the default): every gear's graph compile and kernels, i.e. compileUs. 0 for a reference
+  // mode, which compiles in its calls.
+  double startupUs() const { return reference ? 0.0 : compileUs; }
   bool best = false;
+  // Not dominated by another allowed row in (MODELED total, memory, start-up): no other row is
+  // at least as good in all three and better in one.
+  bool pareto = false;
 };
 
 struct SuggestOptions {
@@ -50,6 +62,11 @@ struct SuggestOptions {
   MergePolicy merge = MergePolicy::kZip;
   bool references = true;  // run dynamic and auto (model-only) for the reference rows
   bool runPasses = true;
+  // Budgets (0: none). A gear set above one is not allowed; the suggestion is the best set
+  // within both. --max-memory defaults to the device profile's memory capacity.
+  int64_t maxMemoryBytes = 0;           // --max-memory: MODELED device memory (GearCandidate)
+  double maxStartupUs = 0;              // --max-startup: MODELED start-up (up-front compiles)
+  GraphPool pool = GraphPool::kShared;  // --graph-pool: how the gears' workspaces add up
 };
 
 struct GearSuggestion {
@@ -61,7 +78,10 @@ struct GearSuggestion {
   std::vector<std::string> notes;
   int64_t calls = 0;
   size_t distinctShapes = 0;
-  bool padding = true;                    // padding is legal (else only exact gears are possible)
+  bool padding = true;         // padding is legal (else only exact gears are possible)
+  int64_t maxMemoryBytes = 0;  // the budgets in force (0: none)
+  double maxStartupUs = 0;
+  GraphPool pool = GraphPool::kShared;
   std::vector<GearCandidate> candidates;  // [0] is the suggestion
 };
 

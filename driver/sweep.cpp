@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -140,11 +141,21 @@ nlohmann::ordered_json pointReport(const Session& s, const RunOptions& o, bool m
   if (measured) {
     report["measured_total_seconds"] = s.stats().compileSeconds + s.stats().runSeconds;
   } else {
-    // Measured figures of a model-only run are not kernel times, and differ run to run.
-    std::vector<std::string> drop;
-    for (const auto& [key, value] : report.items())
-      if (key.rfind("measured_", 0) == 0) drop.push_back(key);
-    for (const std::string& key : drop) report.erase(key);
+    // Measured figures of a model-only run are not kernel times, and differ run to run: every
+    // "measured_*" key, nested ones too (the startup block's).
+    const std::function<void(nlohmann::ordered_json&)> dropMeasured =
+        [&](nlohmann::ordered_json& j) {
+          if (!j.is_object()) return;
+          std::vector<std::string> drop;
+          for (auto& [key, value] : j.items()) {
+            if (key.rfind("measured_", 0) == 0)
+              drop.push_back(key);
+            else
+              dropMeasured(value);
+          }
+          for (const std::string& key : drop) j.erase(key);
+        };
+    dropMeasured(report);
   }
   return report;
 }
@@ -226,7 +237,9 @@ const std::vector<SweepColumn>& sweepColumns() {
       {"padded calls", "/padded_calls", C::kIfNonZero},
       // Not the report's padding_waste ratio: it counts every input's elements, weights
       // included, so an MLP padded by 25% reads 0.005; the MODELED time wasted says it.
-      {"peak bytes", "/peak_bytes", C::kPlotX},
+      {"peak bytes", "/peak_bytes"},
+      {"modeled peak memory (bytes)", "/modeled_peak_bytes", C::kPlotX},
+      {"modeled start-up (us)", "/startup/modeled_up_front_compile_us", C::kIfNonZero},
       {"modeled padding waste (us)", "/modeled/padding_waste_us", C::kIfNonZero},
       {"modeled compile (us)", "/modeled/compile_us"},
       {"modeled total (us)", "/modeled/total_us", C::kModeledTotal},

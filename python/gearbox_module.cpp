@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -664,7 +665,9 @@ std::pair<std::vector<InputSignature>, std::string> traceFromPython(const py::ob
 // from Python. Returns its --json report; "gears" there is what Session(gears=...) takes.
 py::dict suggestGearsPy(const PyGraph& g, const py::object& trace, int64_t maxGears,
                         const std::string& merge, bool references, bool passes,
-                        const std::string& deviceProfile, const std::vector<std::string>& cost) {
+                        const std::string& deviceProfile, const std::vector<std::string>& cost,
+                        const std::string& maxMemory, double maxStartupUs,
+                        const std::string& graphPool) {
   // Signed and checked as the CLI checks --max-gears: -1 is not 2^64-1.
   if (maxGears < 0 || maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "max_gears {}: TorchAir needs 2 to {} gears per dim", maxGears,
@@ -678,6 +681,16 @@ py::dict suggestGearsPy(const PyGraph& g, const py::object& trace, int64_t maxGe
   so.merge = parseMergePolicy(merge);
   so.references = references;
   so.runPasses = passes;
+  // The budgets, checked as the CLI checks them (tools/cmd_suggest_gears.cpp).
+  so.maxMemoryBytes =
+      maxMemory.empty() ? model.memoryCapacityBytes : parseByteSize(maxMemory, "max_memory");
+  if (!std::isfinite(maxStartupUs) || maxStartupUs < 0)
+    fail(ErrorKind::kConfig, "max_startup_us {}: expected a finite number >= 0 (0: none)",
+         maxStartupUs);
+  so.maxStartupUs = maxStartupUs;
+  const auto pool = parseGraphPool(graphPool);
+  if (!pool) fail(ErrorKind::kConfig, "graph_pool '{}': expected shared or separate", graphPool);
+  so.pool = *pool;
   const cli::GearSuggestion sug = cli::suggestGears(*g.g, sigs, model, so);
   nlohmann::ordered_json j = cli::suggestionJson(sug, model.name);
   j["model"] = g.g->sourceFile;
@@ -903,7 +916,8 @@ PYBIND11_MODULE(_gearbox, m) {
   m.def("suggest_gears", &suggestGearsPy, py::arg("graph"), py::arg("trace"),
         py::arg("max_gears") = static_cast<int64_t>(kMaxGears), py::arg("merge") = "zip",
         py::arg("references") = true, py::arg("passes") = true, py::arg("device_profile") = "",
-        py::arg("cost") = std::vector<std::string>{},
+        py::arg("cost") = std::vector<std::string>{}, py::arg("max_memory") = "",
+        py::arg("max_startup_us") = 0.0, py::arg("graph_pool") = "shared",
         "`gearbox suggest-gears` (docs/gears.md): the gears that minimise geared mode's MODELED "
         "total over the trace, with the usual choices beside them.");
   m.def("compare", &compare, py::arg("graph"), py::arg("trace"),

@@ -149,7 +149,7 @@ class MlpMemory : public ::testing::Test {
     o.modelOnly = true;
     if (modeInfo(mode).needsGears) {
       gearOptions(o).json = gears;
-      gearOptions(o).padFallback = true;
+      gearOptions(o).fallback = GearFallback::kPad;
     }
     return o;
   }

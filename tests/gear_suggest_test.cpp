@@ -197,6 +197,93 @@ TEST_F(ServingSuggestion, ItsJsonRunsInGearedModeAsPredicted) {
   EXPECT_LE(allocs, 64 * CostModel{}.allocUs);
 }
 
+// MODELED memory of a gear set (issue 25): weights + workspaces by the graph pool + the largest
+// gear's inputs and outputs, as modeledPlanMemory plans them without a trace.
+TEST_F(ServingSuggestion, MemoryIsTheGearSetsModeledPlanMemory) {
+  const cli::GearCandidate& c = suggestion_->candidates[0];
+  std::vector<InputSignature> shapes;
+  for (const auto& gear : c.gears) {
+    InputSignature sig = trace_->front();
+    sig[0][0] = gear[0];
+    shapes.push_back(sig);
+  }
+  const ShapeSetMemory m = modeledPlanMemory(*graph_, shapes, GraphPool::kShared);
+  int64_t io = 0;
+  for (const PlanMemory& p : m.plans) io = std::max(io, p.ioBytes);
+  EXPECT_EQ(c.memoryBytes, m.residentBytes + io);
+  // The MLP's workspace is 8,192 bytes per batch row (tests/device_memory_test.cpp): the shared
+  // pool holds the largest gear's, 64 rows.
+  EXPECT_EQ(m.workspaceBytes, 8192 * 64);
+  EXPECT_EQ(c.startupUs(), c.compileUs);
+}
+
+TEST_F(ServingSuggestion, EveryAllowedRowIsParetoOrDominatedByOne) {
+  const auto& rows = suggestion_->candidates;
+  auto dominates = [](const cli::GearCandidate& a, const cli::GearCandidate& b) {
+    return a.totalUs() <= b.totalUs() && a.memoryBytes <= b.memoryBytes &&
+           a.startupUs() <= b.startupUs() &&
+           (a.totalUs() < b.totalUs() || a.memoryBytes < b.memoryBytes ||
+            a.startupUs() < b.startupUs());
+  };
+  int pareto = 0;
+  for (const cli::GearCandidate& r : rows) {
+    if (!r.allowed) {
+      EXPECT_FALSE(r.pareto) << r.name;
+      continue;
+    }
+    bool dominated = false;
+    for (const cli::GearCandidate& o : rows)
+      dominated = dominated || (o.allowed && dominates(o, r));
+    EXPECT_EQ(r.pareto, !dominated) << r.name;
+    pareto += r.pareto ? 1 : 0;
+    if (r.best) EXPECT_TRUE(r.pareto) << r.name;
+  }
+  EXPECT_GE(pareto, 2);  // the dynamic reference starts at 0 us; gear sets win on total
+}
+
+// --max-memory with separate pools (every gear's workspace adds up): the suggestion changes to
+// the cheapest set within the budget; rows above it are not allowed and say why.
+TEST_F(ServingSuggestion, AMemoryBudgetPicksTheCheapestSetThatFits) {
+  cli::SuggestOptions o;
+  o.pool = GraphPool::kSeparate;
+  const cli::GearSuggestion free = cli::suggestGears(*graph_, *trace_, CostModel{}, o);
+  const cli::GearCandidate& unbounded = free.candidates[0];
+  ASSERT_GT(unbounded.gears.size(), 2u);
+  o.maxMemoryBytes = unbounded.memoryBytes - 1;
+  const cli::GearSuggestion s = cli::suggestGears(*graph_, *trace_, CostModel{}, o);
+  const cli::GearCandidate& within = s.candidates[0];
+  EXPECT_TRUE(within.allowed);
+  EXPECT_LE(within.memoryBytes, o.maxMemoryBytes);
+  EXPECT_GE(within.totalUs(), unbounded.totalUs());
+  EXPECT_NE(within.gears, unbounded.gears);
+  EXPECT_EQ(within.gears.back(), std::vector<int64_t>{64});  // the largest size is still a gear
+  for (const cli::GearCandidate& c : s.candidates)
+    if (!c.reference && c.memoryBytes > o.maxMemoryBytes) {
+      EXPECT_FALSE(c.allowed) << c.name;
+      EXPECT_NE(c.note.find("above the budget"), std::string::npos) << c.note;
+    }
+}
+
+TEST_F(ServingSuggestion, AStartupBudgetBoundsTheUpFrontCompiles) {
+  cli::SuggestOptions o;
+  o.references = false;
+  const double unbounded = suggestion_->candidates[0].startupUs();
+  o.maxStartupUs = unbounded / 2;
+  const cli::GearSuggestion s = cli::suggestGears(*graph_, *trace_, CostModel{}, o);
+  EXPECT_LE(s.candidates[0].startupUs(), o.maxStartupUs);
+  EXPECT_LT(s.candidates[0].gears.size(), suggestion_->candidates[0].gears.size());
+  // Below one gear's compile nothing fits: a clear error naming the budget.
+  o.maxStartupUs = 1;
+  try {
+    cli::suggestGears(*graph_, *trace_, CostModel{}, o);
+    FAIL() << "expected Error(kGear)";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kGear);
+    EXPECT_NE(std::string(e.what()).find("no gear set is within the budgets"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GearSuggest, SeedOneGearsCoverItsOwnTrace) {
   const Graph g = loadGraph(example("seed001_add.gbx"));
   const auto trace = cli::loadTrace(example("seed001_add.trace.jsonl"), g);

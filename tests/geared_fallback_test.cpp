@@ -195,6 +195,34 @@ TEST(GearedLazy, UnusedGearsNeverCompile) {
   EXPECT_GT(h[0].modeled.compileUs, 0);  // the gear's compile is the call's
 }
 
+// MODELED device memory: a lazy gear is resident from its first use, in the graph pool as an
+// up-front gear is; once every gear is used the figures are eager's.
+TEST(GearedLazy, AGearIsResidentInModeledMemoryFromItsFirstUse) {
+  for (GraphPool pool : {GraphPool::kShared, GraphPool::kSeparate}) {
+    auto run = [&](GearCompile compile, const std::vector<int64_t>& sizes) {
+      SessionOptions o = geared(GearFallback::kError, compile);
+      o.graphPool = pool;
+      auto s = std::make_unique<Session>(fourOps(), o);
+      set_dim_gears(*s, "x", {{0, {2, 4, 8}}});
+      compileGears(*s);
+      for (int64_t n : sizes) s->run(batch(*s, n, n));
+      return s;
+    };
+    const auto lazyOne = run(GearCompile::kLazy, {8});
+    EXPECT_EQ(lazyOne->stats().memory.residentPlans, 1);
+    const auto lazyAll = run(GearCompile::kLazy, {2, 4, 8});
+    const auto eagerAll = run(GearCompile::kEager, {2, 4, 8});
+    EXPECT_EQ(lazyAll->stats().memory.residentPlans, 3);
+    EXPECT_EQ(lazyAll->stats().memory.workspaceBytes, eagerAll->stats().memory.workspaceBytes);
+    EXPECT_EQ(lazyAll->stats().memory.residentBytes, eagerAll->stats().memory.residentBytes);
+    // Gear 8 is the largest: alone it holds what the shared pool holds for all three.
+    if (pool == GraphPool::kShared)
+      EXPECT_EQ(lazyOne->stats().memory.workspaceBytes, eagerAll->stats().memory.workspaceBytes);
+    else
+      EXPECT_LT(lazyOne->stats().memory.workspaceBytes, eagerAll->stats().memory.workspaceBytes);
+  }
+}
+
 TEST(GearedLazy, SameCompilesAsEagerWhenEveryGearIsUsedStartUpMovesToTheFirstCall) {
   auto runAll = [](GearCompile compile) {
     auto s = std::make_unique<Session>(fourOps(), geared(GearFallback::kError, compile));

@@ -231,7 +231,7 @@ TEST(Sweep, GearsSuggestAndPaddingColumns) {
     EXPECT_NE(std::find(headers.begin(), headers.end(), h), headers.end()) << h;
   const std::string html = cli::renderSweepHtml(o, r);
   EXPECT_NE(html.find("data-plot=\"total-vs-graph_compiles\""), std::string::npos);
-  EXPECT_NE(html.find("data-plot=\"total-vs-peak_bytes\""), std::string::npos);
+  EXPECT_NE(html.find("data-plot=\"total-vs-modeled_peak_bytes\""), std::string::npos);
 }
 
 // The CLI: the table on stdout and --json against goldens, exit 0 with a failing point, and a

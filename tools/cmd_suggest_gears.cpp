@@ -1,7 +1,9 @@
 // `gearbox suggest-gears MODEL --trace T [--max-gears K] [--device-profile P] [--cost k=v]
-// [--merge zip|product] [-o gears.json] [--json report.json]`: chooses the gears that minimise
-// the MODELED total of geared mode over the trace and prints them next to the usual choices
-// (driver/gear_suggest.h, docs/gears.md "Choosing gears").
+// [--merge zip|product] [--max-memory BYTES] [--max-startup US] [--graph-pool shared|separate]
+// [-o gears.json] [--json report.json]`: chooses the gears that minimise the MODELED total of
+// geared mode over the trace within the memory and start-up budgets and prints them next to the
+// usual choices (driver/gear_suggest.h, docs/gears.md "Choosing gears").
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,7 +21,9 @@ namespace gearbox::cli {
 namespace {
 
 struct SuggestCliOptions {
-  std::string model, trace, deviceProfile, output, json, merge = "zip";
+  std::string model, trace, deviceProfile, output, json, merge = "zip", maxMemory,
+                                                         graphPool = "shared";
+  double maxStartupUs = 0;
   std::vector<std::string> costOverrides;
   // Signed, so "-1" is read as -1 and refused, not as 2^64-1.
   int64_t maxGears = static_cast<int64_t>(kMaxGears);
@@ -35,6 +39,9 @@ void runSuggest(const SuggestCliOptions& o) {
   if (o.maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "--max-gears {} is above TorchAir's limit of {} gears", o.maxGears,
          kMaxGears);
+  if (!std::isfinite(o.maxStartupUs) || o.maxStartupUs < 0)
+    fail(ErrorKind::kConfig, "--max-startup {}: expected a finite number of us >= 0 (0: none)",
+         o.maxStartupUs);
   if (!o.output.empty()) checkOutputPath("-o", o.output);
   if (!o.json.empty()) checkOutputPath("--json", o.json);
   checkOutputsAreNotInputs({{"-o", o.output}, {"--json", o.json}},
@@ -46,6 +53,15 @@ void runSuggest(const SuggestCliOptions& o) {
   const Graph g = loadGraph(o.model);
   const auto trace = loadTrace(o.trace, g);
   SuggestOptions so;
+  // The memory budget: --max-memory, else the device profile's capacity (a run that exceeds it
+  // fails, so a set above it is no suggestion).
+  so.maxMemoryBytes =
+      o.maxMemory.empty() ? cost.memoryCapacityBytes : parseByteSize(o.maxMemory, "--max-memory");
+  so.maxStartupUs = o.maxStartupUs;
+  const auto pool = parseGraphPool(o.graphPool);
+  if (!pool)
+    fail(ErrorKind::kConfig, "--graph-pool '{}': expected shared or separate", o.graphPool);
+  so.pool = *pool;
   so.maxGears = static_cast<size_t>(o.maxGears);
   so.merge = merge;
   so.references = !o.noReferences;
@@ -76,6 +92,13 @@ void registerSuggestGears(CLI::App& app) {
                   "Device profile name or file (default a100-class)");
   cmd->add_option("--cost", o->costOverrides, "Override one profile value, key=value");
   cmd->add_option("--merge", o->merge, "dynamic_gears_merge_policy of the written gears");
+  cmd->add_option("--max-memory", o->maxMemory,
+                  "MODELED device memory budget of a gear set, e.g. 16GiB (default: the device "
+                  "profile's capacity)");
+  cmd->add_option("--max-startup", o->maxStartupUs,
+                  "MODELED start-up budget in us: the up-front compiles (0: none)");
+  cmd->add_option("--graph-pool", o->graphPool,
+                  "How the gears' workspaces add up: shared (the largest) or separate (the sum)");
   cmd->add_option("-o,--output", o->output, "Write the suggested gears JSON (for --gears @FILE)");
   cmd->add_option("--json", o->json, "Write the candidate table as JSON");
   cmd->add_flag("--no-references", o->noReferences,

@@ -292,6 +292,9 @@ const Plan& GearedMode::gearPlan(size_t gear, const InputSignature& sig, const c
     } catch (const Error& e) {
       invalid_[gear] = e.what();
     }
+    // Resident from now on (MODELED device memory); out of memory is the call's error, not
+    // a gear that cannot compile.
+    if (plans_[gear]) host_.holdGear(*plans_[gear], gear);
   }
   if (!plans_[gear])
     fail(ErrorKind::kGear, "shapes [{}] {} gear {}, which could not be compiled: {}",

@@ -78,6 +78,7 @@ class SessionHost final : public ModeHost {
                                 CallContext& call) override;
   UpFrontResult compileUpFront(const std::vector<UpFrontCompile>& jobs, const char* what) override;
   void bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) override;
+  void holdGear(const Plan& plan, size_t gear) override;
   void cachePlan(const InputSignature& key, std::shared_ptr<Plan> plan, CallContext& call) override;
   std::shared_ptr<std::byte> holdWorkspace(uint64_t id, const InputSignature& sig, int64_t bytes,
                                            int64_t ioBytes, CallContext& call) override;
@@ -242,19 +243,20 @@ void SessionHost::outOfMemory(const InputSignature& sig, const std::string& what
        formatBytes(now.capacityBytes), memoryCapacitySource(p_.options), hint);
 }
 
+void SessionHost::holdGear(const Plan& plan, size_t gear) {
+  const int64_t io = planIoBytes(plan), needed = neededWith(plan.arenaBytes, io);
+  if (!p_.memory.fits(needed))
+    outOfMemory(plan.signature, fmt::format("gear {}", gear), plan.arenaBytes, io, needed,
+                "Gears are never evicted (--on-oom evict does not apply): use fewer gears, "
+                "--graph-pool shared, or a larger --device-memory");
+  p_.memory.hold(plan.id, plan.arenaBytes, /*evictable=*/false);
+}
+
 void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) {
   // MODELED: every gear's workspace is resident from now on, checked in gear order, so the
   // error names the first gear that does not fit.
-  for (size_t i = 0; i < plans.size(); ++i) {
-    const auto& p = plans[i];
-    if (!p) continue;
-    const int64_t io = planIoBytes(*p), needed = neededWith(p->arenaBytes, io);
-    if (!p_.memory.fits(needed))
-      outOfMemory(p->signature, fmt::format("gear {}", i), p->arenaBytes, io, needed,
-                  "Gears are compiled up front and never evicted (--on-oom evict does not apply): "
-                  "use fewer gears, --graph-pool shared, or a larger --device-memory");
-    p_.memory.hold(p->id, p->arenaBytes, /*evictable=*/false);
-  }
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (plans[i]) holdGear(*plans[i], i);
   if (p_.options.graphPool == GraphPool::kSeparate) {
     // A pool per gear: an arena each, one allocation each; the device holds their sum.
     int64_t total = 0;

@@ -93,6 +93,11 @@ class ModeHost {
   // and outputs, does not fit the capacity is an Error(kMemory) naming its shapes (gears are
   // never evicted).
   virtual void bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) = 0;
+  // A gear compiled on first use (--gear-compile lazy; compile() gave it its own arena): its
+  // workspace becomes resident in the MODELED device memory by the graph pool, as
+  // bindSharedArena makes the up-front gears'; Error(kMemory) naming gear `gear` when it does
+  // not fit.
+  virtual void holdGear(const Plan& plan, size_t gear) = 0;
   // Puts a plan a call just compiled into the plan cache (static and auto mode). A static
   // plan's workspace becomes resident in the MODELED device memory, and what the cache evicts
   // past its capacity is freed; when it (with its inputs and outputs, which must exist while it

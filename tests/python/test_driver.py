@@ -52,6 +52,33 @@ def test_suggest_gears_checks_its_options(repo):
         gearbox.suggest_gears(g, trace, cost=["launch_us=nan"])
 
 
+def test_suggest_gears_budgets_match_the_cli(repo, cli, tmp_path):
+    # Issue 25: --max-memory / --max-startup / --graph-pool; the same table from both front ends.
+    model = str(repo / "examples" / "mlp.gbx")
+    trace = str(repo / "examples" / "mlp_serving.trace.jsonl")
+    free = gearbox.suggest_gears(gearbox.load(model), trace, references=False,
+                                 graph_pool="separate")
+    budget = free["candidates"][0]["modeled"]["memory_bytes"] - 1
+    out = tmp_path / "s.json"
+    subprocess.run([cli, "suggest-gears", model, "--trace", trace, "--no-references",
+                    "--graph-pool", "separate", "--max-memory", str(budget), "--json", str(out)],
+                   check=True, capture_output=True)
+    want = json.loads(out.read_text())
+    got = gearbox.suggest_gears(gearbox.load(model), trace, references=False,
+                                graph_pool="separate", max_memory=str(budget))
+    assert got["gears"] == want["gears"] != free["gears"]
+    assert got["budgets"] == want["budgets"] == {
+        "max_memory_bytes": budget, "max_startup_us": 0.0, "graph_pool": "separate"}
+    assert got["candidates"][0]["modeled"]["memory_bytes"] <= budget
+    assert any(c["pareto"] for c in got["candidates"])
+    with pytest.raises(gearbox.Error, match="max_memory"):
+        gearbox.suggest_gears(gearbox.load(model), trace, max_memory="lots")
+    with pytest.raises(gearbox.Error, match="graph_pool"):
+        gearbox.suggest_gears(gearbox.load(model), trace, graph_pool="pooled")
+    with pytest.raises(gearbox.Error, match="max_startup_us"):
+        gearbox.suggest_gears(gearbox.load(model), trace, max_startup_us=float("nan"))
+
+
 def test_report_is_the_cli_run_report(repo, cli, tmp_path):
     model = str(repo / "examples" / "seed001_add.gbx")
     trace = str(repo / "examples" / "seed001_add.trace.jsonl")
