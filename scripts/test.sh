@@ -37,7 +37,7 @@ done
 echo "== gearbox tests: tsan =="
 bash scripts/build.sh tsan
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
-build-tsan/bin/gearbox_tests --gtest_filter="${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*}"
+build-tsan/bin/gearbox_tests --gtest_filter="${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}"
 echo "== gearbox fuzz: replay + ${FUZZ_SECONDS:-10}s smoke per target =="
 bash scripts/fuzz.sh
 echo "== gearbox tests: all flavours passed =="
