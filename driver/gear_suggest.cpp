@@ -9,11 +9,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "compiler/kernel_cache.h"
 #include "compiler/passes.h"
+#include "executor/caching_allocator.h"
 #include "executor/session.h"
 #include "gears/gear_choice.h"
 #include "graph/checked.h"
@@ -201,8 +203,12 @@ InputSignature signatureFor(const Histogram& h, const std::vector<int64_t>& tupl
 // The MODELED device memory a geared run of `gears` holds at most: the weights, every gear's
 // workspace by the graph pool (shared: the largest; separate: the sum) and the largest gear's
 // inputs and outputs (DeviceMemoryModel's terms; what the run's out-of-memory check adds up).
+// `pads`: some call pads up to a gear. A padded call's input copies come from the device's
+// caching allocator (executor/modes/geared.cpp), whose pool keeps the segments: the op-by-op
+// pool term of the run, here the allocator model's reservation for the copies of the largest
+// gear's varying inputs.
 int64_t gearSetMemory(GearCoster& coster, const Histogram& h,
-                      const std::vector<std::vector<int64_t>>& gears, GraphPool pool) {
+                      const std::vector<std::vector<int64_t>>& gears, GraphPool pool, bool pads) {
   int64_t workspace = 0, io = 0;
   for (const auto& gear : gears) {
     const PlanMemory& m = coster.memoryAt(signatureFor(h, gear));
@@ -211,8 +217,24 @@ int64_t gearSetMemory(GearCoster& coster, const Histogram& h,
                     : addOrFail(workspace, m.workspaceBytes, "gear set workspace bytes");
     io = std::max(io, m.ioBytes);
   }
-  return addOrFail(addOrFail(coster.weightBytes(), workspace, "gear set memory"), io,
-                   "gear set memory");
+  int64_t copies = 0;
+  if (pads && !gears.empty()) {
+    std::set<int> varying;
+    for (const VaryingSymbol& sym : h.symbols)
+      for (const InputDim& d : sym.dims) varying.insert(d.input);
+    const InputSignature largest = signatureFor(h, *std::max_element(gears.begin(), gears.end()));
+    CachingAllocatorModel allocator;
+    for (int input : varying) {
+      const Graph& g = coster.graph();
+      const int64_t bytes =
+          checkedBytes(largest[input], g.values[g.inputs[input]].type.dtype, "padded input");
+      if (bytes > 0) allocator.allocate(static_cast<size_t>(bytes));
+    }
+    copies = allocator.stats().peakBytesReserved;
+  }
+  return addOrFail(addOrFail(addOrFail(coster.weightBytes(), workspace, "gear set memory"), io,
+                             "gear set memory"),
+                   copies, "gear set memory");
 }
 
 // Why `c` is over a budget of `o`, or empty when it is within both.
@@ -491,7 +513,7 @@ void applyBudgets(const Graph& g, GearCoster& coster, const Histogram& h,
                   const SuggestOptions& options, GearSuggestion& s) {
   for (GearCandidate& c : s.candidates) {
     if (c.reference || c.gears.empty() || c.gears.size() > kMaxGears) continue;
-    c.memoryBytes = gearSetMemory(coster, h, c.gears, options.pool);
+    c.memoryBytes = gearSetMemory(coster, h, c.gears, options.pool, c.paddedCalls > 0);
   }
   if (options.maxMemoryBytes <= 0 && options.maxStartupUs <= 0) return;
   for (GearCandidate& c : s.candidates) {
@@ -749,7 +771,7 @@ GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& t
         std::vector<int64_t> set;
         for (size_t i : chooseGears(p, k, k).gears) set.push_back(sizes[i]);
         GearCandidate c = evaluate(coster, h, "", asTuples(set), true);
-        c.memoryBytes = gearSetMemory(coster, h, c.gears, options.pool);
+        c.memoryBytes = gearSetMemory(coster, h, c.gears, options.pool, c.paddedCalls > 0);
         if (!overBudget(c, options).empty()) continue;
         if (!best || c.totalUs() < best->totalUs()) best = std::move(c);
       }
@@ -775,7 +797,8 @@ std::vector<GearCandidate> evaluateGearSets(
   for (const auto& set : sets) {
     out.push_back(evaluate(coster, h, "", set, true));
     if (set.size() <= kMaxGears)
-      out.back().memoryBytes = gearSetMemory(coster, h, out.back().gears, GraphPool::kShared);
+      out.back().memoryBytes = gearSetMemory(coster, h, out.back().gears, GraphPool::kShared,
+                                             out.back().paddedCalls > 0);
   }
   return out;
 }
