@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "graph/error.h"
@@ -57,11 +58,35 @@ Isa resolveIsa(Isa detected, const char* value) {
   return *wanted;
 }
 
+namespace {
+// -1: no override; else the Isa value a ScopedIsaOverride set.
+std::atomic<int> gOverride{-1};
+}  // namespace
+
 Isa activeIsa() {
   // A static whose initialiser throws is not initialised, so a bad GEARBOX_ISA fails every call
   // with the same message instead of being half-applied.
   static const Isa isa = resolveIsa(detectedIsa(), std::getenv(kIsaEnvVar));
-  return isa;
+  const int forced = gOverride.load(std::memory_order_relaxed);
+  return forced >= 0 ? static_cast<Isa>(forced) : isa;
+}
+
+ScopedIsaOverride::ScopedIsaOverride(Isa isa) {
+  if (isa > detectedIsa())
+    fail(ErrorKind::kConfig, "cannot run {} kernels: this CPU supports up to {}", isaName(isa),
+         isaName(detectedIsa()));
+  previous_ = gOverride.exchange(static_cast<int>(isa));
+}
+
+ScopedIsaOverride::~ScopedIsaOverride() {
+  gOverride.store(previous_);
+}
+
+std::vector<Isa> availableIsas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512})
+    if (isa <= detectedIsa()) out.push_back(isa);
+  return out;
 }
 
 std::string isaDescription() {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gearbox {
 
@@ -32,10 +33,29 @@ std::optional<Isa> parseIsa(std::string_view text);
 // The best ISA this CPU (and operating system: AVX state enabled) supports. Computed once.
 Isa detectedIsa();
 
-// The ISA the kernels use: detectedIsa(), or the lower one GEARBOX_ISA names. Decided once;
-// with a bad GEARBOX_ISA every call throws Error(kConfig) naming the variable, the value and
-// what this CPU supports (the CLI exits 2). The environment is read on the first call.
+// The ISA the kernels use: detectedIsa(), or the lower one GEARBOX_ISA names (or a
+// ScopedIsaOverride). Decided once; with a bad GEARBOX_ISA every call throws Error(kConfig)
+// naming the variable, the value and what this CPU supports (the CLI exits 2). The environment
+// is read on the first call.
 Isa activeIsa();
+
+// Runs this process's kernels (and compiles its kernel specs) with a lower ISA than
+// activeIsa() until destroyed: the differential tests run every ISA path this machine has, and
+// kernels_bench compares them in one run. Not for use while kernels run on other threads.
+// Throws Error(kConfig) for an ISA above detectedIsa().
+class ScopedIsaOverride {
+ public:
+  explicit ScopedIsaOverride(Isa isa);
+  ~ScopedIsaOverride();
+  ScopedIsaOverride(const ScopedIsaOverride&) = delete;
+  ScopedIsaOverride& operator=(const ScopedIsaOverride&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Every ISA this CPU runs, lowest first (always starts with kBaseline).
+std::vector<Isa> availableIsas();
 
 // "isa: avx2 (detected: avx2)" or "isa: avx2 (detected: avx512; GEARBOX_ISA=avx2)": what
 // `gearbox --version`, bench headers and the calibrate profile print. Throws like activeIsa().

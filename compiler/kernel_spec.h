@@ -107,8 +107,6 @@ inline constexpr int kGemmMrAvx512 = 12, kGemmNrAvx512 = 32;
 // (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its
 // loop, asks the same function at run time.
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k);
-// GEMMs with at most this many rows take the skinny path (no packing of B).
-inline constexpr int64_t kGemmSkinnyMaxM = 32;
 
 // MatMul: batch of [M, K] x [K, N], row-major.
 struct MatMulParams {
