@@ -3,7 +3,7 @@
 //
 // The default build targets baseline x86-64 (SSE2) so that a binary or package runs on any
 // x86-64. The hot kernels are also compiled for AVX2+FMA and AVX-512 (per-ISA namespaces under
-// `#pragma GCC target`, executor/kernels/isa_target.h) and chosen here from the CPU, as oneDNN,
+// `#pragma GCC target`, executor/simd/isa_target.h) and chosen here from the CPU, as oneDNN,
 // OpenBLAS (DYNAMIC_ARCH) and XNNPACK do. The environment variable GEARBOX_ISA forces a lower
 // one (baseline|avx2|avx512); an unknown value, or one the CPU does not have, is an
 // Error(kConfig), never a crash.

@@ -249,9 +249,10 @@ std::optional<GemmPath> parseGemmPath(std::string_view text) {
 // Blocking in the BLIS manner, for the cache sizes of the CPUs gearbox runs on (32-48 KiB L1d,
 // 512 KiB-2 MiB L2): a kc x nr panel of packed B stays in L1 while the micro-kernel walks the
 // mc x kc block of packed A held in L2. BLIS's Zen configuration uses mc 144, kc 256 for sgemm.
-// GEMMs with at most this many rows take the skinny path. Measured on Zen 3 (issue 23): from
-// M = 8 on, packing B once costs less than reading it in place once per row panel.
-constexpr int64_t kGemmSkinnyMaxM = 4;
+// GEMMs with at most this many rows take the skinny path. Measured on Zen 3 (issue 23, at K =
+// N = 1024): streaming B's rows beat packing B up to M = 16-32; from M = 64 on, packing B once
+// and reusing it from L1/L2 per row panel wins.
+constexpr int64_t kGemmSkinnyMaxM = 16;
 
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k) {
   GemmBlocking b;
@@ -262,11 +263,13 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
   const int64_t kBlocks = std::max<int64_t>(1, (k + 255) / 256);
   b.kc = std::max<int64_t>(1, (k + kBlocks - 1) / kBlocks);
   if (m <= kGemmSkinnyMaxM) {
-    // Too few rows to pay for packing B (it is read M / mr times at most). A kc x nc block of B
-    // (256 x 256 floats: 256 KiB) stays in L2 while every row panel of A passes over it.
+    // Too few rows to pay for packing B, which would move as many bytes as the product reads.
+    // B's rows are streamed once per pair of A rows, k = 4096 deep at a time (sequential reads
+    // the prefetchers follow), against 1024 columns of C held in L1 (4 KiB per row).
     b.path = GemmPath::kSkinny;
+    b.kc = std::min<int64_t>(std::max<int64_t>(k, 1), 4096);
     b.mc = m;
-    b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), 64), 256);
+    b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), 64), 1024);
     return b;
   }
   b.path = GemmPath::kPacked;

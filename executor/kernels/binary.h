@@ -7,27 +7,27 @@
 #include "compiler/cpu_isa.h"
 #include "compiler/kernel_spec.h"
 #include "executor/kernels/common.h"
-#include "executor/kernels/isa_target.h"
+#include "executor/simd/isa_target.h"
 
 namespace gearbox::kernels {
 
 namespace isa_baseline {
 using namespace gearbox::kernels::detail;
-#include "executor/kernels/binary_body.inc"
+#include "executor/simd/binary_body.inc"
 }  // namespace isa_baseline
 
 #if GEARBOX_HAVE_ISA_REGIONS
 GEARBOX_ISA_BEGIN_AVX2
 namespace isa_avx2 {
 using namespace gearbox::kernels::detail;
-#include "executor/kernels/binary_body.inc"
+#include "executor/simd/binary_body.inc"
 }  // namespace isa_avx2
 GEARBOX_ISA_END
 
 GEARBOX_ISA_BEGIN_AVX512
 namespace isa_avx512 {
 using namespace gearbox::kernels::detail;
-#include "executor/kernels/binary_body.inc"
+#include "executor/simd/binary_body.inc"
 }  // namespace isa_avx512
 GEARBOX_ISA_END
 #endif

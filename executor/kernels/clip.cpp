@@ -5,7 +5,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "executor/kernels/unary.h"
+#include "executor/kernels/elementwise.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
 

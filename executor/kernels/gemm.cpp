@@ -9,10 +9,12 @@
 #include <new>
 
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside its own AVX-512 intrinsics.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "executor/kernels/gemm.h"
-#include "executor/kernels/simd.h"
+#include "executor/simd/simd.h"
 
 namespace gearbox::kernels {
 namespace {
@@ -47,27 +49,27 @@ float* gemmBuffer(int which, size_t floats) {
 
 GEARBOX_ISA_BEGIN_AVX2
 namespace isa_avx2 {
-#include "executor/kernels/gemm_body.inc"
+#include "executor/simd/gemm_body.inc"
 
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
   const GemmBuffers buf{gemmBuffer};
   if (bl.path == GemmPath::kSkinny) {
-    gemmSkinny<F32x8, kGemmMrAvx2>(g, bl.kc, bl.nc, buf);
+    gemmSkinny<F32x8>(g, bl.kc, bl.nc);
   } else {
     gemmPacked<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
 }
 
-// The AVX-512 kernels' logic (12 x 32 tiles of 16-lane vectors, 24 accumulators) on AVX2.
+// The AVX-512 kernels' logic (12 x 32 tiles and 16-lane streams) on AVX2.
 void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const float* b,
                      int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
   const GemmBuffers buf{gemmBuffer};
   using V = F32x16OnAvx2;
   if (bl.path == GemmPath::kSkinny) {
-    gemmSkinny<V, kGemmMrAvx512>(g, bl.kc, bl.nc, buf);
+    gemmSkinny<V>(g, bl.kc, bl.nc);
   } else {
     gemmPacked<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
@@ -77,14 +79,14 @@ GEARBOX_ISA_END
 
 GEARBOX_ISA_BEGIN_AVX512
 namespace isa_avx512 {
-#include "executor/kernels/gemm_body.inc"
+#include "executor/simd/gemm_body.inc"
 
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
   const GemmBuffers buf{gemmBuffer};
   if (bl.path == GemmPath::kSkinny) {
-    gemmSkinny<F32x16, kGemmMrAvx512>(g, bl.kc, bl.nc, buf);
+    gemmSkinny<F32x16>(g, bl.kc, bl.nc);
   } else {
     gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }

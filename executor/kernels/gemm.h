@@ -24,8 +24,8 @@ void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
 void eigenGemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                   int64_t m, int64_t n, int64_t k);
 
-// For tests: the AVX-512 kernels' logic (the same templates over 16-lane vectors: 12 x 32 tiles,
-// the skinny widths of a 32-register file) run on pairs of AVX2 registers, with a blocking
+// For tests: the AVX-512 kernels' logic (the same templates over 16-lane vectors: 12 x 32 tiles
+// and their packing, 16-lane skinny streams) run on pairs of AVX2 registers, with a blocking
 // chosen for Isa::kAvx512. False (nothing run) when this CPU has no AVX2.
 bool gemmF32Avx512LogicOnAvx2(const GemmBlocking& blocking, const float* a, int64_t lda,
                               const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,

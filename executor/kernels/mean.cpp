@@ -3,7 +3,7 @@
 // the reference sums in double. An empty reduction gives NaN (0 / 0), as in PyTorch.
 #include "compiler/cpu_isa.h"
 #include "executor/kernels/common.h"
-#include "executor/kernels/isa_target.h"
+#include "executor/simd/isa_target.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
 

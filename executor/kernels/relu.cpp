@@ -1,6 +1,6 @@
 // Relu: reference and optimized kernels, out = max(x, 0). NaN stays NaN, as in PyTorch. The
-// optimized loop is compiled per ISA (executor/kernels/unary.h).
-#include "executor/kernels/unary.h"
+// optimized loop is compiled per ISA (executor/kernels/elementwise.h).
+#include "executor/kernels/elementwise.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
 

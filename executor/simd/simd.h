@@ -1,5 +1,5 @@
 #pragma once
-// f32 vector traits for the per-ISA kernels (executor/kernels/isa_target.h). A kernel is written
+// f32 vector traits for the per-ISA kernels (executor/simd/isa_target.h). A kernel is written
 // once as a template over a traits type V:
 //   V::R          the register type;        V::kLanes  floats per register;
 //   V::kRegs      vector registers the ISA has (16 or 32), for register-blocking decisions;
@@ -8,7 +8,7 @@
 // The AVX-512 kernels are the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane
 // logic (tile shapes, edges, blocking for 32 registers) on pairs of AVX2 registers, so the
 // tests exercise the AVX-512 instantiation's logic on a machine without AVX-512.
-#include "executor/kernels/isa_target.h"
+#include "executor/simd/isa_target.h"
 
 #if GEARBOX_HAVE_ISA_REGIONS
 
