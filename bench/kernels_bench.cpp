@@ -18,8 +18,8 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,7 +32,6 @@
 
 #if GEARBOX_BENCH_ONEDNN
 #include <omp.h>
-
 #include <oneapi/dnnl/dnnl.h>
 #endif
 #if GEARBOX_BENCH_OPENBLAS
@@ -85,8 +84,11 @@ struct GemmShape {
 
 const std::vector<GemmShape>& gemmShapes() {
   static const std::vector<GemmShape> shapes = {
-      {"n64", 64, 64, 64},      {"n256", 256, 256, 256}, {"n1024", 1024, 1024, 1024},
-      {"m1_k1024_n1024", 1, 1024, 1024}, {"m8_k1024_n1024", 8, 1024, 1024},
+      {"n64", 64, 64, 64},
+      {"n256", 256, 256, 256},
+      {"n1024", 1024, 1024, 1024},
+      {"m1_k1024_n1024", 1, 1024, 1024},
+      {"m8_k1024_n1024", 8, 1024, 1024},
       {"m64_k1024_n1024", 64, 1024, 1024},
   };
   return shapes;
@@ -144,8 +146,8 @@ void BM_Sgemm_OneDNN(benchmark::State& state, const GemmShape& s, int threads) {
   const Tensor b = randomTensor(DType::kF32, {s.k, s.n}, 2);
   Tensor c(DType::kF32, {s.m, s.n});
   auto call = [&] {
-    return dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, a.as<float>(), s.k, b.as<float>(), s.n,
-                      0.0f, c.as<float>(), s.n);
+    return dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, a.as<float>(), s.k, b.as<float>(), s.n, 0.0f,
+                      c.as<float>(), s.n);
   };
   if (call() != dnnl_success) {
     state.SkipWithError("dnnl_sgemm failed");
@@ -168,8 +170,8 @@ void BM_Sgemm_OpenBLAS(benchmark::State& state, const GemmShape& s, int threads)
   const Tensor b = randomTensor(DType::kF32, {s.k, s.n}, 2);
   Tensor c(DType::kF32, {s.m, s.n});
   auto call = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.as<float>(),
-                s.k, b.as<float>(), s.n, 0.0f, c.as<float>(), s.n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.as<float>(), s.k,
+                b.as<float>(), s.n, 0.0f, c.as<float>(), s.n);
   };
   call();
   for (auto _ : state) {
@@ -313,10 +315,9 @@ bool registerAll() {
       })->UseRealTime();
     }
     // The same kernel on the baseline ISA (GEARBOX_ISA=baseline), in the same run.
-    benchmark::RegisterBenchmark(("BM_MatMul_GearboxBaseline1T/" + g.label).c_str(),
-                                 [g](benchmark::State& st) {
-                                   BM_MatMul_Gearbox(st, g, true, Isa::kBaseline);
-                                 })
+    benchmark::RegisterBenchmark(
+        ("BM_MatMul_GearboxBaseline1T/" + g.label).c_str(),
+        [g](benchmark::State& st) { BM_MatMul_Gearbox(st, g, true, Isa::kBaseline); })
         ->UseRealTime();
 #if GEARBOX_BENCH_ONEDNN
     for (int threads : {0, 1}) {
@@ -334,22 +335,21 @@ bool registerAll() {
       })->UseRealTime();
     }
 #endif
-    benchmark::RegisterBenchmark(("BM_MatMul_Eigen1T/" + g.label).c_str(), [g](benchmark::State& st) {
-      BM_MatMul_Eigen1T(st, g);
-    })->UseRealTime();
+    benchmark::RegisterBenchmark(("BM_MatMul_Eigen1T/" + g.label).c_str(),
+                                 [g](benchmark::State& st) { BM_MatMul_Eigen1T(st, g); })
+        ->UseRealTime();
   }
   // Compile time per kernel spec, for the shapes measured here.
   auto compile = [](const std::string& label, OpKind kind, std::vector<TensorType> ins, Attrs a) {
-    benchmark::RegisterBenchmark(("BM_CompileKernelSpec/" + label).c_str(),
-                                 [kind, ins, a](benchmark::State& st) {
-                                   BM_CompileKernelSpec(st, kind, ins, a);
-                                 });
+    benchmark::RegisterBenchmark(
+        ("BM_CompileKernelSpec/" + label).c_str(),
+        [kind, ins, a](benchmark::State& st) { BM_CompileKernelSpec(st, kind, ins, a); });
   };
   const auto f32 = [](Shape s) { return TensorType{DType::kF32, s}; };
   compile("MatMul_n1024", OpKind::kMatMul, {f32({1024, 1024}), f32({1024, 1024})}, {});
   compile("MatMul_m8_k1024_n1024", OpKind::kMatMul, {f32({8, 1024}), f32({1024, 1024})}, {});
-  compile("MatMul_batch12_128x64x128", OpKind::kMatMul,
-          {f32({12, 128, 64}), f32({12, 64, 128})}, {});
+  compile("MatMul_batch12_128x64x128", OpKind::kMatMul, {f32({12, 128, 64}), f32({12, 64, 128})},
+          {});
   compile("Add_16MiB", OpKind::kAdd, {f32({4 * kMiB}), f32({4 * kMiB})}, {});
   compile("Add_row_broadcast", OpKind::kAdd, {f32({64, 1024}), f32({1024})}, {});
   compile("Transpose_64x1024", OpKind::kTranspose, {f32({4, 64, 1024})},
@@ -403,8 +403,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
     };
     os << "\nMatMul vs the best sgemm peer measured in this run (GFLOP/s; ratio = gearbox / best "
           "peer):\n";
-    os << fmt::format("{:<18} {:>7} {:>9} {:>8} {:>9} {:>7} {:>9}\n", "shape", "threads",
-                      "gearbox", "oneDNN", "OpenBLAS", "ratio", "baseline");
+    os << fmt::format("{:<18} {:>7} {:>9} {:>8} {:>9} {:>7} {:>9}\n", "shape", "threads", "gearbox",
+                      "oneDNN", "OpenBLAS", "ratio", "baseline");
     for (const GemmShape& g : gemmShapes()) {
       for (bool one : {true, false}) {
         const std::string t = one ? "1T" : "";
@@ -414,11 +414,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
         const double best = std::max(dnnl, blas);
         const double base = one ? get("BM_MatMul_GearboxBaseline1T/" + g.label) : 0.0;
         if (gb == 0) continue;
-        os << fmt::format("{:<18} {:>7} {:>9.1f} {:>8} {:>9} {:>7} {:>9}\n", g.label,
-                          one ? "1" : "default", gb, dnnl ? fmt::format("{:.1f}", dnnl) : "-",
-                          blas ? fmt::format("{:.1f}", blas) : "-",
-                          best ? fmt::format("{:.2f}", gb / best) : "-",
-                          base ? fmt::format("{:.1f}", base) : "");
+        os << fmt::format(
+            "{:<18} {:>7} {:>9.1f} {:>8} {:>9} {:>7} {:>9}\n", g.label, one ? "1" : "default", gb,
+            dnnl ? fmt::format("{:.1f}", dnnl) : "-", blas ? fmt::format("{:.1f}", blas) : "-",
+            best ? fmt::format("{:.2f}", gb / best) : "-", base ? fmt::format("{:.1f}", base) : "");
       }
     }
     os << "\nCopies vs memcpy of the same bytes in this run (ratio of GB/s):\n";

@@ -11,12 +11,9 @@ namespace gearbox {
 
 std::string_view isaName(Isa isa) {
   switch (isa) {
-    case Isa::kBaseline:
-      return "baseline";
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kAvx512:
-      return "avx512";
+    case Isa::kBaseline: return "baseline";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
   }
   return "baseline";
 }

@@ -33,8 +33,7 @@ using testing_util::shellQuote;
 // ---- choosing and forcing ---------------------------------------------------------------------
 
 TEST(Isa, NamesRoundTrip) {
-  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512})
-    EXPECT_EQ(parseIsa(isaName(isa)), isa);
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) EXPECT_EQ(parseIsa(isaName(isa)), isa);
   EXPECT_EQ(parseIsa("AVX2"), std::nullopt);
   EXPECT_EQ(parseIsa(""), std::nullopt);
   EXPECT_EQ(parseIsa("sse2"), std::nullopt);
@@ -128,8 +127,8 @@ struct GemmShape {
 void checkGemm(const GemmShape& s, const std::string& what,
                const std::function<void(const float*, int64_t, const float*, int64_t, float*,
                                         int64_t)>& gemm) {
-  SCOPED_TRACE(fmt::format("{}: m {} n {} k {} pads {} {} {}", what, s.m, s.n, s.k, s.padA,
-                           s.padB, s.padC));
+  SCOPED_TRACE(
+      fmt::format("{}: m {} n {} k {} pads {} {} {}", what, s.m, s.n, s.k, s.padA, s.padB, s.padC));
   const int64_t lda = s.k + s.padA, ldb = s.n + s.padB, ldc = s.n + s.padC;
   std::vector<float> a(static_cast<size_t>(std::max<int64_t>(1, s.m * lda)));
   std::vector<float> b(static_cast<size_t>(std::max<int64_t>(1, s.k * ldb)));
@@ -170,10 +169,24 @@ void checkGemm(const GemmShape& s, const std::string& what,
 
 std::vector<GemmShape> gemmShapes() {
   std::vector<GemmShape> shapes = {
-      {1, 1, 1},      {1, 1, 0},     {3, 5, 0},      {0, 4, 3},      {4, 0, 3},
-      {1, 17, 9},     {2, 33, 5},    {5, 7, 3},      {6, 16, 8},     {12, 32, 4},
-      {7, 17, 33},    {13, 31, 65},  {33, 65, 17},   {40, 100, 300}, {1, 200, 260},
-      {3, 9, 2, 3, 5, 7},            {31, 47, 29, 1, 2, 3},          {64, 64, 64, 0, 0, 5},
+      {1, 1, 1},
+      {1, 1, 0},
+      {3, 5, 0},
+      {0, 4, 3},
+      {4, 0, 3},
+      {1, 17, 9},
+      {2, 33, 5},
+      {5, 7, 3},
+      {6, 16, 8},
+      {12, 32, 4},
+      {7, 17, 33},
+      {13, 31, 65},
+      {33, 65, 17},
+      {40, 100, 300},
+      {1, 200, 260},
+      {3, 9, 2, 3, 5, 7},
+      {31, 47, 29, 1, 2, 3},
+      {64, 64, 64, 0, 0, 5},
   };
   // Deterministic random shapes, sizes 1 and odd sizes included.
   uint64_t state = 23;
@@ -205,11 +218,11 @@ TEST(IsaGemm, EveryPathThisMachineHasMatchesThePlainLoop) {
     ScopedIsaOverride forced(isa);
     for (const GemmShape& s : gemmShapes())
       for (const auto& [name, bl] : blockingsFor(isa, s))
-        checkGemm(s, fmt::format("{} {}", isaName(isa), name),
-                  [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                      int64_t ldc) {
-                    kernels::gemmF32(isa, bl, a, lda, b, ldb, c, ldc, s.m, s.n, s.k);
-                  });
+        checkGemm(
+            s, fmt::format("{} {}", isaName(isa), name),
+            [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+              kernels::gemmF32(isa, bl, a, lda, b, ldb, c, ldc, s.m, s.n, s.k);
+            });
   }
 }
 
@@ -220,12 +233,12 @@ TEST(IsaGemm, Avx512LogicOnAvx2MatchesThePlainLoop) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
   for (const GemmShape& s : gemmShapes())
     for (const auto& [name, bl] : blockingsFor(Isa::kAvx512, s))
-      checkGemm(s, "avx512 logic " + name,
-                [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                    int64_t ldc) {
-                  ASSERT_TRUE(kernels::gemmF32Avx512LogicOnAvx2(bl, a, lda, b, ldb, c, ldc, s.m,
-                                                                s.n, s.k));
-                });
+      checkGemm(
+          s, "avx512 logic " + name,
+          [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+            ASSERT_TRUE(
+                kernels::gemmF32Avx512LogicOnAvx2(bl, a, lda, b, ldb, c, ldc, s.m, s.n, s.k));
+          });
 }
 
 TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
@@ -249,8 +262,8 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
 // ---- specs compiled for another ISA -----------------------------------------------------------
 
 KernelKey matmulKey(int64_t m, int64_t k, int64_t n) {
-  return makeKernelKey(OpKind::kMatMul,
-                       {{DType::kF32, Shape{m, k}}, {DType::kF32, Shape{k, n}}}, Attrs{});
+  return makeKernelKey(OpKind::kMatMul, {{DType::kF32, Shape{m, k}}, {DType::kF32, Shape{k, n}}},
+                       Attrs{});
 }
 
 TEST(IsaSpecs, MatMulSpecRecordsTheIsaAndPath) {
@@ -289,8 +302,8 @@ TEST(IsaSpecs, SpecForAnyIsaRunsCorrectlyHere) {
       kernels::run(spec, ins, got.data());
       double worst = 0;
       for (int64_t i = 0; i < m * n; ++i)
-        worst = std::max(worst, std::fabs(static_cast<double>(got.as<float>()[i]) -
-                                          expected.as<float>()[i]));
+        worst = std::max(
+            worst, std::fabs(static_cast<double>(got.as<float>()[i]) - expected.as<float>()[i]));
       EXPECT_LE(worst, 1e-4);
     }
   }
@@ -347,10 +360,10 @@ TEST(IsaDisassembly, OnlyIsaNamespacesHoldVexInstructions) {
   GTEST_SKIP() << "-march=native build: everything may use the build machine's ISA";
 #else
   if (std::system("objdump --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no objdump";
-  const auto r = runPipe("objdump -d --no-show-raw-insn -C " +
-                         shellQuote(GEARBOX_EXECUTOR_LIBRARY) +
-                         " | awk '/^[0-9a-f]+ <.*>:$/ {fn = $0; next} "
-                         "$2 ~ /^v[a-z0-9]+$/ {print fn}' | sort -u");
+  const auto r =
+      runPipe("objdump -d --no-show-raw-insn -C " + shellQuote(GEARBOX_EXECUTOR_LIBRARY) +
+              " | awk '/^[0-9a-f]+ <.*>:$/ {fn = $0; next} "
+              "$2 ~ /^v[a-z0-9]+$/ {print fn}' | sort -u");
   ASSERT_EQ(r.exitCode, 0);
   std::istringstream lines(r.output);
   int isaFunctions = 0;
@@ -364,7 +377,8 @@ TEST(IsaDisassembly, OnlyIsaNamespacesHoldVexInstructions) {
     }
   }
   EXPECT_GT(isaFunctions, 10);
-  for (const std::string& f : offenders) ADD_FAILURE() << "VEX instruction outside an ISA region: " << f;
+  for (const std::string& f : offenders)
+    ADD_FAILURE() << "VEX instruction outside an ISA region: " << f;
 #endif
 }
 

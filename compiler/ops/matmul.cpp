@@ -230,12 +230,9 @@ using ops::roundUp;
 
 std::string_view gemmPathName(GemmPath path) {
   switch (path) {
-    case GemmPath::kEigen:
-      return "eigen";
-    case GemmPath::kPacked:
-      return "packed";
-    case GemmPath::kSkinny:
-      return "skinny";
+    case GemmPath::kEigen: return "eigen";
+    case GemmPath::kPacked: return "packed";
+    case GemmPath::kSkinny: return "skinny";
   }
   return "eigen";
 }

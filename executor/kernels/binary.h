@@ -62,7 +62,8 @@ template <typename T, typename Op>
   if (p.path == Path::kGeneral) units = p.numel / p.outDims[p.rank - 1];
   const int64_t align = units == p.numel ? 64 / static_cast<int64_t>(sizeof(T)) : 1;
   const BinaryRangeFn<T, Op> range = binaryRangeFor<T, Op>(activeIsa());
-  runRanges(tasks, units, align, [&](int64_t begin, int64_t end) { range(p, a, b, o, begin, end); });
+  runRanges(tasks, units, align,
+            [&](int64_t begin, int64_t end) { range(p, a, b, o, begin, end); });
 }
 
 }  // namespace detail

@@ -114,14 +114,9 @@ void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda,
 #if GEARBOX_HAVE_ISA_REGIONS
   if (bl.path != GemmPath::kEigen) {
     switch (isa) {
-      case Isa::kAvx512:
-        isa_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k);
-        return;
-      case Isa::kAvx2:
-        isa_avx2::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k);
-        return;
-      case Isa::kBaseline:
-        break;
+      case Isa::kAvx512: isa_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k); return;
+      case Isa::kAvx2: isa_avx2::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k); return;
+      case Isa::kBaseline: break;
     }
   }
 #endif

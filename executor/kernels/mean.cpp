@@ -3,44 +3,44 @@
 // the reference sums in double. An empty reduction gives NaN (0 / 0), as in PyTorch.
 #include "compiler/cpu_isa.h"
 #include "executor/kernels/common.h"
-#include "executor/simd/isa_target.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
+#include "executor/simd/isa_target.h"
 
 namespace gearbox::kernels {
 
 // The two run-of-axes loops, compiled per ISA (isa_target.h): the same C++ auto-vectorised for
 // SSE2, AVX2 and AVX-512. A row sum keeps 16 partial sums in an array, a form GCC vectorises
 // without reassociating anything itself (one or two vector registers of partial sums).
-#define GEARBOX_MEAN_BODY                                                                   \
-  [[gnu::noinline]] void meanRows(const ReduceParams& p, const float* x, float* o,          \
-                                  int64_t begin, int64_t end) {                             \
-    const float scale = 1.0f / static_cast<float>(p.reduce);                                \
-    for (int64_t r = begin; r < end; ++r) {                                                 \
-      const float* row = x + r * p.reduce;                                                  \
-      float s[16] = {};                                                                     \
-      int64_t i = 0;                                                                        \
-      for (; i + 16 <= p.reduce; i += 16)                                                   \
-        for (int j = 0; j < 16; ++j) s[j] += row[i + j];                                    \
-      for (int j = 0; i < p.reduce; ++i, ++j) s[j] += row[i];                               \
-      for (int w = 8; w >= 1; w /= 2)                                                       \
-        for (int j = 0; j < w; ++j) s[j] += s[j + w];                                       \
-      o[r] = s[0] * scale;                                                                  \
-    }                                                                                       \
-  }                                                                                         \
-  /* Reduce a middle dim: accumulate whole inner rows, which vectorise. */                  \
-  [[gnu::noinline]] void meanInner(const ReduceParams& p, const float* x, float* o,         \
-                                   int64_t begin, int64_t end) {                            \
-    const float scale = 1.0f / static_cast<float>(p.reduce);                                \
-    for (int64_t r = begin; r < end; ++r) {                                                 \
-      float* orow = o + r * p.inner;                                                        \
-      for (int64_t i = 0; i < p.inner; ++i) orow[i] = 0.0f;                                 \
-      for (int64_t k = 0; k < p.reduce; ++k) {                                              \
-        const float* irow = x + (r * p.reduce + k) * p.inner;                               \
-        for (int64_t i = 0; i < p.inner; ++i) orow[i] += irow[i];                           \
-      }                                                                                     \
-      for (int64_t i = 0; i < p.inner; ++i) orow[i] *= scale;                               \
-    }                                                                                       \
+#define GEARBOX_MEAN_BODY                                                                          \
+  [[gnu::noinline]] void meanRows(const ReduceParams& p, const float* x, float* o, int64_t begin,  \
+                                  int64_t end) {                                                   \
+    const float scale = 1.0f / static_cast<float>(p.reduce);                                       \
+    for (int64_t r = begin; r < end; ++r) {                                                        \
+      const float* row = x + r * p.reduce;                                                         \
+      float s[16] = {};                                                                            \
+      int64_t i = 0;                                                                               \
+      for (; i + 16 <= p.reduce; i += 16)                                                          \
+        for (int j = 0; j < 16; ++j) s[j] += row[i + j];                                           \
+      for (int j = 0; i < p.reduce; ++i, ++j) s[j] += row[i];                                      \
+      for (int w = 8; w >= 1; w /= 2)                                                              \
+        for (int j = 0; j < w; ++j) s[j] += s[j + w];                                              \
+      o[r] = s[0] * scale;                                                                         \
+    }                                                                                              \
+  }                                                                                                \
+  /* Reduce a middle dim: accumulate whole inner rows, which vectorise. */                         \
+  [[gnu::noinline]] void meanInner(const ReduceParams& p, const float* x, float* o, int64_t begin, \
+                                   int64_t end) {                                                  \
+    const float scale = 1.0f / static_cast<float>(p.reduce);                                       \
+    for (int64_t r = begin; r < end; ++r) {                                                        \
+      float* orow = o + r * p.inner;                                                               \
+      for (int64_t i = 0; i < p.inner; ++i) orow[i] = 0.0f;                                        \
+      for (int64_t k = 0; k < p.reduce; ++k) {                                                     \
+        const float* irow = x + (r * p.reduce + k) * p.inner;                                      \
+        for (int64_t i = 0; i < p.inner; ++i) orow[i] += irow[i];                                  \
+      }                                                                                            \
+      for (int64_t i = 0; i < p.inner; ++i) orow[i] *= scale;                                      \
+    }                                                                                              \
   }
 
 namespace isa_baseline {
@@ -71,7 +71,8 @@ void meanRun(const ReduceParams& p, int tasks, const float* x, float* o) {
   if (isa == Isa::kAvx2) fn = rows ? &isa_avx2::meanRows : &isa_avx2::meanInner;
   if (isa == Isa::kAvx512) fn = rows ? &isa_avx512::meanRows : &isa_avx512::meanInner;
 #endif
-  detail::runRanges(tasks, p.outer, 1, [&](int64_t begin, int64_t end) { fn(p, x, o, begin, end); });
+  detail::runRanges(tasks, p.outer, 1,
+                    [&](int64_t begin, int64_t end) { fn(p, x, o, begin, end); });
 }
 
 // Axes that are not one run: walk every input element once and add it to its output.

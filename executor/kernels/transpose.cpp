@@ -5,9 +5,9 @@
 // AVX2 and AVX-512 CPUs, as 8 x 8 blocks transposed in registers (isa_avx2 below).
 #include "compiler/cpu_isa.h"
 #include "executor/kernels/common.h"
-#include "executor/simd/isa_target.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
+#include "executor/simd/isa_target.h"
 
 namespace gearbox::kernels {
 

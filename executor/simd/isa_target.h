@@ -28,21 +28,21 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define GEARBOX_HAVE_ISA_REGIONS 1
 #include <immintrin.h>
+// A _Pragma operand must stay one string literal, so these lines are not reflowed.
+// clang-format off
 #if defined(__clang__)
-#define GEARBOX_ISA_BEGIN_AVX2                                                                \
+#define GEARBOX_ISA_BEGIN_AVX2 \
   _Pragma("clang attribute push(__attribute__((target(\"avx2,fma\"))), apply_to = function)")
-#define GEARBOX_ISA_BEGIN_AVX512                                                 \
-  _Pragma(                                                                       \
-      "clang attribute push(__attribute__((target(\"avx512f,avx512bw,avx512vl,avx512dq," \
-      "avx2,fma\"))), apply_to = function)")
+#define GEARBOX_ISA_BEGIN_AVX512 \
+  _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512bw,avx512vl,avx512dq,avx2,fma\"))), apply_to = function)")
 #define GEARBOX_ISA_END _Pragma("clang attribute pop")
 #else
 #define GEARBOX_ISA_BEGIN_AVX2 _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
 #define GEARBOX_ISA_BEGIN_AVX512 \
-  _Pragma("GCC push_options")    \
-      _Pragma("GCC target(\"avx512f,avx512bw,avx512vl,avx512dq,avx2,fma\")")
+  _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512bw,avx512vl,avx512dq,avx2,fma\")")
 #define GEARBOX_ISA_END _Pragma("GCC pop_options")
 #endif
+// clang-format on
 #else
 #define GEARBOX_HAVE_ISA_REGIONS 0
 #endif

@@ -38,7 +38,9 @@ struct F32x16OnAvx2 {
   static constexpr int kLanes = 16;
   static constexpr int kRegs = 32;
   GEARBOX_SIMD_INLINE R zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
-  GEARBOX_SIMD_INLINE R load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  GEARBOX_SIMD_INLINE R load(const float* p) {
+    return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+  }
   GEARBOX_SIMD_INLINE void store(float* p, R v) {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
