@@ -246,8 +246,11 @@ KernelDescriptor parseKernelDescriptor(const Json& j) {
   spec->work = work.get<double>();
   ops::paramsFromJson(field(k, "params", "kernel", io), *spec);
   checkSpecAgainstKey(*spec);
-  validateAgainstRecompiled(*spec);  // a cache, not a source of truth (compiler/kernel_validate.h)
-  return KernelDescriptor{std::move(spec), getString(j, "created", "", io)};
+  // A cache, not a source of truth (compiler/kernel_validate.h): the spec compiled here when the
+  // file's was compiled for another ISA.
+  std::shared_ptr<const KernelSpec> use = validateAgainstRecompiled(spec);
+  const bool otherIsa = use != spec;
+  return KernelDescriptor{std::move(use), getString(j, "created", "", io), otherIsa};
 }
 
 KernelDescriptor parseKernelDescriptor(const std::string& text) {

@@ -21,6 +21,9 @@ pkgs+=(python3-torch python3-torchvision libonnx-testdata)
 # The HTML report's browser test (tests/python/test_html_report.py): headless Chromium loads the
 # page, checks its DOM and takes a screenshot.
 pkgs+=(chromium)
+# Bench-only peers (issue 23): bench/kernels_bench.cpp times oneDNN's and OpenBLAS's sgemm in
+# the same run as gearbox's MatMul. CMake finds them optionally; the libraries never need them.
+pkgs+=(libdnnl-dev libopenblas-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
