@@ -45,8 +45,8 @@ struct CompareRun {
   IterationDetail detail = IterationDetail::kAll;
   std::optional<Graph> graph;
   std::vector<InputSignature> trace;
-  std::vector<int> lines;  // the trace line of each iteration
-  std::string traceName;   // the --trace file, or "--sweep-dim SPEC"
+  std::vector<int> lines;              // the trace line of each iteration
+  std::string traceName;               // the --trace file, or "--sweep-dim SPEC"
   std::optional<SizeSweep> sweep;      // --sweep-dim
   std::vector<SweepModeCurve> curves;  // per mode, after the runs
   std::vector<Mode> modes;
@@ -399,8 +399,8 @@ CommandResult compareCommand(RunOptions& o, std::ostream& out, std::ostream& err
   for (Mode m : c.modes) c.results.push_back(runMode(c, m));
   if (c.sweep)
     for (const ModeResult& r : c.results)
-      c.curves.push_back(sweepCurve(*c.sweep, modeName(r.mode), r.failure, r.html.history,
-                                    r.html.callSeconds));
+      c.curves.push_back(
+          sweepCurve(*c.sweep, modeName(r.mode), r.failure, r.html.history, r.html.callSeconds));
   c.profile = toSessionOptions(o, c.modes.front()).cost;
   printComparison(c);
   CommandResult result;

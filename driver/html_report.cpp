@@ -43,8 +43,8 @@ namespace {
 
 using svgplot::axes;
 using svgplot::legend;
-using svgplot::LinePlotOptions;
 using svgplot::linePlot;
+using svgplot::LinePlotOptions;
 using svgplot::LineSeries;
 using svgplot::machine;
 using svgplot::modeColor;
@@ -286,10 +286,10 @@ std::string sweepPlots(const HtmlReport& r, std::map<std::string, const char*>& 
                             s.measuredMin * 1e6, s.measuredMax * 1e6);
       svgplot::LinePoint dp(static_cast<double>(s.size), s.modeledUs, s.modeledUs, s.modeledUs);
       mp.marked = dp.marked = compiled;
-      mp.tooltip = fmt::format("{} size {}: compiled, {} measured", c.mode, s.size,
-                               secs(s.measuredMedian));
-      dp.tooltip = fmt::format("{} size {}: compiled, {:.1f} us MODELED", c.mode, s.size,
-                               s.modeledUs);
+      mp.tooltip =
+          fmt::format("{} size {}: compiled, {} measured", c.mode, s.size, secs(s.measuredMedian));
+      dp.tooltip =
+          fmt::format("{} size {}: compiled, {:.1f} us MODELED", c.mode, s.size, s.modeledUs);
       t.points.push_back(std::move(mp));
       d.points.push_back(std::move(dp));
     }

@@ -238,12 +238,12 @@ std::string flags(const SweepCall& c) {
 
 void printSizeSweepTable(const SizeSweep& sweep, const std::vector<SweepModeCurve>& curves,
                          bool modelOnly, int repeat, std::ostream& os) {
-  os << fmt::format("per-call time against {}: one call per size, in this order; {}MODELED: the "
-                    "call's device time (us)\n",
-                    sweep.label(),
-                    modelOnly ? "measured: not shown (model only); "
-                              : fmt::format("MEASURED: median compile + run over {} repeat(s); ",
-                                            repeat));
+  os << fmt::format(
+      "per-call time against {}: one call per size, in this order; {}MODELED: the "
+      "call's device time (us)\n",
+      sweep.label(),
+      modelOnly ? "measured: not shown (model only); "
+                : fmt::format("MEASURED: median compile + run over {} repeat(s); ", repeat));
   // Per mode: [measured] MODELED flags.
   const int cell = modelOnly ? 16 : 28;
   std::string head = fmt::format("{:>8}", "size"), sub = fmt::format("{:>8}", "");
@@ -252,7 +252,11 @@ void printSizeSweepTable(const SizeSweep& sweep, const std::vector<SweepModeCurv
     sub += modelOnly ? fmt::format("  {:>11} {:<4}", "MODELED us", "")
                      : fmt::format("  {:>10} {:>12} {:<4}", "measured", "MODELED us", "");
   }
-  os << head << "\n" << sub << "\n";
+  auto trimmed = [](std::string line) {
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return line;
+  };
+  os << trimmed(head) << "\n" << trimmed(sub) << "\n";
   for (size_t i = 0; i < sweep.sizes.size(); ++i) {
     std::string line = fmt::format("{:>8}", sweep.sizes[i]);
     for (const SweepModeCurve& c : curves) {
@@ -266,8 +270,7 @@ void printSizeSweepTable(const SizeSweep& sweep, const std::vector<SweepModeCurv
                         : fmt::format("  {:>10} {:>12.1f} {:<4}", formatSeconds(s.measuredMedian),
                                       s.modeledUs, flags(s));
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    os << line << "\n";
+    os << trimmed(line) << "\n";
   }
   os << "C: compiled a graph (a plan or a capture) in the call; K: compiled kernels only; F: "
         "ran the dynamic or eager path (past the recompile limit, or outside the gears); P: "
@@ -282,8 +285,8 @@ nlohmann::ordered_json sizeSweepJson(const SizeSweep& sweep,
   j["spec"] = sweep.spec;
   j["input"] = sweep.input;
   j["dim"] = sweep.dim;
-  j["symbol"] = sweep.symbol.empty() ? nlohmann::ordered_json(nullptr)
-                                     : nlohmann::ordered_json(sweep.symbol);
+  j["symbol"] =
+      sweep.symbol.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sweep.symbol);
   j["sizes"] = sweep.sizes;
   auto& modes = j["modes"] = nlohmann::ordered_json::object();
   for (const SweepModeCurve& c : curves) {

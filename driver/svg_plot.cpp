@@ -131,8 +131,8 @@ std::string linePlot(const std::string& name, const std::string& title, const st
   }
   std::vector<std::pair<std::string, const char*>> entries;
   for (const LineSeries& se : series) entries.emplace_back(se.name, se.color);
-  std::string s = plotPrelude(name, title, f, entries, series.size(), xLabel, yLabel,
-                              options.integerX);
+  std::string s =
+      plotPrelude(name, title, f, entries, series.size(), xLabel, yLabel, options.integerX);
   const double floorY = f.logY ? f.y0 : 0;
   for (const LineSeries& se : series) {
     s += fmt::format("<g class=\"series\" data-mode=\"{}\" data-points=\"{}\">\n",

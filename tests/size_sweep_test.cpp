@@ -80,9 +80,8 @@ TEST(SizeSweep, OtherDynamicDimsComeFromTheBase) {
   const cli::SizeSweep b = cli::parseSizeSweep(g, "mask:0:5:5:10", R"({"mask": [1, 9]})");
   EXPECT_EQ(b.trace[1], (InputSignature{Shape{10, 9}, Shape{10, 9}, Shape{4, 4}}));
   // A base that binds B twice, differently.
-  EXPECT_ERROR(
-      [&] { cli::parseSizeSweep(g, "ids:1:1:1:3", R"({"ids": [2, 0], "mask": [3, 0]})"); },
-      ErrorKind::kConfig, "--sweep-dim 'ids:1:1:1:3' at size 1 (with --sweep-base)");
+  EXPECT_ERROR([&] { cli::parseSizeSweep(g, "ids:1:1:1:3", R"({"ids": [2, 0], "mask": [3, 0]})"); },
+               ErrorKind::kConfig, "--sweep-dim 'ids:1:1:1:3' at size 1 (with --sweep-base)");
   EXPECT_ERROR([&] { cli::parseSizeSweep(g, "ids:1:1:1:3", R"({"ids": [2, 0)"); },
                ErrorKind::kParse, "--sweep-base: invalid JSON");
   EXPECT_ERROR([&] { cli::parseSizeSweep(g, "ids:1:1:1:3", R"({"idz": [2, 0]})"); },
@@ -127,8 +126,7 @@ TEST(SizeSweep, BadSpecsNameTheOptionAndTheProblem) {
 
 // What one compare --sweep-dim makes: the report of every mode, model only.
 nlohmann::ordered_json sweepReport(const std::string& spec, const std::string& modes,
-                                   std::string* printed = nullptr,
-                                   const std::string& gears = "") {
+                                   std::string* printed = nullptr, const std::string& gears = "") {
   cli::RunOptions o;
   o.model = example("mlp.gbx");
   o.sweepDim = spec;
@@ -163,7 +161,7 @@ TEST(SizeSweep, ExactCountersPerSizeInEveryMode) {
   EXPECT_EQ(sw.at("sizes"), nlohmann::json::parse("[1,2,3,4,5,6,7,8,9,10,11,12]"));
   EXPECT_EQ(j.at("trace"), "--sweep-dim x:1:1:12");
   const auto& modes = sw.at("modes");
-  const std::vector<bool> first8 = {true, true, true, true, true, true,
+  const std::vector<bool> first8 = {true, true, true,  true,  true,  true,
                                     true, true, false, false, false, false};
   const std::vector<bool> last4 = {false, false, false, false, false, false,
                                    false, false, true,  true,  true,  true};
@@ -242,12 +240,11 @@ void checkGolden(const std::string& name, const std::string& got) {
 TEST(SizeSweepCli, TableGoldenJsonAndHtml) {
   testing_util::TempDir dir;
   const std::string args =
-      "compare examples/mlp.gbx --sweep-dim x:1:3:24 --model-only --repeat 1 "
-      "--gears '{\"x\": {\"0\": [8, 16, 24]}}' --gear-fallback pad --json " +
+      "compare examples/mlp.gbx --sweep-dim x:32:32:512 --model-only --repeat 1 "
+      "--gears '{\"x\": {\"0\": [128, 256, 384, 512]}}' --gear-fallback pad --json " +
       shellQuote(dir.file("s.json")) + " --html " + shellQuote(dir.file("s.html"));
-  const auto r =
-      testing_util::runShell("cd " + shellQuote(GEARBOX_SOURCE_DIR) + " && exec " +
-                             shellQuote(GEARBOX_BINARY) + " " + args);
+  const auto r = testing_util::runShell("cd " + shellQuote(GEARBOX_SOURCE_DIR) + " && exec " +
+                                        shellQuote(GEARBOX_BINARY) + " " + args);
   ASSERT_EQ(r.exitCode, 0) << r.output;
   // The curve's table, from its title to its legend's failures (none): measured rows elsewhere
   // in the output are not deterministic.
@@ -256,7 +253,7 @@ TEST(SizeSweepCli, TableGoldenJsonAndHtml) {
   ASSERT_NE(from, std::string::npos) << r.output;
   ASSERT_NE(to, std::string::npos) << r.output;
   checkGolden("mlp_gears.txt", r.output.substr(from, to - from + 1));
-  EXPECT_NE(r.output.find("examples/mlp.gbx over --sweep-dim x:1:3:24 (8 iterations)"),
+  EXPECT_NE(r.output.find("examples/mlp.gbx over --sweep-dim x:32:32:512 (16 iterations)"),
             std::string::npos)
       << r.output;
   const auto j = nlohmann::json::parse(readFile(dir.file("s.json")));

@@ -33,7 +33,7 @@ void addRunOptions(CLI::App* cmd, RunOptions& o, OptionCommands command) {
   if ((commands)&command) {                                                                   \
     const OptionHelp h = help;                                                                \
     addOne(cmd, names, o.field, command == kRunOnly ? h.run : h.compare, flags, check,        \
-           ((flags)&kRequired) || (((flags)&kRequiredByRun) && command == kRunOnly));          \
+           ((flags)&kRequired) || (((flags)&kRequiredByRun) && command == kRunOnly));         \
   }
 #include "driver/run_options.def"
 #undef GEARBOX_RUN_OPTION
@@ -50,7 +50,7 @@ void addSweepOptions(CLI::App* cmd, RunOptions& o) {
   if (takes(names)) {                                                                         \
     const OptionHelp h = help;                                                                \
     addOne(cmd, names, o.field, h.run, flags, check,                                          \
-           ((flags) & (kRequired | kRequiredByRun)) != 0);                                      \
+           ((flags) & (kRequired | kRequiredByRun)) != 0);                                    \
   }
 #include "driver/run_options.def"
 #undef GEARBOX_RUN_OPTION
