@@ -123,6 +123,13 @@ SizeSweep parseSizeSweep(const Graph& g, const std::string& spec, const std::str
     for (ValueId v : g.inputs) baseSig.push_back(g.values[v].type.shape);
   } else {
     baseSig = parseShapesJson(base, g, "--sweep-base");
+    // Ranks first: the dims below are read by position.
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const Shape& d = g.values[g.inputs[i]].type.shape;
+      if (baseSig[i].rank() != d.rank())
+        fail(ErrorKind::kConfig, "--sweep-base: input '{}': expected rank {} ({}), got rank {}",
+             g.values[g.inputs[i]].name, d.rank(), d.toString(), baseSig[i].rank());
+    }
   }
   // Symbols the base binds ({"input_ids": [4, 1]} binds B = 4 for attention_mask [B, S] too).
   std::vector<std::pair<int64_t, int64_t>> bound;

@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "driver/compare.h"
+#include "executor/modes/mode_table.h"
 #include "expect_error.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
@@ -88,6 +89,12 @@ TEST(SizeSweep, OtherDynamicDimsComeFromTheBase) {
                ErrorKind::kParse, "--sweep-base: graph enc has no input 'idz'");
   EXPECT_ERROR([&] { cli::parseSizeSweep(g, "ids:1:1:1:3", R"({"ids": [2, -1]})"); },
                ErrorKind::kParse, "--sweep-base: input 'ids' dim 1: expected a size >= 0");
+  // Dims are read by position: a base of another rank is refused before any is read.
+  EXPECT_ERROR([&] { cli::parseSizeSweep(g, "ids:1:1:1:3", R"({"ids": [2]})"); },
+               ErrorKind::kConfig,
+               "--sweep-base: input 'ids': expected rank 2 ([B, S]), got rank 1");
+  EXPECT_ERROR([&] { cli::parseSizeSweep(g, "ids:1:1:1:3", R"({"ids": [2, 1], "w": [4, 4, 1]})"); },
+               ErrorKind::kConfig, "input 'w': expected rank 2");
 }
 
 // Every way to get the spec wrong is an Error(kConfig) naming --sweep-dim and what is wrong.
@@ -130,7 +137,7 @@ nlohmann::ordered_json sweepReport(const std::string& spec, const std::string& m
   cli::RunOptions o;
   o.model = example("mlp.gbx");
   o.sweepDim = spec;
-  o.modes = modes;
+  if (!modes.empty()) o.modes = modes;  // else compare's default
   o.modelOnly = true;
   o.repeat = 1;
   o.quiet = true;
@@ -155,8 +162,9 @@ std::vector<bool> flagsOf(const nlohmann::ordered_json& m, const char* key) {
 // auto compiles statically, then dynamically at the second size; eager compiles kernels at
 // every new size; geared compiles its gears up front and pads every size between them.
 TEST(SizeSweep, ExactCountersPerSizeInEveryMode) {
-  const auto j = sweepReport("x:1:1:12", "static,dynamic,auto,eager,reduce-overhead", nullptr,
-                             R"({"x": {"0": [4, 8, 12]}})");
+  // Every mode: compare's default set, and geared since gears are given.
+  const auto j = sweepReport("x:1:1:12", "", nullptr, R"({"x": {"0": [4, 8, 12]}})");
+  EXPECT_EQ(j.at("sweep").at("modes").size(), modeTable().size());
   const auto& sw = j.at("sweep");
   EXPECT_EQ(sw.at("sizes"), nlohmann::json::parse("[1,2,3,4,5,6,7,8,9,10,11,12]"));
   EXPECT_EQ(j.at("trace"), "--sweep-dim x:1:1:12");
