@@ -147,16 +147,16 @@ def test_report_screenshot_is_not_blank(report, tmp_path):
 
 def test_sweep_dim_page_in_headless_chromium(tmp_path):
     """compare --sweep-dim --html: the latency-vs-size plots come first after the table, one
-    series per mode, the page's check passes, and the screenshot is not blank
-    (GEARBOX_SWEEP_SCREENSHOT=PATH keeps it: docs/img/sweep.png)."""
+    series per mode (with the measured band: two repeats), and the page's check passes. Small
+    sizes, so the measured run stays short."""
     browser = find_chromium()
     repo = pathlib.Path(__file__).resolve().parents[2]
     build = pathlib.Path(os.environ.get("GEARBOX_BUILD_DIR", repo / "build"))
     page = tmp_path / "sweep.html"
     r = subprocess.run(
         [str(build / "bin" / "gearbox"), "compare", "examples/mlp.gbx", "--sweep-dim",
-         "x:32:32:512", "--gears", '{"x": {"0": [128, 256, 384, 512]}}', "--gear-fallback",
-         "pad", "--repeat", "2", "-q", "--html", str(page)],
+         "x:4:4:32", "--gears", '{"x": {"0": [8, 16, 32]}}', "--gear-fallback", "pad",
+         "--repeat", "2", "-q", "--html", str(page)],
         capture_output=True, text=True, timeout=300, cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run(
@@ -168,15 +168,7 @@ def test_sweep_dim_page_in_headless_chromium(tmp_path):
     names = re.findall(r'<svg class="plot" data-plot="([a-z-]+)" data-expected-series="6"',
                        r.stdout)
     assert names[:2] == ["sweep-measured", "sweep-modeled"], names
-    shot = tmp_path / "sweep.png"
-    r = subprocess.run(
-        chromium_args(browser, tmp_path / "profile2") +
-        ["--screenshot=" + str(shot), "--window-size=1280,1100", page.as_uri()],
-        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
-    width, height, bpp, rows = png_pixels(shot.read_bytes())
-    colours = {row[x:x + 3] for row in rows[::8] for x in range(0, len(row), bpp * 4)}
-    assert len(colours) > 20, len(colours)
-    out = os.environ.get("GEARBOX_SWEEP_SCREENSHOT")
-    if out:
-        shutil.copyfile(shot, out)
+    measured = r.stdout[r.stdout.index('data-plot="sweep-measured"'):]
+    measured = measured[:measured.index("</svg>")]
+    assert measured.count('<polygon class="band"') == 6  # every mode's min-max band
+    assert '<circle class="mark"' in measured  # the calls that compiled
