@@ -25,8 +25,9 @@ constexpr size_t kMaxCacheCapacity = size_t{1} << 24;
 // Which command takes an option (the commands column of driver/run_options.def).
 enum OptionCommands : unsigned { kRunOnly = 1, kCompareOnly = 2, kRunAndCompare = 3 };
 // The flags column: kRequired (the CLI refuses to run without it), kShowDefault (--help prints
-// the default).
-enum OptionFlags : unsigned { kNoFlags = 0, kRequired = 1, kShowDefault = 2 };
+// the default), kRequiredByRun (run and sweep refuse to run without it; compare checks it
+// itself: --trace or --sweep-dim).
+enum OptionFlags : unsigned { kNoFlags = 0, kRequired = 1, kShowDefault = 2, kRequiredByRun = 4 };
 
 // The check column: the allowed values (oneOf) or a CLI11 validator (within). The CLI hands
 // the validator to CLI11; the Python binding applies the same one to the keyword's text.

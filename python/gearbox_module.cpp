@@ -410,9 +410,11 @@ cli::RunOptions commandOptionsFromKwargs(const py::kwargs& kw, cli::OptionComman
            fmt::join(known, ", "));
     cli::setRunOption(o, *info, optionText(*info, key, item.second), key);
   }
-  // The required rows (MODEL, --trace): CLI11 refuses to run without them.
+  // The required rows (MODEL, --trace): CLI11 refuses to run without them. compare takes
+  // sweep_dim instead of a trace, and says so itself.
   if (o.model.empty()) fail(ErrorKind::kConfig, "gearbox.{}: model is required", self);
-  if (o.trace.empty()) fail(ErrorKind::kConfig, "gearbox.{}: trace is required", self);
+  if (o.trace.empty() && command == cli::kRunOnly)
+    fail(ErrorKind::kConfig, "gearbox.{}: trace is required", self);
   return o;
 }
 
@@ -944,7 +946,9 @@ PYBIND11_MODULE(_gearbox, m) {
           r["session"] = info.sessionTakes();
           r["not_in_python"] = info.python.accepted ? "" : info.python.reason;
           r["not_in_session"] = info.sessionTakes() ? "" : info.python.reason;
-          r["required"] = (info.flags & cli::kRequired) != 0;
+          // A positional argument of gearbox.run and gearbox.compare_report (compare_report
+          // takes trace=None with sweep_dim=).
+          r["required"] = (info.flags & (cli::kRequired | cli::kRequiredByRun)) != 0;
           r["type"] = info.type;
           r["default"] = info.defaultText;
           r["run"] = info.takes(cli::kRunOnly);
