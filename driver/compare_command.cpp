@@ -92,9 +92,12 @@ void loadCompareInputs(CompareRun& c) {
     so.references = false;
     so.runPasses = !o.noPasses;
     so.merge = parseMergePolicy(o.merge);
+    // The gears for the run's own fallback; error (the default) pads: a suggestion whose every
+    // size is a gear would be static mode's compiles.
+    if (o.gearFallback == "error") o.gearFallback = "pad";
+    so.fallback = parseGearFallback(o.gearFallback);
     o.gears = suggestGears(g, c.trace, toSessionOptions(o, Mode::kStatic).cost, so).gearsJson;
     if (c.verbosity != Verbosity::kQuiet) c.out << "suggested gears: " << o.gears << "\n";
-    if (o.gearFallback == "error") o.gearFallback = "pad";  // the suggestion pads by design
   }
   c.modes = parseModes(o.modes);
   for (Mode m : c.modes) c.modeNames.push_back(modeName(m));

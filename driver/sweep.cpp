@@ -114,19 +114,24 @@ struct PreparedPoint {
 };
 
 // gears=suggest: the gear set suggest-gears picks for the trace under this point's profile,
-// merge policy and passes (computed once per distinct setting).
+// merge policy, passes and gear fallback (computed once per distinct setting).
 std::string suggestFor(const RunOptions& o, const Graph& g,
                        const std::vector<InputSignature>& trace,
                        std::map<std::string, std::string>& cache) {
   const CostModel cost = toSessionOptions(o, Mode::kStatic).cost;
-  const std::string key = fmt::format("{}|{}|{}|{}|{}", o.deviceProfile, o.costModel,
-                                      fmt::join(o.costOverrides, ";"), o.merge, o.noPasses);
+  // error (the default) pads, as compare's --gears suggest does.
+  const GearFallback fallback =
+      o.gearFallback == "error" ? GearFallback::kPad : parseGearFallback(o.gearFallback);
+  const std::string key =
+      fmt::format("{}|{}|{}|{}|{}|{}", o.deviceProfile, o.costModel,
+                  fmt::join(o.costOverrides, ";"), o.merge, o.noPasses, gearFallbackName(fallback));
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   SuggestOptions so;
   so.references = false;
   so.runPasses = !o.noPasses;
   so.merge = parseMergePolicy(o.merge);
+  so.fallback = fallback;
   return cache[key] = suggestGears(g, trace, cost, so).gearsJson;
 }
 
