@@ -237,6 +237,7 @@ struct Histogram {
   std::vector<int64_t> counts;
   int64_t calls = 0;
   std::vector<uint32_t> sequence;  // per call of the trace, in order: its index into tuples
+  std::vector<uint32_t> lastCall;  // per tuple, the index of its last call in `sequence`
 };
 
 Histogram buildHistogram(const Graph& g, const std::vector<InputSignature>& trace) {
@@ -336,7 +337,11 @@ Histogram buildHistogram(const Graph& g, const std::vector<InputSignature>& trac
   }
   std::vector<uint32_t> tupleIndex(distinct.size());
   for (size_t id = 0; id < tupleOfId.size(); ++id) tupleIndex[id] = index.at(tupleOfId[id]);
-  for (uint32_t& id : h.sequence) id = tupleIndex[id];
+  h.lastCall.assign(h.tuples.size(), 0);
+  for (size_t i = 0; i < h.sequence.size(); ++i) {
+    h.sequence[i] = tupleIndex[h.sequence[i]];
+    h.lastCall[h.sequence[i]] = static_cast<uint32_t>(i);
+  }
   return h;
 }
 
@@ -408,6 +413,10 @@ class PoolReplay {
   }
   // CachingAllocatorStats::peakBytesReserved: the op-by-op pool term of the MODELED memory.
   int64_t peakReserved() const { return allocator_.stats().peakBytesReserved; }
+  // The allocator's state (it changes only when a call adds or releases a segment), and
+  // whether list `list` ran without a miss in it.
+  uint32_t state() const { return epoch_; }
+  bool clean(size_t list) const { return clean_[list] == epoch_; }
 
  private:
   CachingAllocatorModel allocator_;  // the Device's, with its default capacity
@@ -451,14 +460,16 @@ class KernelCacheReplay {
 
 // The MODELED figures of a gear set over the trace, as a geared run of it (--gear-compile
 // eager, the given fallback and graph pool) charges them: the gears' up-front compiles, then
-// the calls in trace order, each on its exact gear, padded up to the covering gear with the
-// fewest input elements (GearSet::padTarget's rule), or through the fallback path -- the
-// dynamic fallback compiling its plan on the first such call, the eager one each new op shape
-// -- with the device pool's misses and the MODELED memory peak (weights + workspaces by the
-// pool + the op-by-op pool + the call's inputs and outputs) replayed in order. The terms and
-// their order are Session::modelCall's and Session::modelMemory's, so a geared run of the set
-// reports the same totals (tests compare them); its kernel lookups go through a replay of the
-// session's kernel cache (KernelCacheReplay), evictions and recompiles included.
+// every call on its exact gear, padded up to the covering gear with the fewest input elements
+// (GearSet::padTarget's rule), or through the fallback path -- the dynamic fallback compiling
+// its plan on the first such call, the eager one each op shape its kernel cache lacks. The
+// terms are Session::modelCall's and Session::modelMemory's, so a geared run of the set reports
+// the same totals (tests compare them, to 1e-9: a gear's calls are summed per shape here, per
+// call there). What depends on the order of the calls is replayed in trace order: the device
+// pool (misses, reserved bytes and the MODELED memory peak: weights + workspaces by the pool +
+// the op-by-op pool + the call's inputs and outputs), the session's kernel cache
+// (KernelCacheReplay, evictions and recompiles included) and the dynamic fallback's plans. A
+// set whose calls touch none of them (no padded copies, no fallback) skips the replay.
 GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
                        std::vector<std::vector<int64_t>> gears, const EvalOptions& o) {
   const CostModel& cost = coster.cost();
@@ -507,11 +518,11 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
   const GearFallback path = gearFallbackPath(o.fallback);
   const bool pads = gearFallbackPads(o.fallback) && o.padding;
   const bool one = h.symbols.size() == 1;
-  constexpr int32_t kUnset = -3, kFallback = -2, kNoRoute = -1;
-  std::vector<int32_t> route(h.tuples.size(), kUnset);
-  std::vector<char> padded(h.tuples.size(), 0);
-  auto routeOf = [&](uint32_t t) {
-    if (route[t] != kUnset) return route[t];
+  const size_t n = h.tuples.size();
+  constexpr int32_t kFallback = -2, kNoRoute = -1;
+  std::vector<int32_t> route(n, kNoRoute);
+  std::vector<char> padded(n, 0);
+  for (size_t t = 0; t < n; ++t) {
     const auto& tuple = h.tuples[t];
     int32_t r = kNoRoute;
     const auto exact = std::lower_bound(gears.begin(), gears.end(), tuple);
@@ -543,127 +554,174 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
               ? fmt::format("size {} is not a gear (--gear-fallback error)", fmt::join(tuple, "x"))
               : fmt::format("size {} is above every gear", fmt::join(tuple, "x"));
     }
-    return route[t] = r;
-  };
+    route[t] = r;
+  }
 
-  // A padded call's zero-padded input copies (GearedMode::run): one request per input whose
-  // shape the pad changes, in input order, released after the launch.
-  std::vector<std::vector<PoolRequest>> padRequests(h.tuples.size());
-  auto padRequestsOf = [&](uint32_t t, size_t g) -> const std::vector<PoolRequest>& {
-    std::vector<PoolRequest>& rq = padRequests[t];
-    if (!rq.empty()) return rq;
-    const InputSignature real = signatureFor(h, h.tuples[t]), to = signatureFor(h, gears[g]);
+  // The calls on a gear, by shape: one whole-graph launch of the gear's plan and one sync
+  // (padded: at the gear's shapes, the waste against the real ones). Order does not matter for
+  // these terms; a padded call's copies go to the device pool below, in order.
+  const int64_t steps = static_cast<int64_t>(coster.steps());
+  std::vector<std::vector<PoolRequest>> padRequests(n);
+  std::vector<int64_t> io(n, 0);  // each shape's call inputs and outputs, for the peak
+  bool ordered = false;           // some call's terms depend on the calls before it
+  for (size_t t = 0; t < n; ++t) {
+    const int32_t r = route[t];
+    if (r == kFallback) {
+      ordered = true;
+      continue;
+    }
+    if (r < 0) continue;
+    const double calls = static_cast<double>(h.counts[t]);
+    const ShapeCost& run = *gearCost[static_cast<size_t>(r)];
+    total.computeUs += calls * run.computeUs;
+    total.launchSyncUs += calls * launchSyncUs(cost, 1, steps, 1, 1, 0);
+    io[t] = gearIo[static_cast<size_t>(r)];
+    if (!padded[t]) continue;
+    c.paddedCalls += h.counts[t];
+    const ShapeCost& real = coster.at(signatureFor(h, h.tuples[t]));
+    total.paddingWasteUs += calls * std::max(0.0, run.computeUs - real.computeUs);
+    // GearedMode::run's zero-padded input copies: one request per input whose shape the pad
+    // changes, in input order, released after the launch.
+    const InputSignature from = signatureFor(h, h.tuples[t]), to = signatureFor(h, gears[r]);
     const Graph& graph = coster.graph();
-    int32_t slot = 0;
-    std::vector<int32_t> slots;
-    for (size_t i = 0; i < real.size(); ++i) {
-      if (real[i] == to[i]) continue;
+    std::vector<PoolRequest>& rq = padRequests[t];
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (from[i] == to[i]) continue;
       const int64_t bytes =
           checkedBytes(to[i], graph.values[graph.inputs[i]].type.dtype, "padded input");
-      if (bytes <= 0) continue;
-      rq.push_back({bytes, slot});
-      slots.push_back(slot++);
+      if (bytes > 0) rq.push_back({bytes, static_cast<int32_t>(rq.size())});
     }
-    for (int32_t s : slots) rq.push_back({0, s});
-    return rq;
-  };
+    const size_t copies = rq.size();
+    for (size_t i = 0; i < copies; ++i) rq.push_back({0, static_cast<int32_t>(i)});
+    ordered = ordered || !rq.empty();
+  }
 
+  // The calls in trace order, for what depends on it: the device pool (padded copies and
+  // op-by-op intermediates: pool misses, reserved bytes, the memory peak), the kernel cache
+  // (the eager fallback's lookups), the dynamic fallback's plans as the calls compile them.
   // The dynamic fallback's plans in compile order (GearedMode::fallbackPlans_): a call runs
   // on the last one that accepts its shapes, else compiles the plan of its target.
   std::vector<size_t> fallbackPlans;
-  std::vector<std::pair<size_t, size_t>> planMemo(h.tuples.size(), {SIZE_MAX, 0});
-  PoolReplay pool(h.tuples.size());
-  // Per distinct shape, what its calls read, found on its first call: its own plan's costs (a
-  // padded call's waste; a static fallback plan's call) and its op-by-op costs.
-  std::vector<const ShapeCost*> shapeCost(h.tuples.size(), nullptr);
-  std::vector<const OpByOpCost*> opCost(h.tuples.size(), nullptr);
-  std::vector<int64_t> staticIo(h.tuples.size(), 0);
-  const int64_t steps = static_cast<int64_t>(coster.steps());
-
-  for (const uint32_t t : h.sequence) {
-    const int32_t r = routeOf(t);
-    if (r == kNoRoute) continue;
-    ModeledTime m;
-    int64_t io = 0;
-    if (r >= 0) {
-      // One whole-graph launch of the gear's plan and one sync (padded: the gear's shapes).
-      const ShapeCost& run = *gearCost[static_cast<size_t>(r)];
-      m.computeUs += run.computeUs;
-      int64_t misses = 0;
-      if (padded[t]) {
-        if (!shapeCost[t]) shapeCost[t] = &coster.at(signatureFor(h, h.tuples[t]));
-        m.paddingWasteUs += std::max(0.0, run.computeUs - shapeCost[t]->computeUs);
-        misses = pool.run(t, padRequestsOf(t, static_cast<size_t>(r)));
-        c.paddedCalls++;
+  std::vector<std::pair<size_t, size_t>> planMemo(n, {SIZE_MAX, 0});
+  std::vector<const ShapeCost*> staticCost(n, nullptr);
+  std::vector<const OpByOpCost*> opCost(n, nullptr);
+  PoolReplay pool(n);
+  int64_t padMisses = 0, maxIo = 0;
+  for (size_t t = 0; t < n; ++t)
+    if (route[t] >= 0) maxIo = std::max(maxIo, io[t]);
+  bool fallsBack = false;
+  for (size_t t = 0; t < n; ++t) fallsBack = fallsBack || route[t] == kFallback;
+  if (!ordered) {
+    // Nothing touches the device pool or the kernel cache after start-up.
+    if (o.memory) peak = std::max(peak, addOrFail(resident, maxIo, "gear set memory"));
+  } else if (!fallsBack) {
+    // Padded copies only. In one allocator state a shape whose copies ran without a miss
+    // runs without one again, so once every shape still to come has, nothing changes: the
+    // rest of the trace adds no misses, and its peak is the pool now plus the largest inputs
+    // and outputs still to come. `pending` counts the shapes with copies and calls still to
+    // come that have not yet run clean in this state.
+    auto pendingFrom = [&](int64_t after) {
+      int64_t count = 0;
+      for (size_t t = 0; t < n; ++t)
+        if (!padRequests[t].empty() && static_cast<int64_t>(h.lastCall[t]) > after) ++count;
+      return count;
+    };
+    int64_t pending = pendingFrom(-1);
+    size_t i = 0;
+    for (; i < h.sequence.size() && pending > 0; ++i) {
+      const uint32_t t = h.sequence[i];
+      if (route[t] == kNoRoute) continue;
+      if (!padRequests[t].empty() && !pool.clean(t)) {
+        const uint32_t before = pool.state();
+        padMisses += pool.run(t, padRequests[t]);
+        if (pool.state() != before)
+          pending = pendingFrom(static_cast<int64_t>(i));
+        else
+          --pending;
       }
-      m.launchSyncUs += launchSyncUs(cost, 1, steps, 1, 1, misses);
-      io = gearIo[static_cast<size_t>(r)];
-    } else if (path == GearFallback::kEager) {
-      // Eager mode's path: op by op, each op's kernel from the cache (a new op shape, or one
-      // the cache evicted, compiles), one sync.
-      if (!opCost[t]) opCost[t] = &coster.opByOpAt(signatureFor(h, h.tuples[t]), -1);
-      const OpByOpCost& op = *opCost[t];
-      for (const KernelKey& k : op.keys)
-        if (kernels.get(k)) m.compileUs += coster.kernelCompileUs(k);
-      const int64_t misses = pool.run(t, op.pool);
-      m.hostDynamicUs += op.hostUs;
-      m.computeUs += op.computeUs;
-      m.launchSyncUs += launchSyncUs(cost, 0, 0, op.launches, op.syncs, misses);
-      io = op.ioBytes;
-    } else {
-      // Dynamic mode's path: the last fallback plan that accepts the shapes, else a new one.
-      auto& [planCount, plan] = planMemo[t];
-      if (planCount != fallbackPlans.size()) {
-        const InputSignature sig = signatureFor(h, h.tuples[t]);
-        std::optional<size_t> found;
-        for (size_t p : fallbackPlans)
-          if (signatureAccepts(coster.fallbackPlan(p).plan->signature, sig)) found = p;
-        if (!found) {
-          // The first call this plan serves compiles it: its kernels the cache lacks, then the
-          // graph compile (SessionHost::compile's order).
-          const size_t p = coster.fallbackPlanFor(sig);
-          const Plan& fp = *coster.fallbackPlan(p).plan;
-          KeySet memo;  // compilePlan looks each distinct op shape up once
-          for (const PlanStep& s : fp.steps)
-            if (memo.insert(s.kernel->key).second && kernels.get(s.kernel->key))
-              m.compileUs += coster.kernelCompileUs(s.kernel->key);
-          m.compileUs += cost.graphCompile(fp.graph->nodes.size());
-          c.compiles++;
-          fallbackPlans.push_back(p);
-          found = p;
-        }
-        planCount = fallbackPlans.size();
-        plan = *found;
-        const Plan& fp = *coster.fallbackPlan(plan).plan;
-        if (fp.isStatic) {
-          shapeCost[t] = &coster.at(fp.signature);
-          staticIo[t] = coster.memoryAt(fp.signature).ioBytes;
-        } else {
-          opCost[t] = &coster.opByOpAt(sig, static_cast<int>(plan));
-        }
+      if (o.memory) peak = std::max(peak, resident + pool.peakReserved() + io[t]);
+    }
+    if (o.memory)
+      for (size_t t = 0; t < n; ++t)
+        if (route[t] >= 0 && h.lastCall[t] >= i)
+          peak = std::max(peak, resident + pool.peakReserved() + io[t]);
+  } else {
+    for (const uint32_t t : h.sequence) {
+      const int32_t r = route[t];
+      if (r == kNoRoute) continue;
+      if (r >= 0) {
+        if (padded[t]) padMisses += pool.run(t, padRequests[t]);
+        if (o.memory) peak = std::max(peak, resident + pool.peakReserved() + io[t]);
+        continue;
       }
-      const Plan& fp = *coster.fallbackPlan(plan).plan;
-      if (fp.isStatic) {
-        // Sizes 0 and 1, specialised: a static plan, one graph launch and one sync.
-        m.computeUs += shapeCost[t]->computeUs;
-        m.launchSyncUs += launchSyncUs(cost, 1, static_cast<int64_t>(fp.steps.size()), 1, 1, 0);
-        io = staticIo[t];
-      } else {
+      ModeledTime m;
+      if (path == GearFallback::kEager) {
+        // Eager mode's path: op by op, each op's kernel from the cache (a new op shape, or one
+        // the cache evicted, compiles), one sync.
+        if (!opCost[t]) {
+          opCost[t] = &coster.opByOpAt(signatureFor(h, h.tuples[t]), -1);
+          io[t] = opCost[t]->ioBytes;
+        }
         const OpByOpCost& op = *opCost[t];
+        for (const KernelKey& k : op.keys)
+          if (kernels.get(k)) m.compileUs += coster.kernelCompileUs(k);
         const int64_t misses = pool.run(t, op.pool);
         m.hostDynamicUs += op.hostUs;
         m.computeUs += op.computeUs;
         m.launchSyncUs += launchSyncUs(cost, 0, 0, op.launches, op.syncs, misses);
-        io = op.ioBytes;
+      } else {
+        // Dynamic mode's path: the last fallback plan that accepts the shapes, else a new one.
+        auto& [planCount, plan] = planMemo[t];
+        if (planCount != fallbackPlans.size()) {
+          const InputSignature sig = signatureFor(h, h.tuples[t]);
+          std::optional<size_t> found;
+          for (size_t p : fallbackPlans)
+            if (signatureAccepts(coster.fallbackPlan(p).plan->signature, sig)) found = p;
+          if (!found) {
+            // The first call this plan serves compiles it: its kernels the cache lacks, then
+            // the graph compile (SessionHost::compile's order).
+            const size_t p = coster.fallbackPlanFor(sig);
+            const Plan& fp = *coster.fallbackPlan(p).plan;
+            KeySet memo;  // compilePlan looks each distinct op shape up once
+            for (const PlanStep& s : fp.steps)
+              if (memo.insert(s.kernel->key).second && kernels.get(s.kernel->key))
+                m.compileUs += coster.kernelCompileUs(s.kernel->key);
+            m.compileUs += cost.graphCompile(fp.graph->nodes.size());
+            c.compiles++;
+            fallbackPlans.push_back(p);
+            found = p;
+          }
+          planCount = fallbackPlans.size();
+          plan = *found;
+          const Plan& fp = *coster.fallbackPlan(plan).plan;
+          if (fp.isStatic) {
+            staticCost[t] = &coster.at(fp.signature);
+            io[t] = coster.memoryAt(fp.signature).ioBytes;
+          } else {
+            opCost[t] = &coster.opByOpAt(sig, static_cast<int>(plan));
+            io[t] = opCost[t]->ioBytes;
+          }
+        }
+        const Plan& fp = *coster.fallbackPlan(plan).plan;
+        if (fp.isStatic) {
+          // Sizes 0 and 1, specialised: a static plan, one graph launch and one sync.
+          m.computeUs += staticCost[t]->computeUs;
+          m.launchSyncUs += launchSyncUs(cost, 1, static_cast<int64_t>(fp.steps.size()), 1, 1, 0);
+        } else {
+          const OpByOpCost& op = *opCost[t];
+          const int64_t misses = pool.run(t, op.pool);
+          m.hostDynamicUs += op.hostUs;
+          m.computeUs += op.computeUs;
+          m.launchSyncUs += launchSyncUs(cost, 0, 0, op.launches, op.syncs, misses);
+        }
       }
-    }
-    if (r == kFallback) {
       c.fallbackCalls++;
       fallback += m;
+      total += m;
+      if (o.memory) peak = std::max(peak, resident + pool.peakReserved() + io[t]);
     }
-    total += m;
-    if (o.memory) peak = std::max(peak, resident + pool.peakReserved() + io);
   }
+  total.launchSyncUs += static_cast<double>(padMisses) * cost.allocUs;
   c.computeUs = total.computeUs;
   c.paddingWasteUs = total.paddingWasteUs;
   c.compileUs = total.compileUs;

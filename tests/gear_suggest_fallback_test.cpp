@@ -7,6 +7,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "executor/session.h"
 #include "gears/gear_choice.h"
 #include "graph/error.h"
+#include "graph/graph.h"
 #include "graph/text.h"
 #include "test_models.h"
 
@@ -42,8 +44,9 @@ std::string gearsJson(const std::string& input, const std::vector<std::vector<in
 // A model-only geared run of `json` over `trace` (zero inputs: model-only reads no data).
 SessionStats runGeared(const Graph& g, const std::vector<InputSignature>& trace,
                        const std::string& json, GearFallback fallback,
-                       GraphPool pool = GraphPool::kShared) {
+                       GraphPool pool = GraphPool::kShared, const CostModel& cost = {}) {
   SessionOptions o;
+  o.cost = cost;
   o.mode = Mode::kGeared;
   o.modelOnly = true;
   o.graphPool = pool;
@@ -160,78 +163,142 @@ TEST(SuggestFallback, RandomSetsAndTracesRunAsPredicted) {
       gears.erase(std::unique(gears.begin(), gears.end()), gears.end());
     }
     const GraphPool pool = trial % 4 < 2 ? GraphPool::kShared : GraphPool::kSeparate;
+    CostModel cost;
+    if (trial % 3 == 2) cost.syncPolicy = SyncPolicy::kEndOnly;
     const cli::GearCandidate p =
-        cli::evaluateGearSets(g, trace, CostModel{}, {gears}, true, f, pool).front();
+        cli::evaluateGearSets(g, trace, cost, {gears}, true, f, pool).front();
     ASSERT_TRUE(p.allowed) << p.note;
-    expectRunAsPredicted(p, runGeared(g, trace, gearsJson("x", gears), f, pool),
+    expectRunAsPredicted(p, runGeared(g, trace, gearsJson("x", gears), f, pool, cost),
                          "trial " + std::to_string(trial) + " " + gearFallbackName(f));
   }
 }
 
-// four_ops, 40 calls each of 2, 4 and 8 and `rare` calls of 64. Under pad+eager a size above
-// the largest gear runs op by op, compiling its three kernels once and no graph: for 2 calls of
-// 64 that beats a gear at 64 (a graph compile of 2,000 us + 20 us per node, MODELED, and three
-// padded-from-nothing kernels); for 500 calls the op-by-op overhead per call loses to it.
-std::vector<InputSignature> rareLargeTrace(int64_t rare) {
+// The eager fallback over hundreds of sizes: three kernels per size overflow the kernel
+// cache's 16-entry shards, so a size that comes back after its kernels were evicted compiles
+// them again. The prediction replays the cache and counts those recompiles as the run does.
+TEST(SuggestFallback, EagerRecompilesWhatTheKernelCacheEvictedAsTheRunDoes) {
+  const Graph g = fourOps();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> size(9, 400);
   std::vector<InputSignature> trace;
-  for (int rep = 0; rep < 40; ++rep)
-    for (int64_t b : {2, 4, 8}) trace.push_back({Shape{b, 4}, Shape{4, 3}});
-  for (int64_t i = 0; i < rare; ++i) trace.push_back({Shape{64, 4}, Shape{4, 3}});
+  for (int i = 0; i < 1500; ++i) trace.push_back({Shape{size(rng), 4}, Shape{4, 3}});
+  const std::vector<std::vector<int64_t>> gears = {{2}, {4}, {8}};
+  const cli::GearCandidate p =
+      cli::evaluateGearSets(g, trace, CostModel{}, {gears}, true, GearFallback::kEager).front();
+  const SessionStats st = runGeared(g, trace, gearsJson("x", gears), GearFallback::kEager);
+  std::set<int64_t> sizes;
+  for (const InputSignature& sig : trace) sizes.insert(sig[0][0]);
+  EXPECT_GT(st.kernelCompiles, static_cast<int64_t>(9 + 3 * sizes.size()));  // recompiles
+  EXPECT_GT(st.kernelCache.evictions, 0);
+  expectRunAsPredicted(p, st, "eager over many sizes");
+}
+
+// The MLP (examples/mlp.gbx), 200 calls each of batch 8 and 512, then `rare` calls of 4096.
+// Padding 8 up to 512 costs 64 times the compute on every call, so both are gears whatever
+// the fallback. Under pad+eager a size above the largest gear runs op by op, compiling its two
+// kernels (the same ones a gear at 4096 compiles) but no graph: for 2 calls of 4096 that beats
+// a third gear by its graph compile (2,000 us + 20 us per node, MODELED) less the eager calls'
+// per-op launches and host work; for 500 calls those lose to it.
+std::vector<InputSignature> rareLargeTrace(const Graph& g, int64_t rare) {
+  InputSignature base;
+  for (ValueId v : g.inputs) base.push_back(g.values[v].type.shape);
+  std::vector<InputSignature> trace;
+  for (int rep = 0; rep < 200; ++rep)
+    for (int64_t b : {8, 512}) {
+      trace.push_back(base);
+      trace.back()[0][0] = b;
+    }
+  for (int64_t i = 0; i < rare; ++i) {
+    trace.push_back(base);
+    trace.back()[0][0] = 4096;
+  }
   return trace;
 }
 
 TEST(SuggestFallback, LeavingTheRareLargestSizeToEagerWins) {
-  const Graph g = fourOps();
-  const auto trace = rareLargeTrace(2);
+  const Graph g = loadGraph(example("mlp.gbx"));
+  const auto trace = rareLargeTrace(g, 2);
   cli::SuggestOptions o;
   o.references = false;
   o.fallback = GearFallback::kPadEager;
   const cli::GearSuggestion s = cli::suggestGears(g, trace, CostModel{}, o);
   const cli::GearCandidate& p = s.candidates[0];
-  EXPECT_EQ(p.gears, (std::vector<std::vector<int64_t>>{{2}, {4}, {8}}));
+  EXPECT_EQ(p.gears, (std::vector<std::vector<int64_t>>{{8}, {512}}));
   EXPECT_EQ(p.fallbackCalls, 2);
   EXPECT_EQ(p.paddedCalls, 0);
-  EXPECT_EQ(p.compiles, 3);  // the gears; eager compiles no graph
+  EXPECT_EQ(p.compiles, 2);  // the gears; eager compiles no graph
   expectRunAsPredicted(p, runGeared(g, trace, s.gearsJson, GearFallback::kPadEager), "win");
-  // The set covering every size is the second row, and it costs more.
+  // The best set covering every size (what --gear-fallback pad chooses) is the second row.
   ASSERT_GE(s.candidates.size(), 2u);
   const cli::GearCandidate& covering = s.candidates[1];
   EXPECT_EQ(covering.name, "covering every size");
-  EXPECT_EQ(covering.gears.back(), std::vector<int64_t>{64});
+  EXPECT_EQ(covering.gears, (std::vector<std::vector<int64_t>>{{8}, {512}, {4096}}));
   EXPECT_EQ(covering.fallbackCalls, 0);
   EXPECT_LT(p.totalUs(), covering.totalUs());
-  // What the fallback saved: the gear's graph compile, less the eager calls' extra per-call
-  // cost (both MODELED, from the run).
-  const CostModel cost;
-  EXPECT_GT(covering.totalUs() - p.totalUs(), 0.5 * cost.graphCompileBaseUs);
-  // Its start-up is lower too: one gear fewer compiled up front.
+  // The same kernels compile either way; what leaving 4096 to eager saves is the third gear's
+  // graph compile, less the two eager calls' extra launches, syncs and host work.
+  const size_t nodes = Session(g, SessionOptions{}).graph().nodes.size();  // after the passes
+  EXPECT_NEAR(covering.compileUs - p.compileUs, CostModel{}.graphCompile(nodes),
+              1e-9 * covering.compileUs);
+  EXPECT_GT(p.runUs, covering.runUs);
+  // One gear fewer compiles up front, and the eager calls' intermediates take device pool
+  // segments a gear's arena would not: a Pareto trade of start-up and total for memory.
   EXPECT_LT(p.startupUs(), covering.startupUs());
+  EXPECT_GT(p.memoryBytes, covering.memoryBytes);
+  EXPECT_TRUE(p.pareto && covering.pareto);
   EXPECT_GT(p.fallbackUs, 0);
 }
 
 TEST(SuggestFallback, LeavingAFrequentLargestSizeToEagerLoses) {
-  const Graph g = fourOps();
-  const auto trace = rareLargeTrace(500);
+  const Graph g = loadGraph(example("mlp.gbx"));
+  const auto trace = rareLargeTrace(g, 500);
   cli::SuggestOptions o;
   o.references = false;
   o.fallback = GearFallback::kPadEager;
   const cli::GearSuggestion s = cli::suggestGears(g, trace, CostModel{}, o);
   const cli::GearCandidate& p = s.candidates[0];
-  EXPECT_EQ(p.gears.back(), std::vector<int64_t>{64});  // a gear after all
+  EXPECT_EQ(p.gears, (std::vector<std::vector<int64_t>>{{8}, {512}, {4096}}));
   EXPECT_EQ(p.fallbackCalls, 0);
   EXPECT_EQ(p.fallbackUs, 0);
-  // The same set pad would choose, at the same total.
+  // The set pad chooses, at the same total.
   o.fallback = GearFallback::kPad;
   const cli::GearSuggestion pad = cli::suggestGears(g, trace, CostModel{}, o);
   EXPECT_EQ(p.gears, pad.candidates[0].gears);
   EXPECT_NEAR(p.totalUs(), pad.candidates[0].totalUs(), 1e-9 * p.totalUs());
   expectRunAsPredicted(p, runGeared(g, trace, s.gearsJson, GearFallback::kPadEager), "lose");
-  // Every call of 64 through eager instead would cost more: the exact figure of that set.
+  // Leaving the 500 calls of 4096 to eager instead: exact figures of that set, and dearer.
   const cli::GearCandidate leave =
-      cli::evaluateGearSets(g, trace, CostModel{}, {{{2}, {4}, {8}}}, true, GearFallback::kPadEager)
+      cli::evaluateGearSets(g, trace, CostModel{}, {{{8}, {512}}}, true, GearFallback::kPadEager)
           .front();
   EXPECT_EQ(leave.fallbackCalls, 500);
   EXPECT_GT(leave.totalUs(), p.totalUs());
+  expectRunAsPredicted(
+      leave, runGeared(g, trace, gearsJson("x", {{8}, {512}}), GearFallback::kPadEager), "leave");
+}
+
+// pad+dynamic: seven rare sizes from 1024 to 4096, one call each. Covering them takes a gear
+// at 4096 and pads the other six up to it; the dynamic fallback runs them all on one plan
+// with dynamic dims at their own sizes, which wins.
+TEST(SuggestFallback, RareLargeSizesShareTheDynamicFallbacksOnePlan) {
+  const Graph g = loadGraph(example("mlp.gbx"));
+  auto trace = rareLargeTrace(g, 0);
+  for (int64_t b = 1024; b <= 4096; b += 512) {
+    trace.push_back(trace.front());
+    trace.back()[0][0] = b;
+  }
+  cli::SuggestOptions o;
+  o.references = false;
+  o.fallback = GearFallback::kPadDynamic;
+  const cli::GearSuggestion s = cli::suggestGears(g, trace, CostModel{}, o);
+  const cli::GearCandidate& p = s.candidates[0];
+  EXPECT_EQ(p.gears, (std::vector<std::vector<int64_t>>{{8}, {512}}));
+  EXPECT_EQ(p.fallbackCalls, 7);
+  EXPECT_EQ(p.compiles, 2 + 1);  // the gears and the one dynamic plan
+  expectRunAsPredicted(p, runGeared(g, trace, s.gearsJson, GearFallback::kPadDynamic), "dyn");
+  const cli::GearCandidate& covering = s.candidates[1];
+  EXPECT_EQ(covering.name, "covering every size");
+  EXPECT_EQ(covering.paddedCalls, 6);
+  EXPECT_LT(p.totalUs(), covering.totalUs());
 }
 
 // dynamic and eager (no padding): the gears are exact sizes, every other size falls back; with
@@ -275,31 +342,39 @@ TEST(SuggestFallback, ErrorMakesEverySizeAGear) {
     }
 }
 
-// Under a start-up budget that rules out every covering set, pad+eager still fits: the gears
-// cover the frequent sizes and the largest is left to the fallback; pad has nothing.
+// A start-up budget below the three gears pad needs: pad's best fit within it pads 8 up to
+// 512 on 200 calls; pad+eager keeps 8 and 512 and leaves 4096 to eager, and is cheaper.
 TEST(SuggestFallback, AStartupBudgetLeavesTheLargestSizeToTheFallback) {
-  const Graph g = fourOps();
-  const auto trace = rareLargeTrace(100);
+  const Graph g = loadGraph(example("mlp.gbx"));
+  const auto trace = rareLargeTrace(g, 2);
   cli::SuggestOptions o;
   o.references = false;
   o.fallback = GearFallback::kPad;
-  const cli::GearSuggestion pad = cli::suggestGears(g, trace, CostModel{}, o);
-  ASSERT_EQ(pad.candidates[0].gears.back(), std::vector<int64_t>{64});
-  // Room for two gears' compiles, not three: pad's best fit keeps 64 and pads 2, 4, 8 to it.
-  const cli::GearCandidate two =
-      cli::evaluateGearSets(g, trace, CostModel{}, {{{8}, {64}}}, true, GearFallback::kPad).front();
-  o.maxStartupUs = two.startupUs();
+  const cli::GearCandidate three = cli::suggestGears(g, trace, CostModel{}, o).candidates[0];
+  ASSERT_EQ(three.gears.size(), 3u);
+  o.maxStartupUs = three.startupUs() - 1;
+  const cli::GearCandidate pad = cli::suggestGears(g, trace, CostModel{}, o).candidates[0];
+  EXPECT_EQ(pad.gears.size(), 2u);
+  EXPECT_EQ(pad.gears.back(), std::vector<int64_t>{4096});
   o.fallback = GearFallback::kPadEager;
   const cli::GearSuggestion s = cli::suggestGears(g, trace, CostModel{}, o);
   const cli::GearCandidate& p = s.candidates[0];
-  EXPECT_LE(p.startupUs(), o.maxStartupUs);
   EXPECT_TRUE(p.allowed);
+  EXPECT_LE(p.startupUs(), o.maxStartupUs);
+  EXPECT_EQ(p.gears, (std::vector<std::vector<int64_t>>{{8}, {512}}));
+  EXPECT_LT(p.totalUs(), pad.totalUs());
   expectRunAsPredicted(p, runGeared(g, trace, s.gearsJson, GearFallback::kPadEager), "budget");
 }
 
 TEST(SuggestFallback, PadThenFallbackOnAGraphThatRefusesPaddingIsAClearError) {
-  const Graph g = loadGraph(example("seed002_masked_loss.gbx"));
-  const auto trace = cli::loadTrace(example("seed002_masked_loss.trace.jsonl"), g);
+  // A cat along the varying dim: padded rows would land between real ones.
+  GraphBuilder b("cat_rows");
+  auto x = b.input("x", DType::kF32, {symbolDim("B"), 4});
+  auto y = b.input("y", DType::kF32, {4, 4});
+  b.output(b.cat({x, y}, 0, "c"));
+  const Graph g = b.build();
+  std::vector<InputSignature> trace;
+  for (int64_t n : {3, 5, 3, 9}) trace.push_back({Shape{n, 4}, Shape{4, 4}});
   cli::SuggestOptions o;
   o.references = false;
   o.fallback = GearFallback::kPadDynamic;
@@ -311,6 +386,11 @@ TEST(SuggestFallback, PadThenFallbackOnAGraphThatRefusesPaddingIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("--gear-fallback pad+dynamic pads"), std::string::npos)
         << e.what();
   }
+  // dynamic pads nothing, so it runs there; its suggestion is exactly what a run reports.
+  o.fallback = GearFallback::kDynamic;
+  const cli::GearSuggestion s = cli::suggestGears(g, trace, CostModel{}, o);
+  expectRunAsPredicted(s.candidates[0], runGeared(g, trace, s.gearsJson, GearFallback::kDynamic),
+                       "no padding");
 }
 
 }  // namespace
