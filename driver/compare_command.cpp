@@ -96,7 +96,10 @@ void loadCompareInputs(CompareRun& c) {
     // size is a gear would be static mode's compiles.
     if (o.gearFallback == "error") o.gearFallback = "pad";
     so.fallback = parseGearFallback(o.gearFallback);
-    o.gears = suggestGears(g, c.trace, toSessionOptions(o, Mode::kStatic).cost, so).gearsJson;
+    const GearSuggestion sug =
+        suggestGears(g, c.trace, toSessionOptions(o, Mode::kStatic).cost, so);
+    o.gears = sug.gearsJson;
+    o.gearFallback = gearFallbackName(sug.runFallback);  // error when padding is refused
     if (c.verbosity != Verbosity::kQuiet) c.out << "suggested gears: " << o.gears << "\n";
   }
   c.modes = parseModes(o.modes);

@@ -35,10 +35,11 @@ using KeySet = std::unordered_set<KernelKey, KeyHash>;
 // MODELED cost of geared mode's plan at one shape: what the gear costs to compile and what
 // one call on it costs. The same terms Session::modelCall and GearedMode::prepare charge.
 struct ShapeCost {
-  std::vector<KernelKey> keys;  // distinct kernel keys of the plan (each compiles once)
-  double computeUs = 0;         // the plan's kernels at this shape
-  double callUs = 0;            // graph launch + one sync + compute
-  int64_t elements = 0;         // input elements (padTarget's tie-break)
+  std::vector<KernelKey> keys;   // distinct kernel keys of the plan (each compiles once)
+  std::vector<uint32_t> keyIds;  // the same, as GearCoster::keyId
+  double computeUs = 0;          // the plan's kernels at this shape
+  double callUs = 0;             // graph launch + one sync + compute
+  int64_t elements = 0;          // input elements (padTarget's tie-break)
 };
 
 // One device request of a call, in order (Device::allocate / Device::release): bytes > 0
@@ -59,7 +60,8 @@ struct OpByOpCost {
   int64_t launches = 0, syncs = 0;
   int64_t ioBytes = 0;
   std::vector<PoolRequest> pool;
-  std::vector<KernelKey> keys;  // per op, its runtime kernel key (the eager path looks each up)
+  std::vector<uint32_t> keyIds;  // per op, its runtime kernel key (GearCoster::keyId): the
+                                 // eager path looks each up
 };
 
 // A plan the dynamic fallback compiles (GearedMode::runFallback): the one with dynamic dims,
@@ -110,7 +112,10 @@ class GearCoster {
     for (NodeId n : steps_) {
       makeKernelKeyInto(key, *graph_, types, n);
       c.computeUs += cost_.kernelRun(key, false);
-      if (seen.insert(key).second) c.keys.push_back(key);
+      if (seen.insert(key).second) {
+        c.keys.push_back(key);
+        c.keyIds.push_back(keyId(key));
+      }
     }
     c.callUs = c.computeUs + cost_.graphLaunch(steps_.size()) + cost_.syncUs;
     for (const Shape& s : sig) c.elements += s.numel();
@@ -118,6 +123,19 @@ class GearCoster {
   }
   double kernelCompileUs(const KernelKey& k) const { return cost_.kernelCompile(k); }
   size_t cached() const { return cache_.size(); }
+
+  // A small id per distinct kernel key, with its hash and MODELED compile cost, so the kernel
+  // cache's replay (KernelCacheReplay) looks up integers instead of hashing and copying keys.
+  uint32_t keyId(const KernelKey& k) {
+    auto [it, fresh] = keyIds_.try_emplace(k, static_cast<uint32_t>(keyHashes_.size()));
+    if (fresh) {
+      keyHashes_.push_back(k.hash());
+      keyCompileUs_.push_back(cost_.kernelCompile(k));
+    }
+    return it->second;
+  }
+  size_t keyHash(uint32_t id) const { return keyHashes_[id]; }
+  double keyCompileUs(uint32_t id) const { return keyCompileUs_[id]; }
 
   // MODELED device memory of one gear shape (executor/device_memory.h): its workspace and its
   // inputs and outputs, planned as geared mode compiles it (the passes have run on graph_).
@@ -182,7 +200,7 @@ class GearCoster {
         }
       }
       makeKernelKeyInto(key, g, types, n);
-      if (plan < 0) c.keys.push_back(key);
+      if (plan < 0) c.keyIds.push_back(keyId(key));
       const bool generic = plan >= 0 && fallbackPlans_[static_cast<size_t>(plan)].generic[step];
       c.hostUs += cost_.hostShapeInferenceUs + (generic ? cost_.hostTilingUs : 0.0);
       c.computeUs += cost_.kernelRun(key, generic);
@@ -228,6 +246,9 @@ class GearCoster {
   std::vector<FallbackPlan> fallbackPlans_;
   std::unordered_map<InputSignature, size_t, SignatureHash> fallbackIndex_;
   std::map<int, std::unordered_map<InputSignature, OpByOpCost, SignatureHash>> opByOp_;
+  std::unordered_map<KernelKey, uint32_t, KeyHash> keyIds_;
+  std::vector<size_t> keyHashes_;
+  std::vector<double> keyCompileUs_;
 };
 
 struct Histogram {
@@ -392,8 +413,8 @@ class PoolReplay {
  public:
   explicit PoolReplay(size_t lists) : clean_(lists, 0) {}
   // Runs request list `list` (an index the caller keeps per list); returns the pool misses.
-  int64_t run(size_t list, std::span<const PoolRequest> requests) {
-    if (requests.empty() || clean_[list] == epoch_) return 0;
+  int64_t run(size_t list, const std::vector<PoolRequest>& requests) {
+    if (clean_[list] == epoch_ || requests.empty()) return 0;  // the first: no pointer chase
     const CachingAllocatorStats before = allocator_.stats();
     address_.resize(std::max<size_t>(address_.size(), requests.size()));
     for (const PoolRequest& r : requests) {
@@ -426,36 +447,55 @@ class PoolReplay {
 };
 
 // A session's kernel cache (compiler/kernel_cache.h) as a geared run looks kernels up, holding
-// no kernels: the same shards (kernelCacheShardCapacities) of the same LRU shard type, so a
-// lookup hits, or misses -- a compile, charged kernel_compile_us -- and may evict the shard's
-// least recently used kernel, exactly as KernelCache::get does. Every lookup is replayed in
-// the run's order: a gear's distinct kernels when it compiles, a fallback plan's when it
-// compiles, and every op of every eager call.
+// no kernels: the same shards (kernelCacheShardCapacities, a key to shard hash % count), each
+// with LruShard's policy -- a hit or an insert makes the kernel the most recently used, and
+// past its capacity the least recently used is evicted -- so a lookup hits, or misses (a
+// compile, charged kernel_compile_us) exactly as KernelCache::get does. Keys are GearCoster
+// ids; a shard holds at most 16 of them at the default capacity, so a lookup scans a few
+// integers (a thrashing eager fallback does millions). Every lookup is replayed in the run's
+// order: a gear's distinct kernels when it compiles, a fallback plan's when it compiles, and
+// every op of every eager call.
 class KernelCacheReplay {
  public:
   KernelCacheReplay() {
-    for (size_t c : kernelCacheShardCapacities(SessionOptions{}.kernelCacheCapacity))
-      shards_.push_back(std::make_unique<LruShard<KernelKey, char>>(c));
-  }
-  // Looks `key` up; true when it had to compile.
-  bool get(const KernelKey& key) {
-    const size_t hash = key.hash();
-    LruShard<KernelKey, char>& shard = *shards_[shards_.size() == 1 ? 0 : hash % shards_.size()];
-    if (auto* e = shard.find(key, hash)) {
-      shard.touch(e);
-      return false;
+    for (size_t c : kernelCacheShardCapacities(SessionOptions{}.kernelCacheCapacity)) {
+      capacity_.push_back(c);
+      shards_.emplace_back().reserve(c);
     }
-    shard.insert(key, hash, 0);
+  }
+  // The shard of a key with hash `hash`.
+  size_t shardOf(size_t hash) const { return shards_.size() == 1 ? 0 : hash % shards_.size(); }
+  // Looks kernel `id` (hash `hash`) up; true when it had to compile.
+  bool get(uint32_t id, size_t hash) { return getIn(id, shardOf(hash)); }
+  // The same with its shard found already.
+  bool getIn(uint32_t id, size_t s) {
+    std::vector<Entry>& shard = shards_[s];
+    for (Entry& e : shard)
+      if (e.id == id) {
+        e.used = ++clock_;
+        return false;
+      }
+    if (shard.size() < capacity_[s]) {
+      shard.push_back({id, ++clock_});
+      return true;
+    }
+    auto oldest = std::min_element(shard.begin(), shard.end(),
+                                   [](const Entry& a, const Entry& b) { return a.used < b.used; });
+    *oldest = {id, ++clock_};
+    ++evictions_;
     return true;
   }
-  int64_t evictions() const {
-    int64_t n = 0;
-    for (const auto& shard : shards_) n += shard->stats().evictions;
-    return n;
-  }
+  int64_t evictions() const { return evictions_; }
 
  private:
-  std::vector<std::unique_ptr<LruShard<KernelKey, char>>> shards_;
+  struct Entry {
+    uint32_t id;
+    uint64_t used;  // when it was last looked up: the smallest is the least recently used
+  };
+  std::vector<std::vector<Entry>> shards_;
+  std::vector<size_t> capacity_;
+  uint64_t clock_ = 0;
+  int64_t evictions_ = 0;
 };
 
 // The MODELED figures of a gear set over the trace, as a geared run of it (--gear-compile
@@ -489,8 +529,8 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
     const ShapeCost& sc = coster.at(signatureFor(h, gear));
     gearCost.push_back(&sc);
     double compiled = 0;
-    for (const KernelKey& k : sc.keys)
-      if (kernels.get(k)) compiled += coster.kernelCompileUs(k);
+    for (uint32_t k : sc.keyIds)
+      if (kernels.get(k, coster.keyHash(k))) compiled += coster.keyCompileUs(k);
     upFront += coster.graphCompileUs() + compiled;
   }
   const int64_t upFrontEvictions = kernels.evictions();
@@ -516,7 +556,9 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
 
   // Each distinct shape's route: its gear (exact or padded) or the fallback path.
   const GearFallback path = gearFallbackPath(o.fallback);
-  const bool pads = gearFallbackPads(o.fallback) && o.padding;
+  // On a graph that refuses padding a padding fallback still gets its padded calls costed
+  // (the row shows what padding would cost) but the set is not allowed.
+  const bool pads = gearFallbackPads(o.fallback);
   const bool one = h.symbols.size() == 1;
   const size_t n = h.tuples.size();
   constexpr int32_t kFallback = -2, kNoRoute = -1;
@@ -543,6 +585,10 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
       if (target) {
         r = static_cast<int32_t>(*target);
         padded[t] = 1;
+        if (!o.padding && c.allowed) {
+          c.allowed = false;
+          c.note = "needs padding, which the graph refuses";
+        }
       }
     }
     if (r == kNoRoute && (path == GearFallback::kDynamic || path == GearFallback::kEager))
@@ -605,6 +651,22 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
   std::vector<std::pair<size_t, size_t>> planMemo(n, {SIZE_MAX, 0});
   std::vector<const ShapeCost*> staticCost(n, nullptr);
   std::vector<const OpByOpCost*> opCost(n, nullptr);
+  // The eager path's terms per shape, flat, with its kernels' ids, shards and compile costs in
+  // one array: read on every eager call (a thrashing eager fallback makes millions of lookups),
+  // without chasing pointers into the coster's maps.
+  struct EagerTerms {
+    double hostUs = 0, computeUs = 0;
+    int64_t launches = 0, syncs = 0;
+    uint32_t firstKey = 0, keys = 0;
+    const std::vector<PoolRequest>* pool = nullptr;
+  };
+  struct EagerKey {
+    uint32_t id;
+    uint32_t shard;
+    double compileUs;
+  };
+  std::vector<EagerTerms> eager(path == GearFallback::kEager ? n : 0);
+  std::vector<EagerKey> eagerKeys;
   PoolReplay pool(n);
   int64_t padMisses = 0, maxIo = 0;
   for (size_t t = 0; t < n; ++t)
@@ -646,7 +708,16 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
         if (route[t] >= 0 && h.lastCall[t] >= i)
           peak = std::max(peak, resident + pool.peakReserved() + io[t]);
   } else {
-    for (const uint32_t t : h.sequence) {
+    const std::vector<uint32_t>& sequence = h.sequence;
+    for (size_t i = 0; i < sequence.size(); ++i) {
+      const uint32_t t = sequence[i];
+      // The eager path reads its shape's terms and kernel ids on every call, at random: fetch
+      // a later call's ahead, two stages apart (its kernel ids need its terms).
+      if (!eager.empty()) {
+        if (i + 16 < sequence.size()) __builtin_prefetch(&eager[sequence[i + 16]]);
+        if (i + 8 < sequence.size() && eager[sequence[i + 8]].pool)
+          __builtin_prefetch(&eagerKeys[eager[sequence[i + 8]].firstKey]);
+      }
       const int32_t r = route[t];
       if (r == kNoRoute) continue;
       if (r >= 0) {
@@ -658,17 +729,28 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
       if (path == GearFallback::kEager) {
         // Eager mode's path: op by op, each op's kernel from the cache (a new op shape, or one
         // the cache evicted, compiles), one sync.
-        if (!opCost[t]) {
-          opCost[t] = &coster.opByOpAt(signatureFor(h, h.tuples[t]), -1);
-          io[t] = opCost[t]->ioBytes;
+        EagerTerms& e = eager[t];
+        if (!e.pool) {
+          const OpByOpCost& op = coster.opByOpAt(signatureFor(h, h.tuples[t]), -1);
+          e = {op.hostUs,
+               op.computeUs,
+               op.launches,
+               op.syncs,
+               static_cast<uint32_t>(eagerKeys.size()),
+               static_cast<uint32_t>(op.keyIds.size()),
+               &op.pool};
+          for (uint32_t k : op.keyIds)
+            eagerKeys.push_back({k, static_cast<uint32_t>(kernels.shardOf(coster.keyHash(k))),
+                                 coster.keyCompileUs(k)});
+          io[t] = op.ioBytes;
         }
-        const OpByOpCost& op = *opCost[t];
-        for (const KernelKey& k : op.keys)
-          if (kernels.get(k)) m.compileUs += coster.kernelCompileUs(k);
-        const int64_t misses = pool.run(t, op.pool);
-        m.hostDynamicUs += op.hostUs;
-        m.computeUs += op.computeUs;
-        m.launchSyncUs += launchSyncUs(cost, 0, 0, op.launches, op.syncs, misses);
+        for (uint32_t j = e.firstKey; j < e.firstKey + e.keys; ++j)
+          if (kernels.getIn(eagerKeys[j].id, eagerKeys[j].shard))
+            m.compileUs += eagerKeys[j].compileUs;
+        const int64_t misses = pool.run(t, *e.pool);
+        m.hostDynamicUs += e.hostUs;
+        m.computeUs += e.computeUs;
+        m.launchSyncUs += launchSyncUs(cost, 0, 0, e.launches, e.syncs, misses);
       } else {
         // Dynamic mode's path: the last fallback plan that accepts the shapes, else a new one.
         auto& [planCount, plan] = planMemo[t];
@@ -683,9 +765,11 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
             const size_t p = coster.fallbackPlanFor(sig);
             const Plan& fp = *coster.fallbackPlan(p).plan;
             KeySet memo;  // compilePlan looks each distinct op shape up once
-            for (const PlanStep& s : fp.steps)
-              if (memo.insert(s.kernel->key).second && kernels.get(s.kernel->key))
-                m.compileUs += coster.kernelCompileUs(s.kernel->key);
+            for (const PlanStep& s : fp.steps) {
+              if (!memo.insert(s.kernel->key).second) continue;
+              const uint32_t k = coster.keyId(s.kernel->key);
+              if (kernels.get(k, coster.keyHash(k))) m.compileUs += coster.keyCompileUs(k);
+            }
             m.compileUs += cost.graphCompile(fp.graph->nodes.size());
             c.compiles++;
             fallbackPlans.push_back(p);

@@ -97,7 +97,10 @@ struct GearSuggestion {
   int64_t maxMemoryBytes = 0;  // the budgets in force (0: none)
   double maxStartupUs = 0;
   GraphPool pool = GraphPool::kShared;
-  GearFallback fallback = GearFallback::kPad;
+  GearFallback fallback = GearFallback::kPad;  // what the gears were chosen for
+  // What a geared run of the suggestion takes: `fallback`, except error when padding is
+  // refused under pad (the gears are then exact, and pad would refuse the graph).
+  GearFallback runFallback = GearFallback::kPad;
   std::vector<GearCandidate> candidates;  // [0] is the suggestion
 };
 
