@@ -507,7 +507,9 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     for (const PaddedOutputDim& pd : padding_->outputs[o])
       real[pd.dim] = sig[pd.origin.input][pd.origin.dim];
     if (modelOnly) {
-      out.emplace_back(pt.dtype, real);
+      // Nothing wrote it: zeros of the real shape, allocated once (issue 22 and 25: a padded
+      // model-only call allocated its outputs, an mmap each past 128 KiB).
+      out.push_back(unwrittenTensor(pt.dtype, real));
       continue;
     }
     if (real == padded[o].shape()) {
