@@ -119,9 +119,15 @@ void loadCompareInputs(CompareRun& c) {
     so.references = false;
     so.runPasses = !o.noPasses;
     so.merge = parseMergePolicy(o.merge);
-    o.gears = suggestGears(g, c.trace, toSessionOptions(o, Mode::kStatic).cost, so).gearsJson;
+    // The gears for the run's own fallback; error (the default) pads: a suggestion whose every
+    // size is a gear would be static mode's compiles.
+    if (o.gearFallback == "error") o.gearFallback = "pad";
+    so.fallback = parseGearFallback(o.gearFallback);
+    const GearSuggestion sug =
+        suggestGears(g, c.trace, toSessionOptions(o, Mode::kStatic).cost, so);
+    o.gears = sug.gearsJson;
+    o.gearFallback = gearFallbackName(sug.runFallback);  // error when padding is refused
     if (c.verbosity != Verbosity::kQuiet) c.out << "suggested gears: " << o.gears << "\n";
-    if (o.gearFallback == "error") o.gearFallback = "pad";  // the suggestion pads by design
   }
   c.modes = parseModes(o.modes);
   for (Mode m : c.modes) c.modeNames.push_back(modeName(m));

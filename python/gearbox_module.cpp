@@ -669,7 +669,7 @@ py::dict suggestGearsPy(const PyGraph& g, const py::object& trace, int64_t maxGe
                         const std::string& merge, bool references, bool passes,
                         const std::string& deviceProfile, const std::vector<std::string>& cost,
                         const std::string& maxMemory, double maxStartupUs,
-                        const std::string& graphPool) {
+                        const std::string& graphPool, const std::string& gearFallback) {
   // Signed and checked as the CLI checks --max-gears: -1 is not 2^64-1.
   if (maxGears < 0 || maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "max_gears {}: TorchAir needs 2 to {} gears per dim", maxGears,
@@ -693,6 +693,11 @@ py::dict suggestGearsPy(const PyGraph& g, const py::object& trace, int64_t maxGe
   const auto pool = parseGraphPool(graphPool);
   if (!pool) fail(ErrorKind::kConfig, "graph_pool '{}': expected shared or separate", graphPool);
   so.pool = *pool;
+  const std::vector<std::string> fallbacks = gearFallbackNames();
+  if (std::find(fallbacks.begin(), fallbacks.end(), gearFallback) == fallbacks.end())
+    fail(ErrorKind::kConfig, "gear_fallback '{}': expected one of {}", gearFallback,
+         fmt::join(fallbacks, ", "));
+  so.fallback = parseGearFallback(gearFallback);
   const cli::GearSuggestion sug = cli::suggestGears(*g.g, sigs, model, so);
   nlohmann::ordered_json j = cli::suggestionJson(sug, model.name);
   j["model"] = g.g->sourceFile;
@@ -920,8 +925,9 @@ PYBIND11_MODULE(_gearbox, m) {
         py::arg("references") = true, py::arg("passes") = true, py::arg("device_profile") = "",
         py::arg("cost") = std::vector<std::string>{}, py::arg("max_memory") = "",
         py::arg("max_startup_us") = 0.0, py::arg("graph_pool") = "shared",
+        py::arg("gear_fallback") = "pad",
         "`gearbox suggest-gears` (docs/gears.md): the gears that minimise geared mode's MODELED "
-        "total over the trace, with the usual choices beside them.");
+        "total over the trace (under gear_fallback), with the usual choices beside them.");
   m.def("compare", &compare, py::arg("graph"), py::arg("trace"),
         py::arg("modes") = modeNames(ModeSet::kWithoutGears));
   m.def(

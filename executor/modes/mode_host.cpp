@@ -282,7 +282,6 @@ void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) 
   if (arenaBytes > 0) p_.stats.allocations++;
 }
 
-namespace {
 // Model only, no kernel writes the outputs: every call's outputs alias one zeroed buffer per
 // thread, as large as the largest output so far. Allocating them (mmap and munmap for each
 // large one) was most of a model-only static call (gearbox sweep, issue 25).
@@ -299,6 +298,7 @@ Tensor unwrittenTensor(DType dtype, const Shape& shape) {
   return Tensor::wrap(dtype, shape, buffer);
 }
 
+namespace {
 std::vector<Tensor> unwrittenOutputs(const Plan& plan) {
   std::vector<Tensor> out;
   out.reserve(plan.graph->outputs.size());
