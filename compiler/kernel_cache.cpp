@@ -4,6 +4,7 @@
 
 #include <tbb/spin_mutex.h>
 
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 
@@ -28,7 +29,8 @@ struct alignas(64) KernelCache::Shard {
   int waiters = 0;
 };
 
-KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
+KernelCache::KernelCache(size_t capacity, int threads)
+    : capacity_(capacity == 0 ? 1 : capacity), threads_(threads) {
   size_t n = 1;
   if (capacity_ >= kShardedCapacity)
     while (n < kMaxShards && capacity_ / (2 * n) >= kMinShardCapacity) n *= 2;
@@ -40,6 +42,9 @@ KernelCache::~KernelCache() = default;
 
 std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, size_t hash,
                                                    int* compiled) {
+  // A key built for another thread cap would put a kernel split for other threads into this
+  // session's plans: every caller builds its keys with threads().
+  assert(key.threads == threads_ && "a kernel key with another thread cap than its cache's");
   Shard& shard = *shards_[shards_.size() == 1 ? 0 : hash % shards_.size()];
   std::unique_lock<tbb::spin_mutex> lock(shard.mu);
   // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone
