@@ -176,8 +176,7 @@ KernelKey opInfoToKey(const Json& j, const std::string& file) {
 PrecompileResult precompileBundle(const std::string& recordDir, const std::string& output,
                                   int kernelThreads) {
   if (kernelThreads < 0 || kernelThreads > kMaxThreads)
-    fail(ErrorKind::kConfig, "--threads {}: expected 0 (no cap) to {}", kernelThreads,
-         kMaxThreads);
+    fail(ErrorKind::kConfig, "--threads {}: expected 0 (no cap) to {}", kernelThreads, kMaxThreads);
   PrecompileResult r;
   std::string runDir;
   r.recordDir = findOpInfoDir(recordDir, &runDir);

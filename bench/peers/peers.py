@@ -61,6 +61,7 @@ import models  # noqa: E402
 # in different orders and, in ORT and gearbox, fold BatchNorm differently).
 RTOL, ATOL = 1e-3, 1e-4
 WARM_CALL_BELOW_S = 0.05  # visits start with an untimed call when a call is shorter than this
+SLOW_CALL_S = 0.25  # a first call this long: one warm-up call and a one-call estimate
 VISIT_TARGET_S = 0.02  # a visit runs about this long: k calls of the estimated call time
 MAX_CALLS_PER_VISIT = 25
 # CPU flags that say which vector ISA a kernel can use.
@@ -157,18 +158,24 @@ def agreement(out, ref):
 # ---- the machine -----------------------------------------------------------------------------
 
 def cpu_info():
-    model, flags = platform.processor() or "unknown", []
+    """The CPU's model name with its family and model numbers (a VM may show only "AMD EPYC"),
+    and the ISA flags of ISA_FLAGS it has."""
+    fields, flags = {}, []
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name") and model in ("unknown", "", "x86_64"):
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    have = set(line.split(":", 1)[1].split())
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "flags":
+                    have = set(value.split())
                     flags = [x for x in ISA_FLAGS if x in have]
                     break
+                fields.setdefault(key, value.strip())
     except OSError:
         pass
+    model = fields.get("model name", platform.processor() or "unknown")
+    if "cpu family" in fields:
+        model += f" (family {fields['cpu family']} model {fields.get('model', '?')})"
     return model, flags
 
 
@@ -296,8 +303,7 @@ def run_config(workers, model, gbx, onnx_path, threads, batch, args, work):
     outputs = {}
     try:
         for label, w, key, load in rts:
-            r = {"load_seconds": workers[w].ask(op="load", key=key, threads=threads,
-                                                **load)["load_seconds"]}
+            r = {"load_seconds": workers[w].ask(op="load", key=key, **load)["load_seconds"]}
             workers[w].ask(op="input", key=key, path=xpath, shape=list(shape))
             out_path = os.path.join(work, f"{key.replace('/', '_')}.y.bin")
             first = workers[w].ask(op="run", key=key, output=out_path)
@@ -313,11 +319,14 @@ def run_config(workers, model, gbx, onnx_path, threads, batch, args, work):
         if bad:
             result["error"] = f"outputs disagree with torch: {', '.join(bad)}"
             return result
-        # An estimate of each runtime's call time (after the first call), for k and the budget.
+        # Warm-up, and an estimate of each runtime's call time for k and the budget: --warm
+        # calls and three timed ones, or one of each where a call takes seconds (a CNN at
+        # batch 32), where one is warm-up enough.
         est = {}
         for label, w, key, _ in rts:
-            t = workers[w].ask(op="time", key=key, warm=args.warm, calls=3 if not args.smoke
-                               else 1)["times_ns"]
+            slow = result["runtimes"][label]["first_call_seconds"] >= SLOW_CALL_S
+            t = workers[w].ask(op="time", key=key, warm=1 if slow or args.smoke else args.warm,
+                               calls=1 if slow or args.smoke else 3)["times_ns"]
             est[label] = statistics.median(t) / 1e9
         plan = {}
         for label, _, _, _ in rts:
@@ -381,7 +390,7 @@ def print_machine(m, out):
     out.write(f"peers: ONNX Runtime {rt['onnxruntime']['version']} (onnxruntime-node, node "
               f"{rt['onnxruntime']['node']}; an empty await setImmediate costs "
               f"{rt['onnxruntime']['immediate_overhead_ns'] / 1e3:.1f} us), PyTorch "
-              f"{rt['torch']['version']}\n")
+              f"{rt['torch']['version']} (BLAS: {rt['torch']['blas']})\n")
     out.write(f"date: {m['date']}; load average at start {m['load_average_start'][0]:.2f}\n")
 
 

@@ -11,6 +11,7 @@ Each runtime is its own process so that one runtime's threads (torch's OpenMP po
 workers) and allocations never share a process with another's.
 """
 import argparse
+import ctypes
 import json
 import os
 import sys
@@ -57,7 +58,8 @@ class GearboxRuntime:
 
     def counters(self, key):
         st = self.sessions[key].stats
-        return {k: st[k] for k in ("graph_compiles", "kernel_compiles", "compile_seconds")}
+        return {k: st[k] for k in ("graph_compiles", "kernel_compiles",
+                                   "measured_host_compile_seconds")}
 
     def close(self, key):
         self.sessions.pop(key, None)
@@ -79,14 +81,28 @@ class TorchRuntime:
         self.models = models
         # Before any parallel work, as torch requires; the bench runs one op at a time.
         torch.set_num_interop_threads(1)
+        # Debian's torch calls the system BLAS (BLAS_INFO=generic) for its matmuls, which is
+        # OpenBLAS here with a thread pool of its own that set_num_threads does not reach: cap
+        # it too, or torch "at one thread" would run its GEMMs on every core.
+        self.openblas = None
+        try:
+            blas = ctypes.CDLL("libblas.so.3")
+            if hasattr(blas, "openblas_set_num_threads"):
+                blas.openblas_get_config.restype = ctypes.c_char_p
+                self.openblas = blas
+        except OSError:
+            pass
         self.modules = {}
         self.threads = {}
+        self.current_threads = None  # what select() last set, torch and OpenBLAS alike
         self.inputs = {}
 
     def info(self):
         t = self.torch
-        return {"runtime": "torch", "version": t.__version__,
-                "parallel_info": t.__config__.parallel_info().strip().splitlines()[:6]}
+        blas = (self.openblas.openblas_get_config().decode() if self.openblas else
+                "not OpenBLAS (its threads are not capped)")
+        return {"runtime": "torch", "version": t.__version__, "blas": blas,
+                "parallel_info": t.__config__.parallel_info().strip().splitlines()}
 
     def load(self, msg):
         t0 = time.perf_counter()
@@ -103,8 +119,12 @@ class TorchRuntime:
 
     def select(self, key):
         # Process-wide in torch: set for the key about to run (cheap when unchanged).
-        if self.torch.get_num_threads() != self.threads[key]:
-            self.torch.set_num_threads(self.threads[key])
+        n = self.threads[key]
+        if self.current_threads != n:
+            self.torch.set_num_threads(n)
+            if self.openblas:
+                self.openblas.openblas_set_num_threads(n)
+            self.current_threads = n
 
     def counters(self, key):
         del key

@@ -30,8 +30,7 @@ TaskCapScope::~TaskCapScope() {
 int decideTasks(double work, double threshold) {
   // Thread start-up would cost more than it saves below the threshold.
   if (!(work >= 2 * threshold)) return 1;
-  const int maxTasks =
-      taskCap > 0 ? taskCap : std::max(1, tbb::this_task_arena::max_concurrency());
+  const int maxTasks = taskCap > 0 ? taskCap : std::max(1, tbb::this_task_arena::max_concurrency());
   return static_cast<int>(std::min<double>(maxTasks, std::floor(work / threshold)));
 }
 

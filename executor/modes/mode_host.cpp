@@ -502,8 +502,8 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
         std::vector<TensorType> generic = types;
         for (auto& t : generic)
           for (int d = 0; d < t.shape.rank(); ++d) t.shape[d] = kAnyDim;
-        spec = compileKernelSpec(
-            makeKernelKey(node.kind, generic, node.attrs, p_.kernels.threads()));
+        spec =
+            compileKernelSpec(makeKernelKey(node.kind, generic, node.attrs, p_.kernels.threads()));
       }
       const CostModel& cost = p_.options.cost;
       call.modeled.hostDynamicUs +=
