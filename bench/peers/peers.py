@@ -305,12 +305,13 @@ def run_config(workers, model, gbx, onnx_path, threads, batch, args, work):
         for label, w, key, load in rts:
             r = {"load_seconds": workers[w].ask(op="load", key=key, **load)["load_seconds"]}
             workers[w].ask(op="input", key=key, path=xpath, shape=list(shape))
-            out_path = os.path.join(work, f"{key.replace('/', '_')}.y.bin")
+            out_path = os.path.join(work, "output.y.bin")
             first = workers[w].ask(op="run", key=key, output=out_path)
             r["first_call_seconds"] = first["seconds"]
             if first.get("counters"):
                 r["first_call_counters"] = first["counters"]
             outputs[label] = np.fromfile(out_path, dtype=np.float32).reshape(first["shape"])
+            os.remove(out_path)
             result["runtimes"][label] = r
         ref = outputs["torch"]
         for label, out in outputs.items():
