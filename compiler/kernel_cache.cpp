@@ -4,6 +4,7 @@
 
 #include <tbb/spin_mutex.h>
 
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 
@@ -40,7 +41,8 @@ std::vector<size_t> kernelCacheShardCapacities(size_t capacity) {
   return out;
 }
 
-KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
+KernelCache::KernelCache(size_t capacity, int threads)
+    : capacity_(capacity == 0 ? 1 : capacity), threads_(threads) {
   for (size_t c : kernelCacheShardCapacities(capacity_))
     shards_.push_back(std::make_unique<Shard>(c));
 }
@@ -49,6 +51,9 @@ KernelCache::~KernelCache() = default;
 
 std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, size_t hash,
                                                    int* compiled) {
+  // A key built for another thread cap would put a kernel split for other threads into this
+  // session's plans: every caller builds its keys with threads().
+  assert(key.threads == threads_ && "a kernel key with another thread cap than its cache's");
   Shard& shard = *shards_[shards_.size() == 1 ? 0 : hash % shards_.size()];
   std::unique_lock<tbb::spin_mutex> lock(shard.mu);
   // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone

@@ -31,6 +31,13 @@ struct KernelKey {
   std::string format = "ND";       // layout; only ND today, kept for the op-info files
   std::vector<TensorType> inputs;  // every input's dtype and shape
   Attrs attrs;                     // dim already wrapped to [0, rank)
+  // The thread cap the kernel is compiled for (--threads): its thread split (`tasks`) and
+  // every decision that follows from it are taken for at most this many threads, so a spec is
+  // a function of its key, as oneDNN keys its primitive cache by thread count too. 0 (the
+  // default) means no cap: the concurrency of the oneTBB arena that compiles it, every core.
+  // A key with a cap names it ("__threads=1"), so kernel_meta files and bundles of different
+  // caps never mix. makeKernelKeyInto leaves it as the caller set it.
+  int threads = 0;
 
   bool operator==(const KernelKey& o) const;
   size_t hash() const;
@@ -41,13 +48,14 @@ struct KernelKey {
   std::string name() const;
 };
 
-// Builds the key for one node of a graph from the current input types.
 // Builds the key for one node of a graph, with the value types taken from `types` (indexed by
 // ValueId), into an existing key, reusing its storage: a plan compile builds one key per op
-// and allocates only for the distinct ones it keeps.
+// and allocates only for the distinct ones it keeps. key.threads is left as the caller set it
+// (the compile target, the same for every op of a plan).
 void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
                        NodeId node);
-KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs);
+KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs,
+                        int threads = 0);
 // A reshape key whose target names dims anywhere in its input (or expressions of them) takes
 // its output shape as the target, so the key never depends on how the target was spelled;
 // targets that resolve positionally are kept as written.
@@ -253,6 +261,9 @@ KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<Ten
 // Work above which a kernel is split across oneTBB tasks (oneTBB's guidance: a task should
 // hold on the order of 1M cycles of work).
 constexpr double kParallelFlopThreshold = 4.0e6;
+// The largest thread cap a key or --threads may hold: far above any machine gearbox runs on,
+// and far below the 65536 tasks a kernel file may declare.
+constexpr int kMaxThreads = 1024;
 constexpr double kParallelByteThreshold = 4.0 * 1024 * 1024;
 
 // Copy kernels (IndexSelect, Cat, CatGather) and Add whose output is at least this large, and

@@ -242,7 +242,9 @@ KernelKey opInfoToKey(const nlohmann::ordered_json& j, const std::string& file);
 
 // Reads every op-info JSON of `recordDir` (see findOpInfoDir), compiles one kernel per distinct
 // record in parallel (oneTBB) and writes the bundle atomically to `output`, or by default to
-// <ts dir>/static_kernel_<YYYYmmddHHMMSS>.run.
-PrecompileResult precompileBundle(const std::string& recordDir, const std::string& output = "");
+// <ts dir>/static_kernel_<YYYYmmddHHMMSS>.run. `kernelThreads` is the thread cap the kernels
+// are compiled for (KernelKey::threads; 0 = none), the --threads of the runs that will load it.
+PrecompileResult precompileBundle(const std::string& recordDir, const std::string& output = "",
+                                  int kernelThreads = 0);
 
 }  // namespace gearbox

@@ -402,6 +402,7 @@ void finishCompare(CompareRun& c) {
 CommandResult compareCommand(RunOptions& o, std::ostream& out, std::ostream& err) {
   CompareRun c(o, out, err);
   checkCompareOptions(c);
+  const ProcessThreadCap threadCap(o.threads);
   loadCompareInputs(c);
   c.tbbStartup = warmTbbArena();
   for (Mode m : c.modes) c.results.push_back(runMode(c, m));

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -151,6 +152,22 @@ std::pair<std::string, Shape> parsePadTo(const std::string& arg);
 void attachKernelStores(const RunOptions& o, SessionOptions& s);
 
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
+
+// --threads N for a whole command (run, compare): while one lives, oneTBB runs on at most N
+// threads in this process (a tbb::global_control), so the reference check and compare's
+// warm-up stay within the cap too, not only the sessions (each of which also holds an arena of
+// N, SessionOptions::threads). threads == 0 does nothing.
+class ProcessThreadCap {
+ public:
+  explicit ProcessThreadCap(int threads);
+  ~ProcessThreadCap();
+  ProcessThreadCap(const ProcessThreadCap&) = delete;
+  ProcessThreadCap& operator=(const ProcessThreadCap&) = delete;
+
+ private:
+  struct Control;  // the tbb::global_control (run_options.cpp)
+  std::unique_ptr<Control> control_;
+};
 // The files a run reads (MODEL, --trace, --gears @FILE, a profile file) as (option, path), for
 // checkOutputsAreNotInputs.
 NamedPaths inputPaths(const RunOptions& o);

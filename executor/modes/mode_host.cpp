@@ -477,7 +477,7 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
       std::shared_ptr<const KernelSpec> spec;
       // MODELED: every op on this path pays host shape inference; a shape-generic kernel
       // also pays host tiling and runs at the generic efficiency, at the runtime shapes.
-      KernelKey runKey = makeKernelKey(node.kind, types, node.attrs);
+      KernelKey runKey = makeKernelKey(node.kind, types, node.attrs, p_.kernels.threads());
       // Reshape: the target as inferred against the graph (it may name dims by symbol).
       if (node.kind == OpKind::kReshape) resolveReshapeTarget(runKey, outType.shape);
       if (kernels == OpKernels::kPlan) {
@@ -502,7 +502,8 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
         std::vector<TensorType> generic = types;
         for (auto& t : generic)
           for (int d = 0; d < t.shape.rank(); ++d) t.shape[d] = kAnyDim;
-        spec = compileKernelSpec(makeKernelKey(node.kind, generic, node.attrs));
+        spec =
+            compileKernelSpec(makeKernelKey(node.kind, generic, node.attrs, p_.kernels.threads()));
       }
       const CostModel& cost = p_.options.cost;
       call.modeled.hostDynamicUs +=
