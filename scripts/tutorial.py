@@ -10,9 +10,10 @@ writes are there for the next one), with the build's bin/ first on PATH.
 
 Before comparing, both sides are masked: measured times (a number followed by ns, us, ms, s or
 seconds; also GB/s and GFLOP/s), percentages, hex ids, datetimes and pids in file names, the
-number of threads a parallel step used and the plan id of a gear become placeholders, the measured verdict of `compare` (which mode is fastest by measured host time
-depends on the machine) becomes one placeholder line, and runs of spaces become one space
-(column widths follow the numbers).
+reference check's error figures (they depend on the ISA the kernels run), the number of threads
+a parallel step used and the plan id of a gear become placeholders, the measured verdict of
+`compare` (which mode is fastest by measured host time depends on the machine) becomes one
+placeholder line, and runs of spaces become one space (column widths follow the numbers).
 
     /usr/bin/python3 scripts/tutorial.py            # check: exit 1 and a diff per mismatch
     /usr/bin/python3 scripts/tutorial.py --update   # rewrite the recorded outputs in place
@@ -50,6 +51,9 @@ MASKS = [
     # plan id a gear got (gears compile in parallel, plan ids are handed out in finish order).
     (re.compile(r"\bon \d+ threads?\b"), "on <n> threads"),
     (re.compile(r"\b(gear \d+) \(plan #\d+\)"), r"\1 (plan #<id>)"),
+    # The reference check's error figures depend on the kernels' ISA (FMA contracts roundings
+    # differently): the verdict ("ok", "agrees") is what the tutorial shows, not the last bits.
+    (re.compile(r"\bmax (abs|rel) error [-+]?\d+(\.\d+)?([eE][-+]?\d+)?"), r"max \1 error <err>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
     (re.compile(r"[-+]?\d+(\.\d+)?([eE][-+]?\d+)?\s?(GB/s|GFLOP/s)"), "<rate>"),
