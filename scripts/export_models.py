@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Exports the torchvision CNNs of issue 20 to ONNX, with a reference input/output pair each.
+"""Exports the torchvision CNNs of issue 20 and the transformers of issue 24 to ONNX, with a
+reference input/output pair each.
 
     /usr/bin/python3 scripts/export_models.py OUT_DIR [--models resnet18,...] [--dynamic-hw]
                      [--width small] [--size 224] [--batch 2] [--keep-batchnorm] [--import]
@@ -31,14 +32,30 @@ of letting the exporter fold them into the convolutions, so an import sees the o
 --width small shrinks what the constructors allow, to keep CI fast: ShuffleNetV2 gets stage
 widths [8, 16, 32, 64, 128] (still 16 channel shuffles), MobileNetV2 width_mult=0.25, and every
 model 10 classes. ResNet-18's BasicBlock has fixed widths, so only its classifier shrinks.
+
+Sequence models (issue 24) take int64 token ids with a dynamic batch and sequence:
+
+    /usr/bin/python3 scripts/export_models.py OUT_DIR --models transformer_encoder [--opset 17]
+                     [--batch 2] [--seq 7] [--import]
+
+For each model M, OUT_DIR gets M.onnx (input "ids" [batch, seq], output "y"), M.ids.npy (a
+reference batch of ids) and M.y.npy (torch's output for it, eval mode, float32). Each model is
+one function in SEQUENCE_MODELS that builds the module under torch.manual_seed(0) and says its
+inputs, outputs and dynamic axes (a SequenceModel); adding a model is adding one function.
+  transformer_encoder  torch.nn.TransformerEncoder, 2 layers, d_model 128, 4 heads, batch_first,
+                       feed-forward 2048 (torch's default), after an nn.Embedding of 1000 tokens
+                       (the acceptance model of issue 24 item 1). Opset 13 exports LayerNorm
+                       decomposed (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add); opset 17 as
+                       LayerNormalization.
 """
 import argparse
+import collections
 import os
 import subprocess
 import sys
 import warnings
 
-MODELS = ("shufflenet_v2_x0_5", "resnet18", "mobilenet_v2")
+MODELS = ("shufflenet_v2_x0_5", "resnet18", "mobilenet_v2")  # the CNNs (issue 20)
 
 
 def build(name, width):
@@ -62,7 +79,8 @@ def build(name, width):
             weights=None, num_classes=classes, width_mult=0.25 if small else 1.0
         )
     else:
-        raise SystemExit(f"export_models.py: unknown model {name} (known: {', '.join(MODELS)})")
+        raise SystemExit(f"export_models.py: unknown model {name} (known: "
+                         f"{', '.join(MODELS + tuple(SEQUENCE_MODELS))})")
     # Non-trivial running statistics (see the module docstring); drawn after the weights, from
     # the same seeded generator, so the whole model is a function of the seed.
     for m in model.modules():
@@ -105,6 +123,73 @@ def _onnx_export(torch, model, x, path, axes, keep_batchnorm):
     )
 
 
+# ---- sequence models (issue 24) -----------------------------------------------------------------
+
+# A sequence model to export: the module (eval mode), its example inputs by name (numpy
+# arrays, int64 ids), its output names, and the dynamic axes of every input and output.
+SequenceModel = collections.namedtuple("SequenceModel", "module inputs outputs dynamic_axes")
+
+
+def transformer_encoder(batch=2, seq=7):
+    """torch.nn.TransformerEncoder (2 layers, d_model 128, 4 heads, batch_first) behind an
+    nn.Embedding of 1000 tokens: ids [batch, seq] -> y [batch, seq, 128]."""
+    import numpy as np
+    import torch
+
+    torch.manual_seed(0)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(1000, 128)
+            layer = torch.nn.TransformerEncoderLayer(128, 4, batch_first=True)
+            self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+        def forward(self, ids):
+            return self.encoder(self.embed(ids))
+
+    module = Encoder().eval()
+    # Fresh LayerNorms are weight 1, bias 0, which would make a scale/bias mix-up untestable
+    # (and torch then shares the equal initializers through Identity nodes): drawn from the same
+    # seeded generator, after the weights.
+    for m in module.modules():
+        if isinstance(m, torch.nn.LayerNorm):
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    ids = np.random.default_rng(1).integers(0, 1000, size=(batch, seq)).astype(np.int64)
+    axes = {0: "batch", 1: "seq"}
+    return SequenceModel(module, {"ids": ids}, ["y"], {"ids": axes, "y": axes})
+
+
+# name -> the function building it (keyword arguments: batch, seq).
+SEQUENCE_MODELS = {"transformer_encoder": transformer_encoder}
+
+
+def export_sequence(name, out_dir, opset=13, batch=2, seq=7):
+    """Writes OUT_DIR/name.onnx, name.<input>.npy and name.<output>.npy; returns the .onnx path."""
+    import numpy as np
+    import torch
+
+    spec = SEQUENCE_MODELS[name](batch=batch, seq=seq)
+    args = tuple(torch.from_numpy(a) for a in spec.inputs.values())
+    with torch.no_grad():
+        outs = spec.module(*args)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    path = os.path.join(out_dir, f"{name}.onnx")
+    with warnings.catch_warnings():
+        # The encoder's fast path (nested tensors) is off; torch still warns about it.
+        warnings.filterwarnings("ignore", category=UserWarning)
+        torch.onnx.export(spec.module, args, path, input_names=list(spec.inputs),
+                          output_names=spec.outputs, opset_version=opset,
+                          dynamic_axes=spec.dynamic_axes, do_constant_folding=True)
+    for k, a in spec.inputs.items():
+        np.save(os.path.join(out_dir, f"{name}.{k}.npy"), a)
+    for k, o in zip(spec.outputs, outs):
+        np.save(os.path.join(out_dir, f"{name}.{k}.npy"), o.numpy())
+    return path
+
+
 class _Lcg:
     """scripts/gen_serving_trace.py's generator (Knuth's MMIX constants)."""
 
@@ -144,7 +229,11 @@ def main(argv=None):
     p.add_argument("out_dir")
     p.add_argument("--traces", action="store_true",
                    help="write the bundled traces to OUT_DIR instead of exporting models")
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    p.add_argument("--models", default=",".join(MODELS),
+                   help="comma-separated: the CNNs (default all of them) and sequence models "
+                        f"({', '.join(SEQUENCE_MODELS)})")
+    p.add_argument("--opset", type=int, default=13, help="sequence models' ONNX opset")
+    p.add_argument("--seq", type=int, default=7, help="sequence models' reference length")
     p.add_argument("--dynamic-hw", action="store_true", help="dims 2, 3 dynamic too")
     p.add_argument("--width", choices=("full", "small"), default="full")
     p.add_argument("--size", type=int, default=224, help="reference input height and width")
@@ -165,8 +254,11 @@ def main(argv=None):
         return 0
     status = 0
     for name in args.models.split(","):
-        path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size, args.batch,
-                      args.keep_batchnorm)
+        if name in SEQUENCE_MODELS:
+            path = export_sequence(name, args.out_dir, args.opset, args.batch, args.seq)
+        else:
+            path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size, args.batch,
+                          args.keep_batchnorm)
         print(f"wrote {path}")
         if args.do_import:
             gbx = os.path.join(args.out_dir, f"{name}.gbx")

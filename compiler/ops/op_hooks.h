@@ -40,6 +40,10 @@ int64_t product(const Shape& s, int begin, int end);
 // The thread split: one task below the threshold, then one per threshold's worth of work, never
 // more than the arena can run at once.
 int decideTasks(double work, double threshold);
+// For kernels whose math is heavy per byte (softmax's exp, erf, tanh, gelu, pow): the larger of
+// the byte-based split of `spec.work` and the split of `flops` (kParallelFlopThreshold), so a
+// tensor small in bytes but long in exp calls still uses every core.
+void raiseTasksByFlops(KernelSpec& spec, double flops);
 // Non-temporal stores for outputs of at least kStreamingStoreBytes with rows of at least
 // kStreamingRowBytes (compiler/kernel_spec.h).
 bool useStreamingStores(double outBytes, double rowBytes);

@@ -1,91 +1,13 @@
-// Mean: reference and optimized kernels. The optimized kernel sums each output's run of
-// `reduce` elements (strided by `inner`) in float with four partial sums; the reference sums in
-// double. An empty reduction gives NaN (0 / 0), as in PyTorch.
-#include "executor/kernels/common.h"
+// Mean: reference and optimized kernels, the reductions shared with ReduceSum
+// (executor/kernels/reduce.h) scaled by 1 / count. An empty reduction gives NaN (0 / 0), as in
+// PyTorch.
 #include "executor/kernels/op_kernels.h"
-#include "executor/kernels/ref_common.h"
+#include "executor/kernels/reduce.h"
 
 namespace gearbox::kernels {
-namespace {
-
-void meanRun(const ReduceParams& p, int tasks, const float* x, float* o) {
-  const float scale = 1.0f / static_cast<float>(p.reduce);
-  if (p.inner == 1) {
-    detail::runRanges(tasks, p.outer, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const float* row = x + r * p.reduce;
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        int64_t i = 0;
-        for (; i + 4 <= p.reduce; i += 4) {
-          s0 += row[i];
-          s1 += row[i + 1];
-          s2 += row[i + 2];
-          s3 += row[i + 3];
-        }
-        for (; i < p.reduce; ++i) s0 += row[i];
-        o[r] = ((s0 + s1) + (s2 + s3)) * scale;
-      }
-    });
-    return;
-  }
-  // Reduce a middle dim: accumulate whole inner rows, which vectorise.
-  detail::runRanges(tasks, p.outer, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* orow = o + r * p.inner;
-      std::fill(orow, orow + p.inner, 0.0f);
-      for (int64_t k = 0; k < p.reduce; ++k) {
-        const float* irow = x + (r * p.reduce + k) * p.inner;
-        for (int64_t i = 0; i < p.inner; ++i) orow[i] += irow[i];
-      }
-      for (int64_t i = 0; i < p.inner; ++i) orow[i] *= scale;
-    }
-  });
-}
-
-// Axes that are not one run: walk every input element once and add it to its output.
-void meanGeneral(const ReduceParams& p, const float* x, float* o, int64_t outNumel) {
-  std::fill(o, o + outNumel, 0.0f);
-  Shape in;
-  for (int d = 0; d < p.rank; ++d) in.push(p.dims[d]);
-  int64_t count = 1;
-  for (int d = 0; d < p.rank; ++d)
-    if (p.mask >> d & 1) count *= p.dims[d];
-  ref::detail::forEachIndex(in, [&](const int64_t* idx) {
-    int64_t out = 0, inOff = 0;
-    for (int d = 0; d < p.rank; ++d) {
-      inOff = inOff * p.dims[d] + idx[d];
-      if (!(p.mask >> d & 1)) out = out * p.dims[d] + idx[d];
-    }
-    o[out] += x[inOff];
-  });
-  for (int64_t i = 0; i < outNumel; ++i) o[i] /= static_cast<float>(count);
-}
-
-}  // namespace
 
 void ref::refMean(const Attrs& attrs, std::span<const TensorView> ins, const TensorView& out) {
-  const Shape& s = ins[0].shape;
-  const int r = s.rank();
-  bool reduce[kMaxRank] = {};
-  int64_t count = 1;
-  for (int64_t a : attrs.ints(attr::Mean::axes)) {
-    reduce[a < 0 ? a + r : a] = true;
-  }
-  for (int d = 0; d < r; ++d)
-    if (reduce[d]) count *= s[d];
-  std::vector<double> acc(static_cast<size_t>(out.numel()), 0.0);
-  const float* x = ins[0].as<const float>();
-  detail::forEachIndex(s, [&](const int64_t* idx) {
-    int64_t o = 0, i = 0;
-    for (int d = 0; d < r; ++d) {
-      i = i * s[d] + idx[d];
-      if (!reduce[d]) o = o * s[d] + idx[d];
-    }
-    acc[static_cast<size_t>(o)] += x[i];
-  });
-  float* o = out.as<float>();
-  for (int64_t k = 0; k < out.numel(); ++k)
-    o[k] = static_cast<float>(acc[static_cast<size_t>(k)] / static_cast<double>(count));
+  kernels::detail::refReduce(attrs.ints(attr::Mean::axes), ins[0], out, /*mean=*/true);
 }
 
 bool runMean(const KernelSpec& spec, const void* const* in, void* out) {
@@ -94,9 +16,9 @@ bool runMean(const KernelSpec& spec, const void* const* in, void* out) {
   const float* x = static_cast<const float*>(in[0]);
   float* o = static_cast<float*>(out);
   if (p->general) {
-    meanGeneral(*p, x, o, spec.output.shape.numel());
+    detail::reduceGeneral(*p, x, o, spec.output.shape.numel(), /*mean=*/true);
   } else {
-    meanRun(*p, spec.tasks, x, o);
+    detail::reduceRun(*p, spec.tasks, x, o, 1.0f / static_cast<float>(p->reduce));
   }
   return true;
 }
