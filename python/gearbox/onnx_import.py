@@ -888,6 +888,8 @@ def _f_reshape(im, node):
 
 
 def _f_constant_of_shape(im, node):
+    if not all(_is_static(d) for d in im.known[node.input[0]].reshape(-1)):
+        return False  # a shape of dim expressions (a causal mask's [seq, seq]): an expand
     shape = im.int_list(node, 0, "input")
     t = im.attr(node, "value")
     value = im.onnx.numpy_helper.to_array(t).reshape(-1) if t is not None else \
@@ -1687,16 +1689,37 @@ def _layer_norm_call(im, node, x, axis, eps, scale, bias):
 
 
 def _layer_norm(im, node):
-    # ONNX LayerNormalization (opset 17): the Mean and InvStdDev outputs are for training.
-    for k, o in enumerate(node.output[1:], 1):
-        if o and (o in im.consumers or any(o == g.name for g in im.graph.output)):
-            raise _Unsupported(f"output {k} ({'Mean' if k == 1 else 'InvStdDev'}) is used "
-                               "(gearbox layer_norm returns Y only)")
+    # ONNX LayerNormalization (opset 17). Its Mean and InvStdDev outputs (for training) are
+    # written, when something reads them, as the ops computing them (mean over the normalised
+    # dims, kept; 1 / sqrt(mean((x - mean)^2) + epsilon)): gearbox's layer_norm returns Y only.
     x = _float_input(im, node, 0, "layer_norm")
     scale = node.input[1] if len(node.input) > 1 and node.input[1] else None
     bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
-    _layer_norm_call(im, node, x, im.attr(node, "axis", -1), im.attr(node, "epsilon", 1e-5),
-                     scale, bias)
+    axis, eps = im.attr(node, "axis", -1), im.attr(node, "epsilon", 1e-5)
+    _layer_norm_call(im, node, x, axis, eps, scale, bias)
+    used = [k for k, o in enumerate(node.output[1:], 1)
+            if o and (o in im.consumers or any(o == g.name for g in im.graph.output))]
+    if not used:
+        return
+    im.need("mean", "sub", "mul", "add", "sqrt", "div")
+    dims = im.shape(x)
+    r = len(dims)
+    axes = list(range(axis % r, r))
+    kept = [1 if i in axes else d for i, d in enumerate(dims)]
+    stem = node.output[0]
+    call = f"axes={_ints(axes)}, keepdims=1"
+    mean = im.emit_tmp(node.output[1] if 1 in used else f"{stem}.mean",
+                       f"mean({im.tensor(x)}, {call})", kept, 1)
+    if 2 not in used:
+        return
+    d = im.emit_tmp(f"{stem}.centred", f"sub({im.tensor(x)}, {mean})", dims, 1)
+    sq = im.emit_tmp(f"{stem}.squared", f"mul({d}, {d})", dims, 1)
+    var = im.emit_tmp(f"{stem}.var", f"mean({sq}, {call})", kept, 1)
+    im.const_line(f"{stem}.epsilon", np.array(eps, np.float32), "LayerNorm epsilon")
+    e = im.emit_tmp(f"{stem}.var_eps", f"add({var}, {im.value(stem + '.epsilon')})", kept, 1)
+    sd = im.emit_tmp(f"{stem}.std", f"sqrt({e})", kept, 1)
+    im.const_line(f"{stem}.one", np.array(1, np.float32), "LayerNorm InvStdDev")
+    im.emit_tmp(node.output[2], f"div({im.value(stem + '.one')}, {sd})", kept, 1)
 
 
 def _reduce_sum(im, node):
@@ -1719,6 +1742,7 @@ def _where(im, node):
     c = im.const_of(cond)
     if c is not None:
         if c.dtype == np.bool_:  # gearbox has no bool dtype: a known mask becomes i32 0 / 1
+            im.attr_read.add(cond)  # the bool initializer itself is never written
             cond = cond + ".i32"
             im.const_line(cond, c.astype(np.int32), f"condition of {node.name}")
     elif im.etypes.get(cond) == 9:
