@@ -874,7 +874,13 @@ def _sliced_dim(im, d, s, e, st):
 def _f_slice(im, node):
     a = im.known[node.input[0]]
     index = [slice(None)] * a.ndim
-    for s, e, ax, st in _normalize_slice(im, node, list(a.shape)):
+    try:
+        params = _normalize_slice(im, node, list(a.shape))
+    except _Unsupported as e:
+        if "needs a dim expression" in str(e):
+            return False  # bounds known only as dim expressions: written (_symbolic_slice)
+        raise
+    for s, e, ax, st in params:
         index[ax] = slice(s, e, st)
     return _fold_out(im, node, a[tuple(index)], im.etypes.get(node.input[0], 7))
 
@@ -1495,8 +1501,72 @@ def _slice_call(im, src, dims, params):
 
 def _slice(im, node):
     dims = im.shape(node.input[0])
-    call, out = _slice_call(im, im.tensor(node.input[0]), dims, _normalize_slice(im, node, dims))
+    try:
+        params = _normalize_slice(im, node, dims)
+    except _Unsupported as e:
+        if "needs a dim expression" not in str(e) or not _symbolic_slice(im, node, dims):
+            raise
+        return
+    call, out = _slice_call(im, im.tensor(node.input[0]), dims, params)
     im.emit(node, call, out)
+
+
+def _symbolic_slice(im, node, dims):
+    """A slice whose start or end is a dim expression, on one axis with step 1 (a position
+    table's rows [:seq] in a prefill, [past:past + 1] in a decode step): gearbox's slice takes
+    integer bounds, so the rows are selected by index_select with indices computed at run time
+    from the bounds' sizes: start + arange(end - start), where a size n is the sum of a ones
+    [n] (expand) and arange(n) the row sums of the strictly lower triangle of ones [n, n]
+    (trilu), both exact in f32 below 2^24. Their cost is charged like any op's: n^2 elements
+    for the arange, which a static length folds to a const. Returns False when the slice is
+    not of that form."""
+    starts, ends, axes, steps = _slice_params(im, node, len(dims))
+    if len(starts) != 1 or len(ends) != 1 or (steps is not None and list(steps) != [1]):
+        return False
+    ax = 0 if axes is None else int(axes[0])
+    if not -len(dims) <= ax < len(dims):
+        return False
+    ax %= len(dims)
+    s, e = starts[0], ends[0]
+    for b in (s, e):
+        if _is_static(b) and not 0 <= int(b) < _INT64_MAX // 2:
+            return False  # negative or to-the-end bounds with a symbolic other bound: refused
+    length = d_sub(e, s)
+    if _is_static(length) and int(length) < 0:
+        return False
+    im.need("expand", "reduce_sum", "trilu", "add", "cast", "index_select")
+    stem = node.output[0]
+    im.const_line(f"{stem}.one", np.array(1, np.float32), "slice bounds")
+    one = im.value(f"{stem}.one")
+
+    def size_of(n, what):  # [1] f32 holding the size n
+        if _is_static(n):
+            im.const_line(f"{stem}.{what}", np.array([int(n)], np.float32), "slice bounds")
+            return im.value(f"{stem}.{what}")
+        (tok,) = im.target_tokens([n], f"slice {what}")
+        ones = im.emit_tmp(f"{stem}.{what}_ones", f"expand({one}, shape=[{tok}])", [n], 1)
+        return im.emit_tmp(f"{stem}.{what}", f"reduce_sum({ones}, axes=[0], keepdims=1)", [1],
+                           1)
+
+    if _is_static(length):
+        im.const_line(f"{stem}.arange", np.arange(int(length), dtype=np.float32),
+                      "slice indices")
+        arange = im.value(f"{stem}.arange")
+    else:
+        tok = im.target_tokens([length], "slice length")[0]
+        sq = im.emit_tmp(f"{stem}.square", f"expand({one}, shape=[{tok}, {tok}])",
+                         [length, length], 1)
+        low = im.emit_tmp(f"{stem}.lower", f"trilu({sq}, upper=0, k=-1)", [length, length], 1)
+        arange = im.emit_tmp(f"{stem}.arange", f"reduce_sum({low}, axes=[1], keepdims=0)",
+                             [length], 1)
+    if not (_is_static(s) and int(s) == 0):
+        arange = im.emit_tmp(f"{stem}.rows", f"add({arange}, {size_of(s, 'start')})", [length],
+                             1)
+    idx = im.emit_tmp(f"{stem}.indices", f"cast({arange}, to=7)", [length], 7)
+    out = list(dims)
+    out[ax] = length
+    im.emit(node, f"index_select({im.tensor(node.input[0])}, {idx}, dim={ax})", out)
+    return True
 
 
 def _split_sizes(im, node, dims):

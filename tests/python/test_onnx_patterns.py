@@ -240,3 +240,36 @@ def test_where_cast_and_runtime_bool(tmp_path):
         im.ops = set(ALL_OPS)
         im.run()
     assert "(Cast: to=9 of a run-time tensor of element type 7" in str(e.value)
+
+
+@pytest.mark.parametrize("which", ["prefix", "at_past"])
+def test_position_table_sliced_by_a_symbolic_length(which, tmp_path):
+    """pos[:seq] (a prefill) and pos[past:past + 1] (a decode step) export as a Slice of the
+    table with bounds read from Shape: written as index_select with run-time indices
+    start + arange(end - start) (gearbox's slice takes integer bounds)."""
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), _const("i1", [1], np.int64),
+             helper.make_node("Gather", ["s", "i1"], ["len"])]
+    if which == "prefix":
+        nodes += [_const("zero", [0], np.int64),
+                  helper.make_node("Slice", ["pos", "zero", "len"], ["rows"])]
+    else:
+        nodes += [_const("one", [1], np.int64), helper.make_node("Add", ["len", "one"], ["end"]),
+                  helper.make_node("Slice", ["pos", "len", "end"], ["rows"])]
+    nodes += [helper.make_node("Add", ["e", "rows"], ["y"])]
+    xin = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])
+    ein = helper.make_tensor_value_info("e", TensorProto.FLOAT,
+                                        ["batch", "seq" if which == "prefix" else 1, 4])
+    path = _model(tmp_path, nodes, [xin, ein], [YOUT],
+                  [numpy_helper.from_array(table, "pos")])
+    for seq in (1, 3, 7):
+        x = np.zeros((2, seq), np.float32)
+        if which == "prefix":
+            e = np.ones((2, seq, 4), np.float32)
+            want = e + table[:seq]
+        else:
+            e = np.ones((2, 1, 4), np.float32)
+            want = e + table[seq:seq + 1]
+        text, _ = _run_both(path, tmp_path, [x, e], [want])
+    assert "slice(" not in text and "index_select(%pos" in text
+    assert ("trilu(" in text) == (which == "prefix")
