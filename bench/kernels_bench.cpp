@@ -1,15 +1,25 @@
 // Kernel benchmarks, each paired with its peer in the same binary and run (absolute numbers
-// drift on shared machines; the ratio is the result):
-//  - MatMul GFLOP/s through compileKernelSpec + kernels::run vs a direct single-threaded Eigen
+// drift on shared machines; the ratio is the result, printed in a table at the end):
+//  - MatMul GFLOP/s through compileKernelSpec + kernels::run at n = 64, 256, 1024 (square) and
+//    M = 1, 8, 64 with K = N = 1024, on the ISA the CPU has (compiler/cpu_isa.h) and forced to
+//    the baseline, vs oneDNN's and OpenBLAS's sgemm (bench-only peers, found optionally by CMake)
+//    at 1 thread and at their default thread count, and vs a direct single-threaded Eigen
 //    product on row-major Maps;
+//  - the compile step of one kernel spec (compileKernelSpec), per op: part of what users compare;
 //  - Add, Cat, IndexSelect, Relu and Transpose bandwidth vs std::memcpy of the same output bytes,
-//  counted
-//    STREAM style (bytes read + bytes written): Add reads two operands (12 B per f32 element),
-//    the copies read one (8 B per f32 element), memcpy reads and writes its bytes (2 x size).
+//    counted STREAM style (bytes read + bytes written): Add reads two operands (12 B per f32
+//    element), the copies read one (8 B per f32 element), memcpy reads and writes its bytes
+//    (2 x size).
 // A 1-element Add measures the dispatch floor of kernels::run.
 #include <benchmark/benchmark.h>
+#include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +30,15 @@
 
 #include <Eigen/Core>
 
+#if GEARBOX_BENCH_ONEDNN
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
+#if GEARBOX_BENCH_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "compiler/cpu_isa.h"
 #include "compiler/kernel_spec.h"
 #include "executor/kernels.h"
 
@@ -57,36 +76,119 @@ struct Prepared {
   void run() { kernels::run(*spec, ptrs.data(), output.data()); }
 };
 
-void setGflops(benchmark::State& state, int64_t n) {
-  state.counters["GFLOPS"] =
-      benchmark::Counter(2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+// A GEMM shape of the goals: square n x n x n, or M rows against a K = N = 1024 weight.
+struct GemmShape {
+  std::string label;
+  int64_t m, n, k;
+};
+
+const std::vector<GemmShape>& gemmShapes() {
+  static const std::vector<GemmShape> shapes = {
+      {"n64", 64, 64, 64},
+      {"n256", 256, 256, 256},
+      {"n1024", 1024, 1024, 1024},
+      {"m1_k1024_n1024", 1, 1024, 1024},
+      {"m8_k1024_n1024", 8, 1024, 1024},
+      {"m64_k1024_n1024", 64, 1024, 1024},
+  };
+  return shapes;
 }
 
-void BM_MatMul_Gearbox(benchmark::State& state, int64_t n, bool oneTask) {
+void setGflops(benchmark::State& state, const GemmShape& s) {
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * s.m * s.n * s.k * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// gearbox's MatMul, compiled and run under `isa` (nullopt: the ISA this CPU runs).
+void BM_MatMul_Gearbox(benchmark::State& state, const GemmShape& s, bool oneTask,
+                       std::optional<Isa> isa) {
+  std::optional<ScopedIsaOverride> forced;
+  if (isa) forced.emplace(*isa);
   Prepared p(OpKind::kMatMul,
-             {randomTensor(DType::kF32, {n, n}, 1), randomTensor(DType::kF32, {n, n}, 2)}, {},
-             oneTask);
+             {randomTensor(DType::kF32, {s.m, s.k}, 1), randomTensor(DType::kF32, {s.k, s.n}, 2)},
+             {}, oneTask);
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());
     benchmark::ClobberMemory();
   }
-  setGflops(state, n);
+  setGflops(state, s);
   state.counters["tasks"] = p.spec->tasks;
+  const auto& mm = std::get<MatMulParams>(p.spec->params);
+  state.SetLabel(fmt::format("{} {}", isaName(mm.isa), gemmPathName(mm.gemm.path)));
 }
 
-void BM_MatMul_Eigen1T(benchmark::State& state, int64_t n) {
+void BM_MatMul_Eigen1T(benchmark::State& state, const GemmShape& s) {
   using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Tensor a = randomTensor(DType::kF32, {n, n}, 1), b = randomTensor(DType::kF32, {n, n}, 2);
-  Tensor c(DType::kF32, {n, n});
-  Eigen::Map<const Mat> am(a.as<float>(), n, n), bm(b.as<float>(), n, n);
-  Eigen::Map<Mat> cm(c.as<float>(), n, n);
+  const Tensor a = randomTensor(DType::kF32, {s.m, s.k}, 1);
+  const Tensor b = randomTensor(DType::kF32, {s.k, s.n}, 2);
+  Tensor c(DType::kF32, {s.m, s.n});
+  Eigen::Map<const Mat> am(a.as<float>(), s.m, s.k), bm(b.as<float>(), s.k, s.n);
+  Eigen::Map<Mat> cm(c.as<float>(), s.m, s.n);
   for (auto _ : state) {
     cm.noalias() = am * bm;
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  setGflops(state, n);
+  setGflops(state, s);
+}
+
+// The peers' default thread count: what each library uses when the user sets nothing.
+[[maybe_unused]] int defaultThreads() {
+  return std::max(1, tbb::this_task_arena::max_concurrency());
+}
+
+#if GEARBOX_BENCH_ONEDNN
+// oneDNN's dnnl_sgemm (row-major, C = A B) on `threads` OpenMP threads (0: its default).
+void BM_Sgemm_OneDNN(benchmark::State& state, const GemmShape& s, int threads) {
+  omp_set_num_threads(threads > 0 ? threads : defaultThreads());
+  const Tensor a = randomTensor(DType::kF32, {s.m, s.k}, 1);
+  const Tensor b = randomTensor(DType::kF32, {s.k, s.n}, 2);
+  Tensor c(DType::kF32, {s.m, s.n});
+  auto call = [&] {
+    return dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, a.as<float>(), s.k, b.as<float>(), s.n, 0.0f,
+                      c.as<float>(), s.n);
+  };
+  if (call() != dnnl_success) {
+    state.SkipWithError("dnnl_sgemm failed");
+    return;
+  }
+  for (auto _ : state) {
+    call();
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  setGflops(state, s);
+}
+#endif
+
+#if GEARBOX_BENCH_OPENBLAS
+// OpenBLAS's cblas_sgemm (row-major) on `threads` threads (0: its default).
+void BM_Sgemm_OpenBLAS(benchmark::State& state, const GemmShape& s, int threads) {
+  openblas_set_num_threads(threads > 0 ? threads : defaultThreads());
+  const Tensor a = randomTensor(DType::kF32, {s.m, s.k}, 1);
+  const Tensor b = randomTensor(DType::kF32, {s.k, s.n}, 2);
+  Tensor c(DType::kF32, {s.m, s.n});
+  auto call = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.as<float>(), s.k,
+                b.as<float>(), s.n, 0.0f, c.as<float>(), s.n);
+  };
+  call();
+  for (auto _ : state) {
+    call();
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  setGflops(state, s);
+}
+#endif
+
+// The compile step of one kernel spec: every per-shape decision (paths, blocking, the thread
+// split), what a user pays once per new shape.
+void BM_CompileKernelSpec(benchmark::State& state, OpKind kind, std::vector<TensorType> inputs,
+                          Attrs attrs) {
+  const KernelKey key = makeKernelKey(kind, inputs, attrs);
+  for (auto _ : state) benchmark::DoNotOptimize(compileKernelSpec(key));
 }
 
 // Output sizes for the bandwidth benchmarks: cache-resident and memory-bound.
@@ -205,10 +307,54 @@ bool registerAll() {
       })->UseRealTime();
     }
   };
-  for (int64_t n : {64, 256, 1024}) {
-    kernel("MatMul", std::to_string(n), BM_MatMul_Gearbox, n);
-    peer(fmt::format("BM_MatMul_Eigen1T/{}", n), BM_MatMul_Eigen1T, n);
+  for (const GemmShape& g : gemmShapes()) {
+    for (bool oneTask : {false, true}) {
+      const std::string name = fmt::format("BM_MatMul_Gearbox{}/{}", oneTask ? "1T" : "", g.label);
+      benchmark::RegisterBenchmark(name.c_str(), [g, oneTask](benchmark::State& st) {
+        BM_MatMul_Gearbox(st, g, oneTask, std::nullopt);
+      })->UseRealTime();
+    }
+    // The same kernel on the baseline ISA (GEARBOX_ISA=baseline), in the same run.
+    benchmark::RegisterBenchmark(
+        ("BM_MatMul_GearboxBaseline1T/" + g.label).c_str(),
+        [g](benchmark::State& st) { BM_MatMul_Gearbox(st, g, true, Isa::kBaseline); })
+        ->UseRealTime();
+#if GEARBOX_BENCH_ONEDNN
+    for (int threads : {0, 1}) {
+      const std::string name = fmt::format("BM_Sgemm_OneDNN{}/{}", threads ? "1T" : "", g.label);
+      benchmark::RegisterBenchmark(name.c_str(), [g, threads](benchmark::State& st) {
+        BM_Sgemm_OneDNN(st, g, threads);
+      })->UseRealTime();
+    }
+#endif
+#if GEARBOX_BENCH_OPENBLAS
+    for (int threads : {0, 1}) {
+      const std::string name = fmt::format("BM_Sgemm_OpenBLAS{}/{}", threads ? "1T" : "", g.label);
+      benchmark::RegisterBenchmark(name.c_str(), [g, threads](benchmark::State& st) {
+        BM_Sgemm_OpenBLAS(st, g, threads);
+      })->UseRealTime();
+    }
+#endif
+    benchmark::RegisterBenchmark(("BM_MatMul_Eigen1T/" + g.label).c_str(),
+                                 [g](benchmark::State& st) { BM_MatMul_Eigen1T(st, g); })
+        ->UseRealTime();
   }
+  // Compile time per kernel spec, for the shapes measured here.
+  auto compile = [](const std::string& label, OpKind kind, std::vector<TensorType> ins, Attrs a) {
+    benchmark::RegisterBenchmark(
+        ("BM_CompileKernelSpec/" + label).c_str(),
+        [kind, ins, a](benchmark::State& st) { BM_CompileKernelSpec(st, kind, ins, a); });
+  };
+  const auto f32 = [](Shape s) { return TensorType{DType::kF32, s}; };
+  compile("MatMul_n1024", OpKind::kMatMul, {f32({1024, 1024}), f32({1024, 1024})}, {});
+  compile("MatMul_m8_k1024_n1024", OpKind::kMatMul, {f32({8, 1024}), f32({1024, 1024})}, {});
+  compile("MatMul_batch12_128x64x128", OpKind::kMatMul, {f32({12, 128, 64}), f32({12, 64, 128})},
+          {});
+  compile("Add_16MiB", OpKind::kAdd, {f32({4 * kMiB}), f32({4 * kMiB})}, {});
+  compile("Add_row_broadcast", OpKind::kAdd, {f32({64, 1024}), f32({1024})}, {});
+  compile("Transpose_64x1024", OpKind::kTranspose, {f32({4, 64, 1024})},
+          Attrs{{}, {}, Shape{0, 2, 1}});
+  compile("Relu_1MiB", OpKind::kRelu, {f32({kMiB / 4})}, {});
   for (int64_t bytes : kSizes) {
     const std::string size = std::to_string(bytes / kMiB) + "MiB";
     peer("BM_Memcpy/" + size, BM_Memcpy, bytes);
@@ -223,7 +369,86 @@ bool registerAll() {
 }
 [[maybe_unused]] const bool kRegistered = registerAll();
 
+// Prints what the console shows and keeps each benchmark's figure (the median when repetitions
+// are aggregated, else the single run): GFLOPS for GEMMs, bytes per second otherwise. The ratios
+// of the goals are printed from them after the run.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if (r.run_type == Run::RT_Aggregate && !median) continue;
+      std::string name = r.run_name.str();
+      if (const size_t at = name.find("/real_time"); at != std::string::npos) name.erase(at);
+      double v = 0;
+      if (auto it = r.counters.find("GFLOPS"); it != r.counters.end()) {
+        v = it->second.value;
+      } else if (auto bytes = r.counters.find("bytes_per_second"); bytes != r.counters.end()) {
+        v = bytes->second.value;
+      } else {
+        continue;
+      }
+      // A median replaces the repetitions' single values.
+      if (median || !medians_.count(name)) values_[name] = v;
+      if (median) medians_.insert(name);
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  void printRatios(std::ostream& os) const {
+    auto get = [&](const std::string& n) -> double {
+      auto it = values_.find(n);
+      return it == values_.end() ? 0.0 : it->second;
+    };
+    os << "\nMatMul vs the best sgemm peer measured in this run (GFLOP/s; ratio = gearbox / best "
+          "peer):\n";
+    os << fmt::format("{:<18} {:>7} {:>9} {:>8} {:>9} {:>7} {:>9}\n", "shape", "threads", "gearbox",
+                      "oneDNN", "OpenBLAS", "ratio", "baseline");
+    for (const GemmShape& g : gemmShapes()) {
+      for (bool one : {true, false}) {
+        const std::string t = one ? "1T" : "";
+        const double gb = get(fmt::format("BM_MatMul_Gearbox{}/{}", t, g.label));
+        const double dnnl = get(fmt::format("BM_Sgemm_OneDNN{}/{}", t, g.label));
+        const double blas = get(fmt::format("BM_Sgemm_OpenBLAS{}/{}", t, g.label));
+        const double best = std::max(dnnl, blas);
+        const double base = one ? get("BM_MatMul_GearboxBaseline1T/" + g.label) : 0.0;
+        if (gb == 0) continue;
+        os << fmt::format(
+            "{:<18} {:>7} {:>9.1f} {:>8} {:>9} {:>7} {:>9}\n", g.label, one ? "1" : "default", gb,
+            dnnl ? fmt::format("{:.1f}", dnnl) : "-", blas ? fmt::format("{:.1f}", blas) : "-",
+            best ? fmt::format("{:.2f}", gb / best) : "-", base ? fmt::format("{:.1f}", base) : "");
+      }
+    }
+    os << "\nCopies vs memcpy of the same bytes in this run (ratio of GB/s):\n";
+    for (int64_t bytes : kSizes) {
+      const std::string size = std::to_string(bytes / kMiB) + "MiB";
+      const double mem = get("BM_Memcpy/" + size);
+      if (mem == 0) continue;
+      for (const char* op : {"Add", "Cat", "IndexSelect", "Relu", "Transpose"}) {
+        const double tasks = get(fmt::format("BM_{}_Gearbox/{}", op, size));
+        const double one = get(fmt::format("BM_{}_Gearbox1T/{}", op, size));
+        if (tasks == 0 && one == 0) continue;
+        os << fmt::format("{:<12} {:>6}: {:.2f} as compiled, {:.2f} on 1 task\n", op, size,
+                          tasks / mem, one / mem);
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, double> values_;
+  std::set<std::string> medians_;
+};
+
 }  // namespace
 }  // namespace gearbox
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  gearbox::RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.printRatios(std::cout);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -75,7 +75,8 @@ Lifetimes planSteps(Plan& plan, const Graph& g, KernelCache& kernels) {
   std::vector<Memo> memo;
   memo.reserve(g.nodes.size());
   int64_t memoHits = 0;
-  KernelKey key;  // scratch, rebuilt in place for every op
+  KernelKey key;                    // scratch, rebuilt in place for every op
+  key.threads = kernels.threads();  // the compile target of every kernel of the plan
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes.size()); ++n) {
     const Node& node = g.nodes[n];
     if (node.kind == OpKind::kConst) {

@@ -173,7 +173,10 @@ KernelKey opInfoToKey(const Json& j, const std::string& file) {
   }
 }
 
-PrecompileResult precompileBundle(const std::string& recordDir, const std::string& output) {
+PrecompileResult precompileBundle(const std::string& recordDir, const std::string& output,
+                                  int kernelThreads) {
+  if (kernelThreads < 0 || kernelThreads > kMaxThreads)
+    fail(ErrorKind::kConfig, "--threads {}: expected 0 (no cap) to {}", kernelThreads, kMaxThreads);
   PrecompileResult r;
   std::string runDir;
   r.recordDir = findOpInfoDir(recordDir, &runDir);
@@ -197,6 +200,7 @@ PrecompileResult precompileBundle(const std::string& recordDir, const std::strin
       fail(ErrorKind::kParse, "op-info file '{}': {}", f.string(), e.what());
     }
     KernelKey key = opInfoToKey(j, f.string());
+    key.threads = kernelThreads;
     if (!key.isStatic()) {
       ++r.skippedDynamic;
       continue;

@@ -4,10 +4,12 @@
 
 #include <tbb/spin_mutex.h>
 
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 
 #include "compiler/compile_log.h"
+#include "compiler/kernel_cache_layout.h"
 
 namespace gearbox {
 
@@ -28,18 +30,30 @@ struct alignas(64) KernelCache::Shard {
   int waiters = 0;
 };
 
-KernelCache::KernelCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
+std::vector<size_t> kernelCacheShardCapacities(size_t capacity) {
+  capacity = capacity == 0 ? 1 : capacity;
   size_t n = 1;
-  if (capacity_ >= kShardedCapacity)
-    while (n < kMaxShards && capacity_ / (2 * n) >= kMinShardCapacity) n *= 2;
-  for (size_t i = 0; i < n; ++i)
-    shards_.push_back(std::make_unique<Shard>((capacity_ + n - 1 - i) / n));
+  if (capacity >= KernelCache::kShardedCapacity)
+    while (n < KernelCache::kMaxShards && capacity / (2 * n) >= KernelCache::kMinShardCapacity)
+      n *= 2;
+  std::vector<size_t> out;
+  for (size_t i = 0; i < n; ++i) out.push_back((capacity + n - 1 - i) / n);
+  return out;
+}
+
+KernelCache::KernelCache(size_t capacity, int threads)
+    : capacity_(capacity == 0 ? 1 : capacity), threads_(threads) {
+  for (size_t c : kernelCacheShardCapacities(capacity_))
+    shards_.push_back(std::make_unique<Shard>(c));
 }
 
 KernelCache::~KernelCache() = default;
 
 std::shared_ptr<const KernelSpec> KernelCache::get(const KernelKey& key, size_t hash,
                                                    int* compiled) {
+  // A key built for another thread cap would put a kernel split for other threads into this
+  // session's plans: every caller builds its keys with threads().
+  assert(key.threads == threads_ && "a kernel key with another thread cap than its cache's");
   Shard& shard = *shards_[shards_.size() == 1 ? 0 : hash % shards_.size()];
   std::unique_lock<tbb::spin_mutex> lock(shard.mu);
   // Exactly one caller per key counts a miss (the one that compiles or loads it); everyone

@@ -56,7 +56,9 @@ class KernelCache {
   static constexpr size_t kShardedCapacity = 256;
   size_t shards() const { return shards_.size(); }
 
-  explicit KernelCache(size_t capacity = 1024);
+  // `threads` is the thread cap every kernel of this cache is compiled for (KernelKey::threads;
+  // 0 = none): the callers build their keys with it (compilePlan reads it from here).
+  explicit KernelCache(size_t capacity = 1024, int threads = 0);
   ~KernelCache();
   KernelCache(const KernelCache&) = delete;
   KernelCache& operator=(const KernelCache&) = delete;
@@ -77,6 +79,7 @@ class KernelCache {
   void addCompileObserver(KernelCompileObserver o) { observers_.push_back(std::move(o)); }
   KernelCacheStats stats() const;
   size_t capacity() const { return capacity_; }
+  int threads() const { return threads_; }
 
  private:
   using SpecPtr = std::shared_ptr<const KernelSpec>;
@@ -84,6 +87,7 @@ class KernelCache {
   SpecPtr loadOrCompile(const KernelKey& key, int* compiled, bool* fromStore, double* secs);
 
   size_t capacity_;
+  int threads_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::shared_ptr<KernelStore>> stores_;
   std::vector<KernelCompileHook> hooks_;

@@ -78,7 +78,7 @@ std::shared_ptr<const KernelSpec> KernelMetaStore::load(const KernelKey& key) {
       fail(ErrorKind::kIo, "it holds kernel '{}', not the requested '{}'", d.spec->name,
            key.name());
     std::lock_guard lock(mu_);
-    ++stats_.loads;
+    ++(d.recompiledForIsa ? stats_.otherIsa : stats_.loads);
     return d.spec;
   } catch (const Error& e) {
     warnOnce(path, e.what());

@@ -120,7 +120,7 @@ bool parseAttr(std::string_view part, ParsedKernelName& parsed, bool* isAttr) {
 }  // namespace
 
 void appendKernelName(std::string& s, OpKind kind, DType dtype, std::string_view format,
-                      std::span<const TensorType> inputs, const Attrs& attrs) {
+                      std::span<const TensorType> inputs, const Attrs& attrs, int threads) {
   s += opKernelName(kind);
   s += '_';
   s += dtypeKernelName(dtype);
@@ -170,11 +170,22 @@ void appendKernelName(std::string& s, OpKind kind, DType dtype, std::string_view
       appendNumber(s, v);
     }
   }
+  if (threads > 0) {
+    s += "__threads=";
+    appendNumber(s, threads);
+  }
 }
 
 std::optional<ParsedKernelName> parseKernelName(std::string_view name) {
   std::vector<std::string_view> parts = splitOn(name, "__");
   ParsedKernelName parsed;
+  // The thread cap, when there is one, is the last section.
+  if (parts.size() > 1 && parts.back().starts_with("threads=")) {
+    const std::optional<int64_t> t = parseDim(parts.back().substr(8));
+    if (!t || *t < 1) return std::nullopt;
+    parsed.threads = *t;
+    parts.pop_back();
+  }
   // Attribute sections trail the inputs; read them from the back.
   while (parts.size() > 1) {
     bool isAttr = false;

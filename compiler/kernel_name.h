@@ -13,7 +13,9 @@
 //           "shape{d0}_{d1}..." (reshape; -1 = inferred, -2 = the input's dim at that
 //           position), or "perm{p0}_{p1}..." (transpose); then one section per typed
 //           attribute that is not its default, "{name}={v0}_{v1}..." for ints and
-//           "{name}={v}" for a float: "Conv2d_float_ND_1_3_8_8__4_3_3_3__strides=2_2".
+//           "{name}={v}" for a float: "Conv2d_float_ND_1_3_8_8__4_3_3_3__strides=2_2";
+//   then "__threads={n}" for a key compiled under a thread cap (--threads; KernelKey::threads),
+//           the last section: "MatMul_float_ND_1_1024__1024_256__threads=1".
 
 #include <cstdint>
 #include <optional>
@@ -33,7 +35,7 @@ inline constexpr int64_t kCopyInputDim = -2;
 // Appends the kernel name for these key fields to `out` (no format-string parsing: this runs
 // on every kernel compile).
 void appendKernelName(std::string& out, OpKind kind, DType dtype, std::string_view format,
-                      std::span<const TensorType> inputs, const Attrs& attrs);
+                      std::span<const TensorType> inputs, const Attrs& attrs, int threads = 0);
 
 // A kernel name read back. dtype and format are as written; op is the kernel op name.
 struct ParsedKernelName {
@@ -47,6 +49,7 @@ struct ParsedKernelName {
   std::optional<std::vector<int64_t>> perm;   // transpose's `perm` attribute
   // Typed attributes other than the defaults, in order: ("strides", "2_2"), ("max", "6").
   std::vector<std::pair<std::string, std::string>> attrs;
+  std::optional<int64_t> threads;  // the thread cap, when the name has one
 };
 
 // Parses a kernel name; nullopt for names in any other format (e.g. other tools' logs). Accepts

@@ -18,7 +18,7 @@ namespace gearbox {
 
 bool KernelKey::operator==(const KernelKey& o) const {
   return kind == o.kind && dtype == o.dtype && format == o.format && inputs == o.inputs &&
-         attrs == o.attrs;
+         attrs == o.attrs && threads == o.threads;
 }
 
 size_t KernelKey::hash() const {
@@ -34,6 +34,7 @@ size_t KernelKey::hash() const {
     mix(t.shape.hash());
   }
   mix(attrs.hash());
+  mix(static_cast<uint64_t>(threads));
   return static_cast<size_t>(h);
 }
 
@@ -49,7 +50,7 @@ std::string KernelKey::name() const {
   // One reserved string: one allocation per kernel compiled (this runs on every compile).
   std::string s;
   s.reserve(96);
-  appendKernelName(s, kind, dtype, format, inputs, attrs);
+  appendKernelName(s, kind, dtype, format, inputs, attrs, threads);
   return s;
 }
 
@@ -131,12 +132,15 @@ void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorTyp
   if (n.kind == OpKind::kConst && n.constant) key.dtype = n.constant->dtype();
 }
 
-KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs) {
+KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs,
+                        int threads) {
   // Keys built from graph nodes hold normalized attributes already (GraphBuilder::op); keys
   // built from loose attributes get their defaults here, so both name the same kernel.
   Attrs full = attrs;
   normalizeAttrs(kind, full, opKernelName(kind));
-  return buildKey(kind, inputs, full, [kind] { return std::string(opKernelName(kind)); });
+  KernelKey key = buildKey(kind, inputs, full, [kind] { return std::string(opKernelName(kind)); });
+  key.threads = threads;
+  return key;
 }
 
 // ---- compile --------------------------------------------------------------------------------
@@ -160,6 +164,8 @@ KernelSpec compileSpec(const KernelKey& key) {
     spec.generic = true;
     return spec;
   }
+  // Every thread split the op's file decides (ops::decideTasks) is capped by the key's threads.
+  const ops::TaskCapScope cap(key.threads);
   ops::compileStatic(spec);  // the op's own file: compiler/ops/<op>.cpp
   return spec;
 }

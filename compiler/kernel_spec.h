@@ -13,11 +13,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "compiler/cpu_isa.h"
 #include "graph/graph.h"
 
 namespace gearbox {
@@ -28,6 +31,13 @@ struct KernelKey {
   std::string format = "ND";       // layout; only ND today, kept for the op-info files
   std::vector<TensorType> inputs;  // every input's dtype and shape
   Attrs attrs;                     // dim already wrapped to [0, rank)
+  // The thread cap the kernel is compiled for (--threads): its thread split (`tasks`) and
+  // every decision that follows from it are taken for at most this many threads, so a spec is
+  // a function of its key, as oneDNN keys its primitive cache by thread count too. 0 (the
+  // default) means no cap: the concurrency of the oneTBB arena that compiles it, every core.
+  // A key with a cap names it ("__threads=1"), so kernel_meta files and bundles of different
+  // caps never mix. makeKernelKeyInto leaves it as the caller set it.
+  int threads = 0;
 
   bool operator==(const KernelKey& o) const;
   size_t hash() const;
@@ -38,13 +48,14 @@ struct KernelKey {
   std::string name() const;
 };
 
-// Builds the key for one node of a graph from the current input types.
 // Builds the key for one node of a graph, with the value types taken from `types` (indexed by
 // ValueId), into an existing key, reusing its storage: a plan compile builds one key per op
-// and allocates only for the distinct ones it keeps.
+// and allocates only for the distinct ones it keeps. key.threads is left as the caller set it
+// (the compile target, the same for every op of a plan).
 void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorType> types,
                        NodeId node);
-KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs);
+KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs,
+                        int threads = 0);
 // A reshape key whose target names dims anywhere in its input (or expressions of them, or a
 // graph input's symbols) takes its output shape as the target, so the key never depends on how
 // the target was spelled; targets that resolve positionally are kept as written. An expand key
@@ -76,6 +87,36 @@ struct AddParams {
 // Mul: out[i] = a[ia(i)] * b[ib(i)], with Add's broadcast machinery (compiler/ops/broadcast.h).
 using BinaryParams = AddParams;
 
+// How one f32 GEMM runs (executor/kernels/gemm.cpp), decided per shape and ISA by
+// chooseGemmBlocking. Integer GEMMs always take kEigen.
+enum class GemmPath : uint8_t {
+  kEigen,   // Eigen's GEMM compiled for the baseline ISA (GEARBOX_ISA=baseline, integer dtypes)
+  kPacked,  // BLIS-style: kc x nc panels of B and mc x kc panels of A packed, then a
+            // register-blocked micro-kernel (6x16 on AVX2+FMA, 12x32 on AVX-512)
+  kSkinny,  // small M: B's rows are streamed where they are (no packing, which would cost as
+            // much as the product), A's rows read in place, blocked by kc x nc for the cache
+};
+std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny"
+std::optional<GemmPath> parseGemmPath(std::string_view text);
+
+// Cache blocking of one GEMM: kc deep, mc rows of A and nc columns of B per block. Zero for
+// kEigen (Eigen blocks for itself).
+struct GemmBlocking {
+  GemmPath path = GemmPath::kEigen;
+  int64_t kc = 0, mc = 0, nc = 0;
+  bool operator==(const GemmBlocking&) const = default;
+};
+
+// The micro-kernel tile (rows x columns of C held in registers) of each ISA's packed path. The
+// executor's kernels are instantiated with these values; the blocking is rounded to them.
+inline constexpr int kGemmMrAvx2 = 6, kGemmNrAvx2 = 16;
+inline constexpr int kGemmMrAvx512 = 12, kGemmNrAvx512 = 32;
+
+// The path and blocking for C[m, n] = A[m, k] B[k, n] in `dtype` on `isa`
+// (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its
+// loop, asks the same function at run time.
+GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k);
+
 // MatMul: batch of [M, K] x [K, N], row-major.
 struct MatMulParams {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -83,6 +124,13 @@ struct MatMulParams {
   std::vector<int64_t> aOffsets, bOffsets;
   // Parallel split: rows of M per task when a single GEMM is large; 0 = split over batch.
   int64_t rowsPerTask = 0;
+  // Parallel split for small M (the skinny path): columns of N per task, so that each task
+  // reads only its part of B; 0 = no column split. At most one of the two splits is non-zero.
+  int64_t colsPerTask = 0;
+  // The ISA the blocking was chosen for (a spec is a cache: a kernel file compiled for another
+  // ISA is recompiled on load, and the executor never runs an ISA above activeIsa()).
+  Isa isa = Isa::kBaseline;
+  GemmBlocking gemm;
 };
 
 // IndexSelect: out viewed as [outer, count, inner], input as [outer, dimSize, inner].
@@ -255,6 +303,9 @@ KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<Ten
 // Work above which a kernel is split across oneTBB tasks (oneTBB's guidance: a task should
 // hold on the order of 1M cycles of work).
 constexpr double kParallelFlopThreshold = 4.0e6;
+// The largest thread cap a key or --threads may hold: far above any machine gearbox runs on,
+// and far below the 65536 tasks a kernel file may declare.
+constexpr int kMaxThreads = 1024;
 constexpr double kParallelByteThreshold = 4.0 * 1024 * 1024;
 
 // Copy kernels (IndexSelect, Cat, CatGather) and Add whose output is at least this large, and

@@ -170,6 +170,8 @@ Json keyToJson(const KernelKey& key) {
         Json{{"dtype", dtypeKernelName(t.dtype)}, {"shape", shapeToJson(t.shape, true)}});
   j["inputs"] = std::move(inputs);
   j["attrs"] = attrsToJson(key.kind, key.attrs);
+  // Only a capped key says so: the descriptors of uncapped keys stay as they were.
+  if (key.threads > 0) j["threads"] = key.threads;
   return j;
 }
 
@@ -191,6 +193,12 @@ KernelKey keyFromJson(const Json& j) {
     key.inputs.push_back(t);
   }
   key.attrs = attrsFromJson(key.kind, field(j, "attrs", "key", io), "key.attrs", io);
+  if (j.contains("threads")) {
+    const int64_t threads = getInt(j, "threads", "key", io);
+    if (threads < 1 || threads > kMaxThreads)
+      fail(io, "field 'key.threads' out of range [1, {}]: {}", kMaxThreads, threads);
+    key.threads = static_cast<int>(threads);
+  }
   return key;
 }
 
@@ -246,8 +254,11 @@ KernelDescriptor parseKernelDescriptor(const Json& j) {
   spec->work = work.get<double>();
   ops::paramsFromJson(field(k, "params", "kernel", io), *spec);
   checkSpecAgainstKey(*spec);
-  validateAgainstRecompiled(*spec);  // a cache, not a source of truth (compiler/kernel_validate.h)
-  return KernelDescriptor{std::move(spec), getString(j, "created", "", io)};
+  // A cache, not a source of truth (compiler/kernel_validate.h): the spec compiled here when the
+  // file's was compiled for another ISA.
+  std::shared_ptr<const KernelSpec> use = validateAgainstRecompiled(spec);
+  const bool otherIsa = use != spec;
+  return KernelDescriptor{std::move(use), getString(j, "created", "", io), otherIsa};
 }
 
 KernelDescriptor parseKernelDescriptor(const std::string& text) {

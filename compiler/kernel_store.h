@@ -57,6 +57,9 @@ std::string serializeKernelDescriptor(const KernelSpec& spec, const std::string&
 struct KernelDescriptor {
   std::shared_ptr<const KernelSpec> spec;
   std::string created;
+  // The file's spec was compiled for another ISA than this process runs (compiler/cpu_isa.h):
+  // `spec` is the one compiled here from the key instead.
+  bool recompiledForIsa = false;
 };
 
 // Parses and checks one descriptor: format and version, hash, key, params, and that the
@@ -95,6 +98,9 @@ class KernelMetaStore final : public KernelStore {
     int64_t corrupt = 0;       // files that failed to parse or check (each counted once)
     int64_t saves = 0;         // descriptors written
     int64_t saveFailures = 0;  // writes that failed (skipped; the first one is logged)
+    // Files compiled for another ISA (another machine, or GEARBOX_ISA): the kernel was compiled
+    // here from the file's key instead, and the file left as it is.
+    int64_t otherIsa = 0;
   };
 
   // Creates `dir` (and parents) when missing. Failure to create it is a warning, not an error.
@@ -236,7 +242,9 @@ KernelKey opInfoToKey(const nlohmann::ordered_json& j, const std::string& file);
 
 // Reads every op-info JSON of `recordDir` (see findOpInfoDir), compiles one kernel per distinct
 // record in parallel (oneTBB) and writes the bundle atomically to `output`, or by default to
-// <ts dir>/static_kernel_<YYYYmmddHHMMSS>.run.
-PrecompileResult precompileBundle(const std::string& recordDir, const std::string& output = "");
+// <ts dir>/static_kernel_<YYYYmmddHHMMSS>.run. `kernelThreads` is the thread cap the kernels
+// are compiled for (KernelKey::threads; 0 = none), the --threads of the runs that will load it.
+PrecompileResult precompileBundle(const std::string& recordDir, const std::string& output = "",
+                                  int kernelThreads = 0);
 
 }  // namespace gearbox

@@ -7,7 +7,9 @@
 
 namespace gearbox {
 
-void validateAgainstRecompiled(const KernelSpec& loaded) {
+std::shared_ptr<const KernelSpec> validateAgainstRecompiled(
+    std::shared_ptr<const KernelSpec> loadedPtr) {
+  const KernelSpec& loaded = *loadedPtr;
   std::shared_ptr<const KernelSpec> fresh;
   try {
     fresh = compileKernelSpec(loaded.key);
@@ -18,7 +20,14 @@ void validateAgainstRecompiled(const KernelSpec& loaded) {
   // values are compared as JSON trees (a bundle of 300,000 kernels validates each one).
   const nlohmann::ordered_json oa = kernelDescriptorBody(loaded, "");
   const nlohmann::ordered_json ob = kernelDescriptorBody(*fresh, "");
-  if (oa == ob) return;
+  if (oa == ob) return loadedPtr;
+  // Compiled for another ISA: a cache entry for another machine, not damage. The spec compiled
+  // here replaces it.
+  const auto& pa = oa["kernel"]["params"];
+  const auto& pb = ob["kernel"]["params"];
+  if (pa.is_object() && pb.is_object() && pa.contains("isa") && pb.contains("isa") &&
+      pa["isa"] != pb["isa"])
+    return fresh;
   // Name the first differing field: a JSON patch from the file's spec to the compiled one.
   const nlohmann::json ja = nlohmann::json::parse(oa.dump()), jb = nlohmann::json::parse(ob.dump());
   const nlohmann::json patch = nlohmann::json::diff(ja, jb);

@@ -13,6 +13,12 @@ namespace gearbox {
 // Throws Error(kIo) "kernel '<name>' differs from the spec compiled from its key at <field>
 // (file: <v>, compiled: <v>)" when `loaded` is not the spec compileKernelSpec(loaded.key)
 // gives. The caller turns that into one "damaged kernel file" warning and a recompile.
-void validateAgainstRecompiled(const KernelSpec& loaded);
+//
+// One difference is not damage: a spec whose params record the ISA it was compiled for
+// ("isa", MatMul's GEMM blocking) and name another ISA than this process runs (a file written on
+// an AVX-512 machine, read on an AVX2 one, or under GEARBOX_ISA). Then the spec compiled here is
+// returned instead, so the file's spec is never run; otherwise `loaded` itself is returned.
+std::shared_ptr<const KernelSpec> validateAgainstRecompiled(
+    std::shared_ptr<const KernelSpec> loaded);
 
 }  // namespace gearbox

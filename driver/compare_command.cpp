@@ -7,7 +7,9 @@
 // which mode is fastest and why. A measured verdict is given only when the winner beats the
 // runner-up by more than the spread. A mode that fails keeps its column, saying why. With
 // --check-reference every mode is also checked against the reference executor (a bug shared by
-// every mode would pass the agreement check alone).
+// every mode would pass the agreement check alone). With --sweep-dim the trace is one call per
+// size of one input dim (driver/size_sweep.h), and the output adds the per-call table against
+// the size (and its plots with --html).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "driver/html_report.h"
 #include "driver/run_options.h"
 #include "driver/run_report.h"
+#include "driver/size_sweep.h"
 #include "driver/trace.h"
 #include "driver/visual_options.h"
 #include "graph/error.h"
@@ -42,7 +45,10 @@ struct CompareRun {
   IterationDetail detail = IterationDetail::kAll;
   std::optional<Graph> graph;
   std::vector<InputSignature> trace;
-  std::vector<int> lines;  // the trace line of each iteration
+  std::vector<int> lines;              // the trace line of each iteration
+  std::string traceName;               // the --trace file, or "--sweep-dim SPEC"
+  std::optional<SizeSweep> sweep;      // --sweep-dim
+  std::vector<SweepModeCurve> curves;  // per mode, after the runs
   std::vector<Mode> modes;
   std::vector<std::string> modeNames;
   std::vector<Assertion> asserts;
@@ -61,6 +67,15 @@ void checkCompareOptions(CompareRun& c) {
   c.visual.prepare(o);
   c.verbosity = verbosityOf(o);
   c.detail = parseIterationDetail(o.iterations);
+  // The calls come from --trace or from --sweep-dim, exactly one of them.
+  if (o.trace.empty() && o.sweepDim.empty())
+    fail(ErrorKind::kConfig, "compare needs --trace, or --sweep-dim to make one call per size");
+  if (!o.trace.empty() && !o.sweepDim.empty())
+    fail(ErrorKind::kConfig,
+         "give --trace or --sweep-dim, not both (--sweep-dim makes the calls; --sweep-base "
+         "gives its other inputs' shapes)");
+  if (!o.sweepBase.empty() && o.sweepDim.empty())
+    fail(ErrorKind::kConfig, "--sweep-base is the base call of --sweep-dim; give --sweep-dim too");
   if (!o.jsonl.empty())
     fail(ErrorKind::kConfig, "--jsonl is for gearbox run (compare runs several sessions)");
   if (!o.json.empty()) checkOutputPath("--json", o.json);
@@ -85,16 +100,34 @@ void loadCompareInputs(CompareRun& c) {
   RunOptions& o = c.o;
   configureLogFromOptions(o, c.err);
   const Graph& g = c.graph.emplace(loadGraph(o.model));
-  c.trace = loadTrace(o.trace, g, &c.lines);
+  if (o.sweepDim.empty()) {
+    c.trace = loadTrace(o.trace, g, &c.lines);
+    c.traceName = o.trace;
+  } else {
+    c.sweep = parseSizeSweep(g, o.sweepDim, o.sweepBase);
+    c.trace = c.sweep->trace;
+    c.traceName = "--sweep-dim " + o.sweepDim;
+    // The curve needs every call's record.
+    if (o.historyLimit > 0 && o.historyLimit < c.trace.size())
+      fail(ErrorKind::kConfig,
+           "--history-limit {} keeps fewer records than the {} sizes of --sweep-dim '{}'",
+           o.historyLimit, c.trace.size(), o.sweepDim);
+  }
   // --gears suggest: the gears suggest-gears would choose for this trace and profile.
   if (o.gears == "suggest") {
     SuggestOptions so;
     so.references = false;
     so.runPasses = !o.noPasses;
     so.merge = parseMergePolicy(o.merge);
-    o.gears = suggestGears(g, c.trace, toSessionOptions(o, Mode::kStatic).cost, so).gearsJson;
+    // The gears for the run's own fallback; error (the default) pads: a suggestion whose every
+    // size is a gear would be static mode's compiles.
+    if (o.gearFallback == "error") o.gearFallback = "pad";
+    so.fallback = parseGearFallback(o.gearFallback);
+    const GearSuggestion sug =
+        suggestGears(g, c.trace, toSessionOptions(o, Mode::kStatic).cost, so);
+    o.gears = sug.gearsJson;
+    o.gearFallback = gearFallbackName(sug.runFallback);  // error when padding is refused
     if (c.verbosity != Verbosity::kQuiet) c.out << "suggested gears: " << o.gears << "\n";
-    if (o.gearFallback == "error") o.gearFallback = "pad";  // the suggestion pads by design
   }
   c.modes = parseModes(o.modes);
   for (Mode m : c.modes) c.modeNames.push_back(modeName(m));
@@ -106,7 +139,7 @@ void loadCompareInputs(CompareRun& c) {
 // The report of one mode's session (its first repeat), as the compare report holds it.
 nlohmann::ordered_json modeReport(const CompareRun& c, const Session& session, const ModeResult& r,
                                   int64_t warningsBefore) {
-  auto report = reportJson(session, c.o.model, c.o.trace, {&c.o, r.tracker.get(), c.detail});
+  auto report = reportJson(session, c.o.model, c.traceName, {&c.o, r.tracker.get(), c.detail});
   report["warnings"] = totalWarnings() - warningsBefore;
   report.erase("warning_messages");  // the compare report lists them once
   return report;
@@ -139,8 +172,23 @@ ModeResult runMode(CompareRun& c, Mode m) {
       r.tracker = std::make_unique<RunTracker>(session.graph(), lineLevel, o.explain);
       if (lineLevel != Verbosity::kQuiet) c.out << fmt::format("== {} ==\n", modeName(m));
     }
+    // --html and --sweep-dim: every call's measured seconds, and the first repeat's records.
+    auto keepCalls = [&] {
+      if (c.visual.html.empty() && !c.sweep) return;
+      std::vector<double> perCall;
+      for (const CallRecord& call : session.history())
+        perCall.push_back(call.compileSeconds + call.runSeconds);
+      r.html.callSeconds.push_back(std::move(perCall));
+      if (rep == 0) {
+        r.html.stats = session.stats();
+        r.html.history = session.history();
+        r.html.historyDropped = session.historyDropped();
+      }
+    };
     try {
-      auto got = runTrace(session, c.trace, quiet, c.out, rep == 0,
+      // Outputs are compared only when kernels run: model only, the calls take the dataless
+      // inputs (run_trace.cpp), not a fresh random fill of every input per call.
+      auto got = runTrace(session, c.trace, quiet, c.out, rep == 0 && !o.modelOnly,
                           rep == 0 && r.check ? &*r.check : nullptr,
                           rep == 0 ? r.tracker.get() : &scratch, &c.lines);
       if (rep == 0) out = std::move(got);
@@ -151,7 +199,12 @@ ModeResult runMode(CompareRun& c, Mode m) {
       const std::string prefix = fmt::format("{} mode, ", modeName(m));
       const std::string what = e.what();
       r.failure = "failed at " + (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+      // A sweep's iteration is a size: name it.
+      if (c.sweep && session.history().size() < c.sweep->sizes.size())
+        r.failure += fmt::format(" (at {} = {})", c.sweep->label(),
+                                 c.sweep->sizes[session.history().size()]);
       r.error = e;
+      if (rep == 0 && c.sweep) keepCalls();  // the curve up to the failure
       if (rep == 0) {
         r.report = modeReport(c, session, r, warningsBefore);
         r.report["complete"] = false;
@@ -164,17 +217,7 @@ ModeResult runMode(CompareRun& c, Mode m) {
     r.compile.push_back(session.stats().compileSeconds);
     r.run.push_back(run);
     r.total.push_back(run + session.stats().compileSeconds);
-    if (!c.visual.html.empty()) {
-      std::vector<double> perCall;
-      for (const CallRecord& call : session.history())
-        perCall.push_back(call.compileSeconds + call.runSeconds);
-      r.html.callSeconds.push_back(std::move(perCall));
-      if (rep == 0) {
-        r.html.stats = session.stats();
-        r.html.history = session.history();
-        r.html.historyDropped = session.historyDropped();
-      }
-    }
+    keepCalls();
     if (rep == 0) {
       r.report = modeReport(c, session, r, warningsBefore);
       r.modeled = session.stats().modeled;
@@ -197,7 +240,7 @@ void printComparison(CompareRun& c) {
   c.out << fmt::format(
       "{} over {} ({} iterations), device {}, profile {} (MODELED figures), measured {} "
       "time(s) per mode{}\n",
-      o.model, o.trace, c.trace.size(), o.device, c.profile.name, o.repeat,
+      o.model, c.traceName, c.trace.size(), o.device, c.profile.name, o.repeat,
       o.modelOnly ? " (model only: kernels NOT executed)" : "");
   c.out << fmt::format(
       "oneTBB arena start-up (measured once before timing, not in any mode's figures): {}\n\n",
@@ -205,6 +248,10 @@ void printComparison(CompareRun& c) {
   printCompareTable(c.results, o.repeat, c.out);
   for (const ModeResult& r : c.results)
     if (!r.ok()) c.out << fmt::format("{}: {}\n", modeName(r.mode), r.failure);
+  if (c.sweep) {
+    c.out << "\n";
+    printSizeSweepTable(*c.sweep, c.curves, o.modelOnly, o.repeat, c.out);
+  }
   if (c.verbosity != Verbosity::kQuiet) {
     c.out << "\nrecompiles by mode (first run of each):\n";
     for (const ModeResult& r : c.results) {
@@ -266,7 +313,7 @@ nlohmann::ordered_json compareReport(const CompareRun& c) {
   for (const ModeResult& r : c.results) complete = complete && r.ok();
   j["complete"] = complete;
   j["model"] = o.model;
-  j["trace"] = o.trace;
+  j["trace"] = c.traceName;
   {
     nlohmann::ordered_json config = configJson(toSessionOptions(o, c.modes.front()), &o);
     config.erase("mode");
@@ -284,6 +331,7 @@ nlohmann::ordered_json compareReport(const CompareRun& c) {
   auto& wm = j["warning_messages"] = nlohmann::ordered_json::array();
   for (const WarningLog::Entry& w : warningLog().entries())
     wm.push_back({{"message", w.message}, {"count", w.count}});
+  if (c.sweep) j["sweep"] = sizeSweepJson(*c.sweep, c.curves, o.modelOnly);
   for (const ModeResult& r : c.results) {
     auto& mj = j["modes"][modeName(r.mode)];
     mj = r.report;
@@ -305,7 +353,7 @@ void writeCompareHtml(CompareRun& c) {
   const RunOptions& o = c.o;
   HtmlReport page;
   page.model = o.model;
-  page.trace = o.trace;
+  page.trace = c.traceName;
   page.device = o.device;
   page.profile = c.profile.name;
   page.repeat = o.repeat;
@@ -321,6 +369,10 @@ void writeCompareHtml(CompareRun& c) {
     page.modes.push_back(std::move(d));
   }
   page.verdicts = {measuredVerdict(c.results, o.repeat), modeledVerdict(c.results)};
+  if (c.sweep) {
+    page.sweep = &*c.sweep;
+    page.sweepCurves = c.curves;
+  }
   writeHtmlReport(c.visual.html, page);
   c.out << fmt::format("html report: {}\n", c.visual.html);
 }
@@ -350,9 +402,14 @@ void finishCompare(CompareRun& c) {
 CommandResult compareCommand(RunOptions& o, std::ostream& out, std::ostream& err) {
   CompareRun c(o, out, err);
   checkCompareOptions(c);
+  const ProcessThreadCap threadCap(o.threads);
   loadCompareInputs(c);
   c.tbbStartup = warmTbbArena();
   for (Mode m : c.modes) c.results.push_back(runMode(c, m));
+  if (c.sweep)
+    for (const ModeResult& r : c.results)
+      c.curves.push_back(
+          sweepCurve(*c.sweep, modeName(r.mode), r.failure, r.html.history, r.html.callSeconds));
   c.profile = toSessionOptions(o, c.modes.front()).cost;
   printComparison(c);
   CommandResult result;

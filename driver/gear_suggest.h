@@ -1,12 +1,16 @@
 #pragma once
 // suggest-gears (docs/gears.md, "Choosing gears"): which gears should a model use for a trace?
 //
-// The objective is the device model's MODELED total of geared mode over the trace: the
-// up-front compile of every gear (graph compile + the kernels of its plan, each distinct kernel
-// once) plus every call run on its gear (whole-graph launch + sync + the plan's kernels at the
-// gear's padded shape). Costs are computed per gear shape from the plan's kernel keys
-// (specialising the compiled graph, as geared mode's plans do), cached by shape; no kernel
-// runs, so a million-call trace costs a histogram and a few hundred shapes.
+// The objective is the device model's MODELED total of geared mode over the trace, under the
+// geared run's --gear-fallback: the up-front compile of every gear (graph compile + the
+// kernels of its plan, each distinct kernel once) plus every call -- run on its exact gear,
+// padded up to a covering one (whole-graph launch + sync + the plan's kernels at the gear's
+// shape), or, under a dynamic or eager fallback, through that path (its compiles on first use,
+// then op by op). Costs are computed per shape from the plan's kernel keys (specialising the
+// compiled graph, as geared mode's plans do), cached by shape; no kernel runs. The search uses
+// per-size terms (gears/gear_choice.h); every row of the table is then the exact MODELED total
+// and peak memory of a geared run of its set, replayed over the trace in call order
+// (device-pool misses, the dynamic fallback's plans), as the run reports them.
 
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -16,6 +20,7 @@
 #include "compiler/specialize.h"
 #include "executor/cost_model.h"
 #include "executor/device_memory.h"
+#include "executor/modes/gear_options.h"
 #include "gears/gear_set.h"
 #include "gears/padding.h"
 
@@ -35,22 +40,27 @@ struct GearCandidate {
   bool reference = false;                   // a whole mode (dynamic, auto), not a gear set
   bool allowed = true;   // within TorchAir's rules (2..100 gears) and --max-gears
   std::string note;      // why not allowed, or what the row means
-  int64_t compiles = 0;  // graph compiles
+  int64_t compiles = 0;  // graph compiles (the gears, and the dynamic fallback's plans)
   int64_t paddedCalls = 0;
+  int64_t fallbackCalls = 0;  // calls through the dynamic or eager fallback path
   double computeUs = 0;       // MODELED kernel execution over the trace
   double paddingWasteUs = 0;  // MODELED, part of computeUs
-  double compileUs = 0;       // MODELED
-  double runUs = 0;           // MODELED: launch, sync, compute (and host work for references)
+  double compileUs = 0;       // MODELED: every compile, up front and in calls
+  double upFrontUs = 0;       // MODELED: the gears' up-front compiles, part of compileUs
+  // MODELED: launch, sync, allocations, compute and host work (the op-by-op paths')
+  double runUs = 0;
+  double fallbackUs = 0;  // MODELED: the fallback calls' whole cost, their compiles included
   double totalUs() const { return compileUs + runUs; }
   double wastePct() const { return computeUs > 0 ? 100.0 * paddingWasteUs / computeUs : 0.0; }
-  // MODELED device memory (executor/device_memory.h): a gear set's weights + every gear's
-  // workspace by the graph pool + the largest gear's inputs and outputs -- the most a geared
-  // run of it holds at once; a reference mode's peak over the trace.
+  // MODELED device memory (executor/device_memory.h): the most a geared run of the set holds
+  // at once -- weights + every gear's workspace by the graph pool + the device pool of the
+  // padded copies and op-by-op intermediates + the call's inputs and outputs; a reference
+  // mode's peak over the trace. 0 (not planned) for a set of more than 100 gears.
   int64_t memoryBytes = 0;
   // MODELED start-up: what geared mode compiles before the first call (--gear-compile eager,
-  // the default): every gear's graph compile and kernels, i.e. compileUs. 0 for a reference
-  // mode, which compiles in its calls.
-  double startupUs() const { return reference ? 0.0 : compileUs; }
+  // the default): every gear's graph compile and kernels. 0 for a reference mode, which
+  // compiles in its calls; a fallback compiles in its calls too.
+  double startupUs() const { return reference ? 0.0 : upFrontUs; }
   bool best = false;
   // Not dominated by another allowed row in (MODELED total, memory, start-up): no other row is
   // at least as good in all three and better in one.
@@ -67,6 +77,11 @@ struct SuggestOptions {
   int64_t maxMemoryBytes = 0;           // --max-memory: MODELED device memory (GearCandidate)
   double maxStartupUs = 0;              // --max-startup: MODELED start-up (up-front compiles)
   GraphPool pool = GraphPool::kShared;  // --graph-pool: how the gears' workspaces add up
+  // --gear-fallback of the run the gears are for: pad (the default: every call pads up to a
+  // gear, so the largest size is one), error (every size a gear), dynamic or eager (no
+  // padding: every other size takes that path), pad+dynamic or pad+eager (sizes above the
+  // largest gear take that path, so rare large sizes can be left to it).
+  GearFallback fallback = GearFallback::kPad;
 };
 
 struct GearSuggestion {
@@ -82,6 +97,10 @@ struct GearSuggestion {
   int64_t maxMemoryBytes = 0;  // the budgets in force (0: none)
   double maxStartupUs = 0;
   GraphPool pool = GraphPool::kShared;
+  GearFallback fallback = GearFallback::kPad;  // what the gears were chosen for
+  // What a geared run of the suggestion takes: `fallback`, except error when padding is
+  // refused under pad (the gears are then exact, and pad would refuse the graph).
+  GearFallback runFallback = GearFallback::kPad;
   std::vector<GearCandidate> candidates;  // [0] is the suggestion
 };
 
@@ -91,10 +110,12 @@ GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& t
                             const CostModel& cost, const SuggestOptions& options = {});
 
 // The MODELED figures of gear sets (per gear, one value per varying symbol, in the order
-// suggestGears finds the symbols) over `trace`, computed as suggestGears computes its rows.
+// suggestGears finds the symbols) over `trace` under `fallback` and `pool`, computed as
+// suggestGears computes its rows: what a geared run of each set reports.
 std::vector<GearCandidate> evaluateGearSets(
     const Graph& g, const std::vector<InputSignature>& trace, const CostModel& cost,
-    const std::vector<std::vector<std::vector<int64_t>>>& sets, bool runPasses = true);
+    const std::vector<std::vector<std::vector<int64_t>>>& sets, bool runPasses = true,
+    GearFallback fallback = GearFallback::kPad, GraphPool pool = GraphPool::kShared);
 
 // The side-by-side table, one line per candidate, best marked with '*'.
 std::string formatSuggestion(const GearSuggestion& s, const std::string& profile);

@@ -43,91 +43,17 @@ namespace {
 
 using svgplot::axes;
 using svgplot::legend;
+using svgplot::linePlot;
+using svgplot::LinePlotOptions;
+using svgplot::LineSeries;
 using svgplot::machine;
 using svgplot::modeColor;
-using svgplot::niceStep;
 using svgplot::PlotFrame;
 using svgplot::svgOpen;
 
 // Plots show at most this many points per series: longer traces are bucketed (the caption
 // says so), keeping the page small and quick to draw.
 constexpr size_t kMaxPoints = 800;
-
-struct Point {
-  double x, y, lo, hi;  // lo/hi: the band (min-max over repeats); equal to y without one
-};
-
-struct Series {
-  std::string mode;
-  const char* color;
-  std::vector<Point> points;
-  bool band = false;
-  bool step = false;  // a counter: drawn as a step line
-};
-
-std::string linePlot(const std::string& name, const std::string& title, const std::string& xLabel,
-                     const std::string& yLabel, const std::vector<Series>& series, bool logY) {
-  PlotFrame f;
-  f.logY = logY;
-  bool any = false;
-  double ymin = 0, ymax = 0, xmax = 0;
-  for (const Series& s : series)
-    for (const Point& p : s.points) {
-      const double lo = std::min(p.y, p.lo), hi = std::max(p.y, p.hi);
-      if (logY && lo <= 0) continue;
-      ymin = any ? std::min(ymin, lo) : lo;
-      ymax = any ? std::max(ymax, hi) : hi;
-      xmax = std::max(xmax, p.x);
-      any = true;
-    }
-  f.x1 = std::max(1.0, xmax);
-  if (logY) {
-    f.y0 = any ? std::pow(10.0, std::floor(std::log10(ymin))) : 1;
-    f.y1 = any ? std::pow(10.0, std::ceil(std::log10(ymax))) : 10;
-    if (f.y1 <= f.y0) f.y1 = f.y0 * 10;
-  } else {
-    f.y0 = 0;
-    f.y1 = any && ymax > 0 ? ymax * 1.05 : 1;
-    const double step = niceStep(f.y1, 5);
-    f.y1 = std::ceil(f.y1 / step) * step;
-  }
-  std::string s = svgOpen(name, title, series.size());
-  std::vector<std::pair<std::string, const char*>> entries;
-  for (const Series& se : series) entries.emplace_back(se.mode, se.color);
-  s += legend(entries);
-  s += axes(f, xLabel, yLabel, true);
-  for (const Series& se : series) {
-    s += fmt::format("<g class=\"series\" data-mode=\"{}\" data-points=\"{}\">\n",
-                     htmlEscape(se.mode), se.points.size());
-    if (se.band && !se.points.empty()) {
-      std::string poly;
-      for (const Point& p : se.points)
-        poly += fmt::format("{:.1f},{:.1f} ", f.px(p.x), f.py(std::max(p.hi, f.logY ? f.y0 : 0)));
-      for (auto it = se.points.rbegin(); it != se.points.rend(); ++it)
-        poly +=
-            fmt::format("{:.1f},{:.1f} ", f.px(it->x), f.py(std::max(it->lo, f.logY ? f.y0 : 0)));
-      s += fmt::format("<polygon class=\"band\" fill=\"{}\" points=\"{}\"/>\n", se.color, poly);
-    }
-    std::string path;
-    double lastY = 0;
-    for (size_t i = 0; i < se.points.size(); ++i) {
-      const Point& p = se.points[i];
-      const double X = f.px(p.x), Y = f.py(f.logY ? std::max(p.y, f.y0) : p.y);
-      if (i == 0)
-        path += fmt::format("M{:.1f},{:.1f}", X, Y);
-      else if (se.step)
-        path += fmt::format(" H{:.1f} V{:.1f}", X, Y);
-      else
-        path += fmt::format(" L{:.1f},{:.1f}", X, Y);
-      lastY = Y;
-    }
-    (void)lastY;
-    s += fmt::format("<path fill=\"none\" stroke=\"{}\" stroke-width=\"2\" d=\"{}\"/>\n", se.color,
-                     path);
-    s += "</g>\n";
-  }
-  return s + "</svg>\n";
-}
 
 // Buckets of consecutive calls so a series has at most kMaxPoints points. Returns the bucket
 // size (1: every call is a point).
@@ -268,11 +194,11 @@ std::string iterationPlots(const HtmlReport& r, const std::vector<const HtmlMode
   size_t longest = 0;
   for (const HtmlModeData* m : ok) longest = std::max(longest, m->history.size());
   const size_t bucket = bucketSize(longest);
-  std::vector<Series> graphC, kernelC, measured, modeled;
+  std::vector<LineSeries> graphC, kernelC, measured, modeled;
   for (const HtmlModeData* m : ok) {
     const char* c = color[m->mode];
-    Series g{m->mode, c, {}, false, true}, k{m->mode, c, {}, false, true};
-    Series t{m->mode, c, {}, r.repeat > 1, false}, d{m->mode, c, {}, false, false};
+    LineSeries g{m->mode, c, {}, false, true}, k{m->mode, c, {}, false, true};
+    LineSeries t{m->mode, c, {}, r.repeat > 1, false}, d{m->mode, c, {}, false, false};
     int64_t graphs = m->stats.graphCompiles, kernels = m->stats.kernelCompiles;
     for (const CallRecord& rec : m->history) {
       graphs -= rec.graphCompiled ? 1 : 0;
@@ -313,9 +239,9 @@ std::string iterationPlots(const HtmlReport& r, const std::vector<const HtmlMode
   }
   h += "<h2>Compiles over iterations</h2>\n<div class=\"plots\">\n";
   h += linePlot("graph-compiles", "cumulative graph compiles", "iteration", "graph compiles",
-                graphC, false);
+                graphC, {});
   h += linePlot("kernel-compiles", "cumulative kernel compiles", "iteration", "kernel compiles",
-                kernelC, false);
+                kernelC, {});
   h += "</div>\n";
   const std::string bucketNote =
       bucket > 1 ? fmt::format(" Each point is the largest of {} consecutive calls.", bucket) : "";
@@ -325,13 +251,82 @@ std::string iterationPlots(const HtmlReport& r, const std::vector<const HtmlMode
       "over the {} repeat(s) and the band their min-max. MODELED: the cost model's device time "
       "of each call. Log scale.{}</p>\n<div class=\"plots\">\n",
       r.repeat, bucketNote);
+  const LinePlotOptions logY{.logY = true};
   h += linePlot("measured-per-call", "MEASURED host time per call", "iteration",
-                "microseconds (measured)", measured, true);
+                "microseconds (measured)", measured, logY);
   h += linePlot("modeled-per-call", "MODELED device time per call", "iteration",
-                "microseconds (MODELED)", modeled, true);
+                "microseconds (MODELED)", modeled, logY);
   h += "</div>\n";
 
   return h;
+}
+
+// --sweep-dim: per-call time against the size, MEASURED and MODELED, the calls that compiled
+// marked, and the numbers in a table (the text table's).
+std::string sweepPlots(const HtmlReport& r, std::map<std::string, const char*>& color) {
+  const SizeSweep& sw = *r.sweep;
+  std::string h = fmt::format("<h2>Per-call time against {}</h2>\n", htmlEscape(sw.label()));
+  h += fmt::format(
+      "<p class=\"note\">One call per size ({} sizes, {}), in this order, a fresh session per "
+      "mode. MEASURED: host time of each call (compile + run), the line the median over the {} "
+      "repeat(s) and the band their min-max. MODELED: the cost model's device time of the call. "
+      "Dots: calls that compiled (a graph, or kernels in eager). Static compiles at every new size "
+      "until the recompile limit; a gear pads each size up to the next gear, so its time steps "
+      "with the gears, not the size. Log scale.{}</p>\n<div class=\"plots\">\n",
+      sw.sizes.size(), htmlEscape(sw.spec), r.repeat,
+      r.modelOnly ? " Model only: the MEASURED times are not kernel times." : "");
+  std::vector<LineSeries> measured, modeled;
+  for (const SweepModeCurve& c : r.sweepCurves) {
+    if (c.calls.empty()) continue;
+    LineSeries t{c.mode, color[c.mode], {}, r.repeat > 1, false};
+    LineSeries d{c.mode, color[c.mode], {}, false, false};
+    for (const SweepCall& s : c.calls) {
+      const bool compiled = s.graphCompiled || s.kernelsCompiled > 0;
+      svgplot::LinePoint mp(static_cast<double>(s.size), s.measuredMedian * 1e6,
+                            s.measuredMin * 1e6, s.measuredMax * 1e6);
+      svgplot::LinePoint dp(static_cast<double>(s.size), s.modeledUs, s.modeledUs, s.modeledUs);
+      mp.marked = dp.marked = compiled;
+      mp.tooltip =
+          fmt::format("{} size {}: compiled, {} measured", c.mode, s.size, secs(s.measuredMedian));
+      dp.tooltip =
+          fmt::format("{} size {}: compiled, {:.1f} us MODELED", c.mode, s.size, s.modeledUs);
+      t.points.push_back(std::move(mp));
+      d.points.push_back(std::move(dp));
+    }
+    measured.push_back(std::move(t));
+    modeled.push_back(std::move(d));
+  }
+  const LinePlotOptions opts{.logY = true, .integerX = true, .xFromZero = false};
+  const std::string axis = sw.label();
+  h += linePlot("sweep-measured", "MEASURED host time per call against the size", axis,
+                "microseconds (measured)", measured, opts);
+  h += linePlot("sweep-modeled", "MODELED device time per call against the size", axis,
+                "microseconds (MODELED)", modeled, opts);
+  h += "</div>\n";
+  // The numbers, as the text table prints them.
+  h += "<details><summary>The curve as a table</summary>\n<table>\n<tr><th>size</th>";
+  for (const SweepModeCurve& c : r.sweepCurves)
+    h += fmt::format("<th>{} measured</th><th>{} MODELED</th>", htmlEscape(c.mode),
+                     htmlEscape(c.mode));
+  h += "</tr>\n";
+  for (size_t i = 0; i < sw.sizes.size(); ++i) {
+    h += fmt::format("<tr><td>{}</td>", sw.sizes[i]);
+    for (const SweepModeCurve& c : r.sweepCurves) {
+      if (i >= c.calls.size()) {
+        h += "<td>-</td><td>-</td>";
+        continue;
+      }
+      const SweepCall& s = c.calls[i];
+      std::string what;
+      if (s.graphCompiled || s.kernelsCompiled > 0) what += " compiled";
+      if (s.fallback) what += " fallback";
+      if (s.padded) what += " padded";
+      h += fmt::format("<td>{}</td><td class=\"modeled\">{:.1f} us{}</td>",
+                       r.modelOnly ? "-" : secs(s.measuredMedian), s.modeledUs, what);
+    }
+    h += "</tr>\n";
+  }
+  return h + "</table>\n</details>\n";
 }
 
 // The MODELED device time of each mode as one stacked bar by kind.
@@ -406,6 +401,7 @@ std::string renderHtmlReport(const HtmlReport& r) {
 
   std::string h = pageHead(r);
   h += sideBySide(r);
+  if (r.sweep) h += sweepPlots(r, color);
 
   h += iterationPlots(r, ok, color);
 

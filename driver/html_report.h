@@ -3,7 +3,8 @@
 // here; no script, font or image from the network) with the side-by-side table and plots:
 // cumulative graph and kernel compiles per mode over the iterations, measured per-call time
 // per mode (median and min-max band over --repeat), MODELED per-call time, padding waste per
-// gear (geared), and the MODELED breakdown per mode as stacked bars.
+// gear (geared), and the MODELED breakdown per mode as stacked bars. With --sweep-dim, first
+// the per-call time against the size, MEASURED and MODELED, with the curve's table.
 //
 // Every plot is an <svg class="plot" data-plot="NAME" data-expected-series="N"> holding one
 // <g class="series" data-mode="MODE"> per mode, so a test can count them; a small inline
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/size_sweep.h"
 #include "executor/session.h"
 
 namespace gearbox::cli {
@@ -39,6 +41,8 @@ struct HtmlReport {
   bool modelOnly = false;
   std::vector<HtmlModeData> modes;
   std::vector<std::string> verdicts;  // compare's measured and MODELED verdict lines
+  const SizeSweep* sweep = nullptr;   // --sweep-dim, with each mode's curve
+  std::vector<SweepModeCurve> sweepCurves;
 };
 
 // Text with &, <, >, " and ' escaped, and control characters other than tab, newline and

@@ -32,6 +32,7 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
   c["passes"] = s.runPasses;
   c["kernel_cache_capacity"] = s.kernelCacheCapacity;
   c["plan_cache_capacity"] = s.planCacheCapacity;
+  c["threads"] = s.threads;
   c["recompile_limit"] = s.recompileLimit;
   c["on_recompile_limit"] = onRecompileLimitName(s.onRecompileLimit);
   c["accumulated_recompile_limit"] = s.accumulatedRecompileLimit;

@@ -50,6 +50,7 @@ void checkRunOptions(const RunOptions& o, VisualOptions& visual) {
 CommandResult runCommand(RunOptions& o, std::ostream& out, std::ostream& err) {
   VisualOptions visual;
   checkRunOptions(o, visual);
+  const ProcessThreadCap threadCap(o.threads);
   const Verbosity verbosity = verbosityOf(o);
   const IterationDetail detail = parseIterationDetail(o.iterations);
   const std::vector<Assertion> asserts = parseAsserts(o.asserts);

@@ -1,6 +1,7 @@
 #include "driver/run_options.h"
 
 #include <fmt/format.h>
+#include <tbb/global_control.h>
 
 #include <algorithm>
 #include <cctype>
@@ -16,6 +17,19 @@
 #include "graph/json_limits.h"
 
 namespace gearbox::cli {
+
+struct ProcessThreadCap::Control {
+  explicit Control(int threads)
+      : control(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads)) {}
+  tbb::global_control control;
+};
+
+ProcessThreadCap::ProcessThreadCap(int threads) {
+  if (threads < 0 || threads > kMaxThreads)
+    fail(ErrorKind::kConfig, "--threads {}: expected 0 (no cap) to {}", threads, kMaxThreads);
+  if (threads > 0) control_ = std::make_unique<Control>(threads);
+}
+ProcessThreadCap::~ProcessThreadCap() = default;
 
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   SessionOptions s;
@@ -34,6 +48,7 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
     fail(ErrorKind::kConfig, "cache capacities must be in [1, {}], got kernel {} and plan {}",
          kMaxCacheCapacity, o.kernelCacheCapacity, o.planCacheCapacity);
   s.kernelCacheCapacity = o.kernelCacheCapacity;
+  s.threads = o.threads;
   s.historyLimit = o.historyLimit;
   s.planCacheCapacity = o.planCacheCapacity;
   if (!o.deviceMemory.empty())

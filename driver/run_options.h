@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,8 +26,9 @@ constexpr size_t kMaxCacheCapacity = size_t{1} << 24;
 // Which command takes an option (the commands column of driver/run_options.def).
 enum OptionCommands : unsigned { kRunOnly = 1, kCompareOnly = 2, kRunAndCompare = 3 };
 // The flags column: kRequired (the CLI refuses to run without it), kShowDefault (--help prints
-// the default).
-enum OptionFlags : unsigned { kNoFlags = 0, kRequired = 1, kShowDefault = 2 };
+// the default), kRequiredByRun (run and sweep refuse to run without it; compare checks it
+// itself: --trace or --sweep-dim).
+enum OptionFlags : unsigned { kNoFlags = 0, kRequired = 1, kShowDefault = 2, kRequiredByRun = 4 };
 
 // The check column: the allowed values (oneOf) or a CLI11 validator (within). The CLI hands
 // the validator to CLI11; the Python binding applies the same one to the keyword's text.
@@ -150,6 +152,22 @@ std::pair<std::string, Shape> parsePadTo(const std::string& arg);
 void attachKernelStores(const RunOptions& o, SessionOptions& s);
 
 SessionOptions toSessionOptions(const RunOptions& o, Mode mode);
+
+// --threads N for a whole command (run, compare): while one lives, oneTBB runs on at most N
+// threads in this process (a tbb::global_control), so the reference check and compare's
+// warm-up stay within the cap too, not only the sessions (each of which also holds an arena of
+// N, SessionOptions::threads). threads == 0 does nothing.
+class ProcessThreadCap {
+ public:
+  explicit ProcessThreadCap(int threads);
+  ~ProcessThreadCap();
+  ProcessThreadCap(const ProcessThreadCap&) = delete;
+  ProcessThreadCap& operator=(const ProcessThreadCap&) = delete;
+
+ private:
+  struct Control;  // the tbb::global_control (run_options.cpp)
+  std::unique_ptr<Control> control_;
+};
 // The files a run reads (MODEL, --trace, --gears @FILE, a profile file) as (option, path), for
 // checkOutputsAreNotInputs.
 NamedPaths inputPaths(const RunOptions& o);

@@ -92,6 +92,83 @@ std::string legend(const std::vector<std::pair<std::string, const char*>>& entri
   return s + "</g>\n";
 }
 
+std::string plotPrelude(const std::string& name, const std::string& title, const PlotFrame& f,
+                        const std::vector<std::pair<std::string, const char*>>& legendEntries,
+                        size_t series, const std::string& xLabel, const std::string& yLabel,
+                        bool integerX) {
+  return svgOpen(name, title, series) + legend(legendEntries) + axes(f, xLabel, yLabel, integerX);
+}
+
+std::string linePlot(const std::string& name, const std::string& title, const std::string& xLabel,
+                     const std::string& yLabel, const std::vector<LineSeries>& series,
+                     const LinePlotOptions& options) {
+  PlotFrame f;
+  f.logY = options.logY;
+  bool any = false, anyX = false;
+  double ymin = 0, ymax = 0, xmin = 0, xmax = 0;
+  for (const LineSeries& s : series)
+    for (const LinePoint& p : s.points) {
+      xmin = anyX ? std::min(xmin, p.x) : p.x;
+      xmax = anyX ? std::max(xmax, p.x) : p.x;
+      anyX = true;
+      const double lo = std::min(p.y, p.lo), hi = std::max(p.y, p.hi);
+      if (f.logY && lo <= 0) continue;
+      ymin = any ? std::min(ymin, lo) : lo;
+      ymax = any ? std::max(ymax, hi) : hi;
+      any = true;
+    }
+  f.x0 = options.xFromZero || !anyX ? 0 : xmin;
+  f.x1 = std::max(f.x0 + 1, xmax);
+  if (f.logY) {
+    f.y0 = any ? std::pow(10.0, std::floor(std::log10(ymin))) : 1;
+    f.y1 = any ? std::pow(10.0, std::ceil(std::log10(ymax))) : 10;
+    if (f.y1 <= f.y0) f.y1 = f.y0 * 10;
+  } else {
+    f.y0 = 0;
+    f.y1 = any && ymax > 0 ? ymax * 1.05 : 1;
+    const double step = niceStep(f.y1, 5);
+    f.y1 = std::ceil(f.y1 / step) * step;
+  }
+  std::vector<std::pair<std::string, const char*>> entries;
+  for (const LineSeries& se : series) entries.emplace_back(se.name, se.color);
+  std::string s =
+      plotPrelude(name, title, f, entries, series.size(), xLabel, yLabel, options.integerX);
+  const double floorY = f.logY ? f.y0 : 0;
+  for (const LineSeries& se : series) {
+    s += fmt::format("<g class=\"series\" data-mode=\"{}\" data-points=\"{}\">\n",
+                     htmlEscape(se.name), se.points.size());
+    if (se.band && !se.points.empty()) {
+      std::string poly;
+      for (const LinePoint& p : se.points)
+        poly += fmt::format("{:.1f},{:.1f} ", f.px(p.x), f.py(std::max(p.hi, floorY)));
+      for (auto it = se.points.rbegin(); it != se.points.rend(); ++it)
+        poly += fmt::format("{:.1f},{:.1f} ", f.px(it->x), f.py(std::max(it->lo, floorY)));
+      s += fmt::format("<polygon class=\"band\" fill=\"{}\" points=\"{}\"/>\n", se.color, poly);
+    }
+    std::string path;
+    for (size_t i = 0; i < se.points.size(); ++i) {
+      const LinePoint& p = se.points[i];
+      const double X = f.px(p.x), Y = f.py(f.logY ? std::max(p.y, f.y0) : p.y);
+      if (i == 0)
+        path += fmt::format("M{:.1f},{:.1f}", X, Y);
+      else if (se.step)
+        path += fmt::format(" H{:.1f} V{:.1f}", X, Y);
+      else
+        path += fmt::format(" L{:.1f},{:.1f}", X, Y);
+    }
+    s += fmt::format("<path fill=\"none\" stroke=\"{}\" stroke-width=\"2\" d=\"{}\"/>\n", se.color,
+                     path);
+    for (const LinePoint& p : se.points)
+      if (p.marked)
+        s += fmt::format(
+            "<circle class=\"mark\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"#fff\" "
+            "stroke=\"{}\" stroke-width=\"1.5\"><title>{}</title></circle>\n",
+            f.px(p.x), f.py(f.logY ? std::max(p.y, f.y0) : p.y), se.color, htmlEscape(p.tooltip));
+    s += "</g>\n";
+  }
+  return s + "</svg>\n";
+}
+
 std::string scatterPlot(const std::string& name, const std::string& title,
                         const std::string& xLabel, const std::string& yLabel,
                         const std::vector<ScatterSeries>& series) {
@@ -111,11 +188,9 @@ std::string scatterPlot(const std::string& name, const std::string& title,
   };
   f.x1 = upper(xmax);
   f.y1 = upper(ymax);
-  std::string s = svgOpen(name, title, series.size());
   std::vector<std::pair<std::string, const char*>> entries;
   for (const ScatterSeries& se : series) entries.emplace_back(se.name, se.color);
-  s += legend(entries);
-  s += axes(f, xLabel, yLabel, false);
+  std::string s = plotPrelude(name, title, f, entries, series.size(), xLabel, yLabel, false);
   for (const ScatterSeries& se : series) {
     s += fmt::format("<g class=\"series\" data-mode=\"{}\" data-points=\"{}\">\n",
                      htmlEscape(se.name), se.points.size());

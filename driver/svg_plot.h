@@ -1,6 +1,7 @@
 #pragma once
 // The SVG plot parts of the self-contained HTML pages (compare --html: driver/html_report.cpp,
-// sweep --html: driver/sweep.cpp): a plot frame with axes, ticks and a legend, the Okabe-Ito
+// sweep --html: driver/sweep.cpp): a plot frame with axes, ticks and a legend, the line and
+// scatter plots over it, the Okabe-Ito
 // colours, the page's style and the check script every page ends with (each plot declares its
 // series, tests/python/test_html_report.py counts them). No network: inline CSS and SVG only.
 
@@ -41,6 +42,38 @@ std::string svgOpen(const std::string& name, const std::string& title, size_t se
 std::string axes(const PlotFrame& f, const std::string& xLabel, const std::string& yLabel,
                  bool integerX);
 std::string legend(const std::vector<std::pair<std::string, const char*>>& entries);
+
+// The start every plot shares: the <svg> with its title, the legend and the axes over `f`.
+std::string plotPrelude(const std::string& name, const std::string& title, const PlotFrame& f,
+                        const std::vector<std::pair<std::string, const char*>>& legendEntries,
+                        size_t series, const std::string& xLabel, const std::string& yLabel,
+                        bool integerX);
+
+// A line plot: each series' points joined in order (a step line for a counter), with an
+// optional band (lo..hi: the measured min-max over repeats) and a dot on each marked point
+// (compare --sweep-dim: the calls that compiled), its tooltip in a <title>.
+struct LinePoint {
+  LinePoint() = default;
+  LinePoint(double px, double py, double plo, double phi) : x(px), y(py), lo(plo), hi(phi) {}
+  double x = 0, y = 0, lo = 0, hi = 0;  // lo, hi: the band; equal to y without one
+  bool marked = false;
+  std::string tooltip;  // of a marked point
+};
+struct LineSeries {
+  std::string name;
+  const char* color = "#000";
+  std::vector<LinePoint> points;
+  bool band = false;
+  bool step = false;  // a counter: drawn as a step line
+};
+struct LinePlotOptions {
+  bool logY = false;
+  bool integerX = true;   // ticks on whole numbers (iterations, sizes)
+  bool xFromZero = true;  // the x axis starts at 0, else at the smallest x
+};
+std::string linePlot(const std::string& name, const std::string& title, const std::string& xLabel,
+                     const std::string& yLabel, const std::vector<LineSeries>& series,
+                     const LinePlotOptions& options);
 
 // A scatter plot: each series' points as dots joined in order, each with a short label and a
 // tooltip.

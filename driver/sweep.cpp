@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "compiler/compile_log.h"
 #include "compiler/parallel_for.h"
@@ -114,20 +115,27 @@ struct PreparedPoint {
 };
 
 // gears=suggest: the gear set suggest-gears picks for the trace under this point's profile,
-// merge policy and passes (computed once per distinct setting).
-std::string suggestFor(const RunOptions& o, const Graph& g,
-                       const std::vector<InputSignature>& trace,
-                       std::map<std::string, std::string>& cache) {
+// merge policy, passes and gear fallback (computed once per distinct setting).
+// Returns the gears JSON and the fallback a run of them takes (GearSuggestion::runFallback).
+std::pair<std::string, std::string> suggestFor(
+    const RunOptions& o, const Graph& g, const std::vector<InputSignature>& trace,
+    std::map<std::string, std::pair<std::string, std::string>>& cache) {
   const CostModel cost = toSessionOptions(o, Mode::kStatic).cost;
-  const std::string key = fmt::format("{}|{}|{}|{}|{}", o.deviceProfile, o.costModel,
-                                      fmt::join(o.costOverrides, ";"), o.merge, o.noPasses);
+  // error (the default) pads, as compare's --gears suggest does.
+  const GearFallback fallback =
+      o.gearFallback == "error" ? GearFallback::kPad : parseGearFallback(o.gearFallback);
+  const std::string key =
+      fmt::format("{}|{}|{}|{}|{}|{}", o.deviceProfile, o.costModel,
+                  fmt::join(o.costOverrides, ";"), o.merge, o.noPasses, gearFallbackName(fallback));
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   SuggestOptions so;
   so.references = false;
   so.runPasses = !o.noPasses;
   so.merge = parseMergePolicy(o.merge);
-  return cache[key] = suggestGears(g, trace, cost, so).gearsJson;
+  so.fallback = fallback;
+  const GearSuggestion sug = suggestGears(g, trace, cost, so);
+  return cache[key] = {sug.gearsJson, gearFallbackName(sug.runFallback)};
 }
 
 // The point's run report as `gearbox run --json` writes it, less what the sweep holds once
@@ -288,7 +296,7 @@ SweepResult runSweep(const SweepOptions& so, const Graph& g,
   // Grid order: the first axis outermost, the last one fastest.
   std::vector<PreparedPoint> prepared(count);
   r.points.resize(count);
-  std::map<std::string, std::string> suggestions;
+  std::map<std::string, std::pair<std::string, std::string>> suggestions;
   for (size_t i = 0; i < count; ++i) {
     SweepPoint& pt = r.points[i];
     PreparedPoint& p = prepared[i];
@@ -307,14 +315,15 @@ SweepResult runSweep(const SweepOptions& so, const Graph& g,
           p.options.gears.clear();  // a mode without gears ignores them, as compare does
         } else {
           try {
-            p.options.gears = pt.suggestedGears = suggestFor(p.options, g, trace, suggestions);
+            const auto [gears, fallback] = suggestFor(p.options, g, trace, suggestions);
+            p.options.gears = pt.suggestedGears = gears;
+            p.options.gearFallback = fallback;  // as compare: error becomes pad
           } catch (const Error& e) {
             // Nothing to gear (no dim varies): this point cannot run; the others can.
             pt.error = fmt::format("gears=suggest: {}", e.what());
             pt.errorKind = errorKindName(e.kind());
             continue;
           }
-          if (p.options.gearFallback == "error") p.options.gearFallback = "pad";  // as compare
         }
       }
       p.session = toSessionOptions(p.options, mode);

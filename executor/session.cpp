@@ -1,6 +1,7 @@
 #include "executor/session.h"
 
 #include <fmt/format.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,10 +20,37 @@ static double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// The thread cap's arena: everything the session runs with oneTBB (kernels split into tasks,
+// geared mode's parallel gear compiles) runs inside it, on at most `threads` threads. An arena
+// rather than a process-wide tbb::global_control, so two sessions of one process (Python) can
+// run under different caps; the CLI adds a global_control for the whole command
+// (driver/run_command.cpp).
+struct Session::Arena {
+  explicit Arena(int threads) : arena(threads) {}
+  tbb::task_arena arena;
+};
+
+template <class F>
+void Session::inArena(const F& f) {
+  if (arena_) {
+    arena_->arena.execute(f);  // rethrows what f throws
+  } else {
+    f();
+  }
+}
+
+namespace {
+int checkedThreads(int threads) {
+  if (threads < 0 || threads > kMaxThreads)
+    fail(ErrorKind::kConfig, "threads {}: expected 0 (no cap) to {}", threads, kMaxThreads);
+  return threads;
+}
+}  // namespace
+
 Session::Session(Graph graph, SessionOptions options)
     : options_(std::move(options)),
       device_(makeDevice(options_.device)),
-      kernels_(options_.kernelCacheCapacity),
+      kernels_(options_.kernelCacheCapacity, checkedThreads(options_.threads)),
       plans_(options_.planCacheCapacity),
       recompilePolicy_(options_.recompileLimit, options_.onRecompileLimit,
                        options_.accumulatedRecompileLimit) {
@@ -74,6 +102,7 @@ Session::Session(Graph graph, SessionOptions options)
   host_ = makeSessionHost(SessionParts{graph_, options_, *device_, kernels_, plans_,
                                        recompilePolicy_, stats_, memory_, timelinePid_});
   mode_ = makeModeStrategy(options_.mode, *host_);
+  if (options_.threads > 0) arena_ = std::make_unique<Arena>(options_.threads);
 }
 
 Session::~Session() = default;
@@ -116,7 +145,8 @@ std::vector<Tensor> Session::run(std::span<const Tensor> inputs) {
   if (!prepared_) prepare(sig);
   TimelineSpan span(options_.timeline, timelinePid_, "call (failed)", "call");
   const auto start = Clock::now();
-  std::vector<Tensor> out = mode_->run(inputs, sig, call);
+  std::vector<Tensor> out;
+  inArena([&] { out = mode_->run(inputs, sig, call); });
   const double total = secondsSince(start);
   if (options_.timeline) {
     span.setName(fmt::format("iter {}", rec.iteration));
@@ -278,7 +308,7 @@ void Session::prepare(const InputSignature& firstSeen) {
   const double compileBefore = stats_.modeled.compileUs;
   const int64_t compilesBefore = stats_.graphCompiles;
   const auto start = Clock::now();
-  mode_->prepare(firstSeen);
+  inArena([&] { mode_->prepare(firstSeen); });
   stats_.startup.seconds = secondsSince(start);
   stats_.startup.graphCompiles = stats_.graphCompiles - compilesBefore;
   stats_.startup.modeledCompileUs = stats_.modeled.compileUs - compileBefore;

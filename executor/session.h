@@ -137,6 +137,13 @@ struct SessionOptions {
   // and each traced point costs one pointer check.
   Timeline* timeline = nullptr;
   std::string timelineLabel;
+  // Thread cap (--threads): at most this many threads run the session's work -- its calls, its
+  // compiles and geared mode's up-front compiles run in a oneTBB arena of this concurrency --
+  // and every kernel is compiled for it (KernelKey::threads: a kernel's thread split never
+  // exceeds it, and its name says so). 0 (the default) is no cap: oneTBB's default arena, every
+  // core, as before. In [0, kMaxThreads]. The peers are compared at equal caps with it
+  // (bench/peers/, docs/performance.md).
+  int threads = 0;
 };
 
 // What one call did.
@@ -271,6 +278,12 @@ class Session {
   std::unique_ptr<ModeHost> host_;
   std::unique_ptr<ModeStrategy> mode_;  // executor/modes/<mode>.cpp
   bool prepared_ = false;
+  // The oneTBB arena of options.threads (null without a cap); defined in session.cpp, so this
+  // header pulls in no oneTBB header.
+  struct Arena;
+  std::unique_ptr<Arena> arena_;
+  template <class F>
+  void inArena(const F& f);
 };
 
 // Reference executor: runs the graph with the reference kernels, inferring shapes per call.

@@ -400,11 +400,11 @@ size_t GearSet::match(std::span<const Shape> shapes) const {
   fail(ErrorKind::kGear, "{}", describeMiss(shapes));
 }
 
-size_t GearSet::padTarget(std::span<const Shape> shapes) const {
+std::optional<size_t> GearSet::coveringGear(std::span<const Shape> shapes) const {
   checkArity(shapes);
-  // A pad can only grow geared dims; every other dim must already be right.
-  std::string fixedMiss = describeFixedMiss(shapes);
-  if (!fixedMiss.empty()) fail(ErrorKind::kGear, "cannot pad to a gear: {}", fixedMiss);
+  for (int i : byName_)
+    for (int d = 0; d < templates_[i].rank(); ++d)
+      if (slotOf_[i][d] < 0 && shapes[i][d] != templates_[i][d]) return std::nullopt;
   std::optional<size_t> best;
   for (size_t g = 0; g < gearCount_; ++g) {
     auto v = values(g);
@@ -413,7 +413,15 @@ size_t GearSet::padTarget(std::span<const Shape> shapes) const {
       covers = v[k] >= shapes[slots_[k].inputIndex][slots_[k].dim];
     if (covers && (!best || totals_[g] < totals_[*best])) best = g;
   }
-  if (best) return *best;
+  return best;
+}
+
+size_t GearSet::padTarget(std::span<const Shape> shapes) const {
+  checkArity(shapes);
+  // A pad can only grow geared dims; every other dim must already be right.
+  std::string fixedMiss = describeFixedMiss(shapes);
+  if (!fixedMiss.empty()) fail(ErrorKind::kGear, "cannot pad to a gear: {}", fixedMiss);
+  if (const std::optional<size_t> best = coveringGear(shapes)) return *best;
   for (const GearSlot& slot : slots_) {
     const int64_t actual = shapes[slot.inputIndex][slot.dim];
     const int64_t largest = *std::max_element(slot.values.begin(), slot.values.end());

@@ -96,6 +96,10 @@ class GearSet {
   // the actual size and every other dim equal, i.e. the gear to zero-pad `shapes` up to.
   // Throws Error(kGear) naming the first dim no gear covers.
   size_t padTarget(std::span<const Shape> shapes) const;
+  // padTarget's gear, or nullopt (never throws) when no gear covers `shapes`: a geared dim above
+  // every gear, or a non-geared dim that differs (--gear-fallback pad+dynamic|pad+eager sends
+  // such a call to its fallback). Throws only as checkArity does.
+  std::optional<size_t> coveringGear(std::span<const Shape> shapes) const;
 
  private:
   // Throws Error(kGear) when `shapes` has the wrong count, a wrong rank or a negative dim.

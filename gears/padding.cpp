@@ -569,13 +569,15 @@ class Analyzer {
     const int64_t a = node.attrs.i(attr::Gather::axis);
     const int axis = static_cast<int>(a < 0 ? a + r : a);
     refuseGatherAlongPadded(n, node, 0, axis);
+    // Inference checked the output rank (r - 1 + rank(idx) <= kMaxRank); the bound on `o`
+    // says so to the compiler too.
     int o = 0;
-    for (int d = 0; d < axis; ++d) out[o++] = tags_[data][d];
-    for (int d = 0; d < rank(idx); ++d) {
+    for (int d = 0; d < axis && o < kMaxRank; ++d) out[o++] = tags_[data][d];
+    for (int d = 0; d < rank(idx) && o < kMaxRank; ++d) {
       const Tag& t = tags_[idx][d];
       out[o++] = t.padded ? Tag{true, t.origin, false} : Tag{};
     }
-    for (int d = axis + 1; d < r; ++d) out[o++] = tags_[data][d];
+    for (int d = axis + 1; d < r && o < kMaxRank; ++d) out[o++] = tags_[data][d];
   }
 
   void visit(NodeId n) {

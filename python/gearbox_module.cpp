@@ -410,9 +410,11 @@ cli::RunOptions commandOptionsFromKwargs(const py::kwargs& kw, cli::OptionComman
            fmt::join(known, ", "));
     cli::setRunOption(o, *info, optionText(*info, key, item.second), key);
   }
-  // The required rows (MODEL, --trace): CLI11 refuses to run without them.
+  // The required rows (MODEL, --trace): CLI11 refuses to run without them. compare takes
+  // sweep_dim instead of a trace, and says so itself.
   if (o.model.empty()) fail(ErrorKind::kConfig, "gearbox.{}: model is required", self);
-  if (o.trace.empty()) fail(ErrorKind::kConfig, "gearbox.{}: trace is required", self);
+  if (o.trace.empty() && command == cli::kRunOnly)
+    fail(ErrorKind::kConfig, "gearbox.{}: trace is required", self);
   return o;
 }
 
@@ -667,7 +669,7 @@ py::dict suggestGearsPy(const PyGraph& g, const py::object& trace, int64_t maxGe
                         const std::string& merge, bool references, bool passes,
                         const std::string& deviceProfile, const std::vector<std::string>& cost,
                         const std::string& maxMemory, double maxStartupUs,
-                        const std::string& graphPool) {
+                        const std::string& graphPool, const std::string& gearFallback) {
   // Signed and checked as the CLI checks --max-gears: -1 is not 2^64-1.
   if (maxGears < 0 || maxGears > static_cast<int64_t>(kMaxGears))
     fail(ErrorKind::kConfig, "max_gears {}: TorchAir needs 2 to {} gears per dim", maxGears,
@@ -691,6 +693,11 @@ py::dict suggestGearsPy(const PyGraph& g, const py::object& trace, int64_t maxGe
   const auto pool = parseGraphPool(graphPool);
   if (!pool) fail(ErrorKind::kConfig, "graph_pool '{}': expected shared or separate", graphPool);
   so.pool = *pool;
+  const std::vector<std::string> fallbacks = gearFallbackNames();
+  if (std::find(fallbacks.begin(), fallbacks.end(), gearFallback) == fallbacks.end())
+    fail(ErrorKind::kConfig, "gear_fallback '{}': expected one of {}", gearFallback,
+         fmt::join(fallbacks, ", "));
+  so.fallback = parseGearFallback(gearFallback);
   const cli::GearSuggestion sug = cli::suggestGears(*g.g, sigs, model, so);
   nlohmann::ordered_json j = cli::suggestionJson(sug, model.name);
   j["model"] = g.g->sourceFile;
@@ -918,8 +925,9 @@ PYBIND11_MODULE(_gearbox, m) {
         py::arg("references") = true, py::arg("passes") = true, py::arg("device_profile") = "",
         py::arg("cost") = std::vector<std::string>{}, py::arg("max_memory") = "",
         py::arg("max_startup_us") = 0.0, py::arg("graph_pool") = "shared",
+        py::arg("gear_fallback") = "pad",
         "`gearbox suggest-gears` (docs/gears.md): the gears that minimise geared mode's MODELED "
-        "total over the trace, with the usual choices beside them.");
+        "total over the trace (under gear_fallback), with the usual choices beside them.");
   m.def("compare", &compare, py::arg("graph"), py::arg("trace"),
         py::arg("modes") = modeNames(ModeSet::kWithoutGears));
   m.def(
@@ -944,7 +952,9 @@ PYBIND11_MODULE(_gearbox, m) {
           r["session"] = info.sessionTakes();
           r["not_in_python"] = info.python.accepted ? "" : info.python.reason;
           r["not_in_session"] = info.sessionTakes() ? "" : info.python.reason;
-          r["required"] = (info.flags & cli::kRequired) != 0;
+          // A positional argument of gearbox.run and gearbox.compare_report (compare_report
+          // takes trace=None with sweep_dim=).
+          r["required"] = (info.flags & (cli::kRequired | cli::kRequiredByRun)) != 0;
           r["type"] = info.type;
           r["default"] = info.defaultText;
           r["run"] = info.takes(cli::kRunOnly);

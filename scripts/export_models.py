@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Exports the torchvision CNNs of issue 20 and the transformers of issue 24 to ONNX, with a
-reference input/output pair each.
+"""Exports the torchvision CNNs of issue 20 to ONNX, with a reference input/output pair each.
 
     /usr/bin/python3 scripts/export_models.py OUT_DIR [--models resnet18,...] [--dynamic-hw]
                      [--width small] [--size 224] [--batch 2] [--keep-batchnorm] [--import]
+                     [--seq 7] [--past 5] [--verify]      (the last three: transformers)
 
 For each model M, OUT_DIR gets
     M.onnx        opset 13, input "x" [batch, 3, H, W], output "y"; dim 0 is dynamic ("batch"),
@@ -47,6 +47,33 @@ inputs, outputs and dynamic axes (a SequenceModel); adding a model is adding one
                        (the acceptance model of issue 24 item 1). Opset 13 exports LayerNorm
                        decomposed (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add); opset 17 as
                        LayerNormalization.
+
+Transformers (issue 24), --models bert_encoder,gpt_prefill,gpt_decode: explicit torch modules
+(not torch.nn.Transformer*), so every attention is the five ops an attention fusion matches,
+    MatMul(q, k^T) -> Mul(scale) -> Add(mask) -> Softmax(-1) -> MatMul(probs, v)
+(gpt_decode has no mask: its one query may see every cached position, so it is four ops).
+Opset 14 (the causal mask is a Trilu). Each writes M.onnx and M.<name>.npy for every input and
+output (a reference pair from torch), and prints the ONNX node count and op-type histogram.
+    bert_encoder  input_ids i64 [batch, seq], attention_mask f32 [batch, seq] (1 keep, 0 pad)
+                  -> hidden f32 [batch, seq, d]. Token + position embeddings, LayerNorm, N
+                  post-LN encoder layers (attention, GELU erf form), as BERT.
+    gpt_prefill   input_ids i64 [batch, seq] -> logits [batch, seq, vocab], present_k and
+                  present_v [layers, batch, heads, seq, head_dim]: the KV cache of the prompt.
+                  Causal mask (triu of -10000 above the diagonal), N pre-LN blocks (GELU tanh
+                  form, as GPT-2), final LayerNorm, LM head tied to the token embedding.
+    gpt_decode    one decode step: input_ids i64 [batch, 1], past_k and past_v [layers, batch,
+                  heads, past, head_dim] -> logits [batch, 1, vocab], present_k and present_v
+                  [layers, batch, heads, past + 1, head_dim]. The new token's position is past,
+                  so past < max_positions (beyond it the position slice is empty and the add
+                  fails to broadcast, in torch as in the export).
+--width small (CI) is d=32, 4 heads of 8, 2 layers, FF 64, vocab 97, 1024 positions; --width
+full is BERT-base (12 layers, d=768, 12 heads, FF 3072, vocab 30522, 512 positions) for
+bert_encoder and GPT-2 small (the same widths, vocab 50257, 1024 positions) for the GPT pair:
+benches only (~0.45-0.65 GB per .onnx). The export traces at --batch, --seq and --past (default
+2, 7 and 5: none is 1, which the exporter could bake in as a broadcast), and dims stay dynamic.
+--verify then runs each .onnx with scripts/onnx_numpy_eval.py (python3-onnx 1.12 has no
+onnx.reference) at the traced shape and at two others (batch 1 / seq 1, batch 3 / seq 11 /
+past 9) and compares with torch: the export holds at sizes it was not traced at.
 """
 import argparse
 import collections
@@ -55,7 +82,7 @@ import subprocess
 import sys
 import warnings
 
-MODELS = ("shufflenet_v2_x0_5", "resnet18", "mobilenet_v2")  # the CNNs (issue 20)
+MODELS = ("shufflenet_v2_x0_5", "resnet18", "mobilenet_v2")
 
 
 def build(name, width):
@@ -80,7 +107,7 @@ def build(name, width):
         )
     else:
         raise SystemExit(f"export_models.py: unknown model {name} (known: "
-                         f"{', '.join(MODELS + tuple(SEQUENCE_MODELS))})")
+                         f"{', '.join(MODELS + TRANSFORMERS + tuple(SEQUENCE_MODELS))})")
     # Non-trivial running statistics (see the module docstring); drawn after the weights, from
     # the same seeded generator, so the whole model is a function of the seed.
     for m in model.modules():
@@ -121,6 +148,275 @@ def _onnx_export(torch, model, x, path, axes, keep_batchnorm):
         training=torch.onnx.TrainingMode.PRESERVE if keep_batchnorm else
         torch.onnx.TrainingMode.EVAL,
     )
+
+
+# Transformers (issue 24). Configs by --width: "small" for CI, "full" for benches (BERT-base:
+# Devlin et al. 2019, Table 1 "BERT_BASE (L=12, H=768, A=12)", FF 4H, 512 positions, the 30522
+# WordPiece vocab; GPT-2 small: Radford et al. 2019, 117M/124M, the same widths, 1024
+# positions, the 50257 BPE vocab).
+TRANSFORMERS = ("bert_encoder", "gpt_prefill", "gpt_decode")
+TRANSFORMER_CONFIGS = {
+    ("small", "bert"): dict(vocab=97, d=32, heads=4, layers=2, ff=64, max_pos=1024),
+    ("small", "gpt"): dict(vocab=97, d=32, heads=4, layers=2, ff=64, max_pos=1024),
+    ("full", "bert"): dict(vocab=30522, d=768, heads=12, layers=12, ff=3072, max_pos=512),
+    ("full", "gpt"): dict(vocab=50257, d=768, heads=12, layers=12, ff=3072, max_pos=1024),
+}
+
+
+def transformer_config(name, width):
+    return TRANSFORMER_CONFIGS[(width, "bert" if name == "bert_encoder" else "gpt")]
+
+
+def _transformer_classes():
+    """The modules, built on first use so the CNN exports (and --traces) need no torch here."""
+    import math
+
+    import torch
+    from torch import nn
+
+    class SelfAttention(nn.Module):
+        """Multi-head attention written out: the scores are MatMul(q, k^T), Mul(scale),
+        Add(mask), Softmax, MatMul(probs, v) in the export, the pattern a fusion pass matches
+        (nn.MultiheadAttention would export its own decomposition)."""
+
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads, self.head_dim = heads, d // heads
+            self.q, self.k, self.v, self.out = (nn.Linear(d, d) for _ in range(4))
+            self.scale = 1.0 / math.sqrt(self.head_dim)
+
+        def split(self, x):  # [B, S, D] -> [B, H, S, Dh]
+            b, s = x.shape[0], x.shape[1]
+            return x.view(b, s, self.heads, self.head_dim).transpose(1, 2)
+
+        def attend(self, q, k, v, mask):
+            scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+            if mask is not None:
+                scores = scores + mask
+            ctx = torch.matmul(torch.softmax(scores, dim=-1), v)  # [B, H, S, Dh]
+            b, s = ctx.shape[0], ctx.shape[2]
+            return self.out(ctx.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+
+        def forward(self, x, mask):
+            return self.attend(self.split(self.q(x)), self.split(self.k(x)),
+                               self.split(self.v(x)), mask)
+
+    class EncoderLayer(nn.Module):  # post-LN, as BERT
+        def __init__(self, c):
+            super().__init__()
+            self.attn = SelfAttention(c["d"], c["heads"])
+            self.ln1, self.ln2 = nn.LayerNorm(c["d"]), nn.LayerNorm(c["d"])
+            self.ff = nn.Sequential(nn.Linear(c["d"], c["ff"]), nn.GELU(),
+                                    nn.Linear(c["ff"], c["d"]))
+
+        def forward(self, x, mask):
+            x = self.ln1(x + self.attn(x, mask))
+            return self.ln2(x + self.ff(x))
+
+    class BertEncoder(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.tok = nn.Embedding(c["vocab"], c["d"])
+            self.pos = nn.Parameter(torch.randn(c["max_pos"], c["d"]) * 0.5)
+            self.ln = nn.LayerNorm(c["d"])
+            self.layers = nn.ModuleList(EncoderLayer(c) for _ in range(c["layers"]))
+
+        def forward(self, input_ids, attention_mask):
+            x = self.ln(self.tok(input_ids) + self.pos[:input_ids.shape[1]])
+            # BERT's extended mask: 0 where attended, -10000 on padding, broadcast over heads
+            # and queries ([B, 1, 1, S]).
+            mask = (1.0 - attention_mask[:, None, None, :]) * -10000.0
+            for layer in self.layers:
+                x = layer(x, mask)
+            return x
+
+    class DecoderBlock(nn.Module):  # pre-LN, as GPT-2
+        def __init__(self, c):
+            super().__init__()
+            self.attn = SelfAttention(c["d"], c["heads"])
+            self.ln1, self.ln2 = nn.LayerNorm(c["d"]), nn.LayerNorm(c["d"])
+            self.mlp = nn.Sequential(nn.Linear(c["d"], c["ff"]), nn.GELU(approximate="tanh"),
+                                     nn.Linear(c["ff"], c["d"]))
+
+        def forward(self, x, mask, past_k=None, past_v=None):
+            """Returns the block's output and this step's whole k and v ([B, H, S(+P), Dh])."""
+            a = self.attn
+            h = self.ln1(x)
+            q, k, v = a.split(a.q(h)), a.split(a.k(h)), a.split(a.v(h))
+            if past_k is not None:
+                k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+            x = x + a.attend(q, k, v, mask)
+            return x + self.mlp(self.ln2(x)), k, v
+
+    class Gpt(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.tok = nn.Embedding(c["vocab"], c["d"])
+            self.pos = nn.Parameter(torch.randn(c["max_pos"], c["d"]) * 0.5)
+            self.blocks = nn.ModuleList(DecoderBlock(c) for _ in range(c["layers"]))
+            self.ln_f = nn.LayerNorm(c["d"])
+
+        def logits(self, x):  # the LM head, tied to the token embedding
+            return torch.matmul(self.ln_f(x), self.tok.weight.t())
+
+    class GptPrefill(Gpt):
+        def forward(self, input_ids):
+            s = input_ids.shape[1]
+            x = self.tok(input_ids) + self.pos[:s]
+            # Causal: position i attends to j <= i; -10000 above the diagonal ([S, S]).
+            causal = torch.triu(torch.full((s, s), -10000.0), diagonal=1)
+            ks, vs = [], []
+            for block in self.blocks:
+                x, k, v = block(x, causal)
+                ks.append(k)
+                vs.append(v)
+            return self.logits(x), torch.stack(ks), torch.stack(vs)
+
+    class GptDecode(Gpt):
+        def forward(self, input_ids, past_k, past_v):
+            p = past_k.shape[3]
+            x = self.tok(input_ids) + self.pos[p:p + 1]  # the new token sits at position past
+            ks, vs = [], []
+            for layer, block in enumerate(self.blocks):
+                x, k, v = block(x, None, past_k[layer], past_v[layer])
+                ks.append(k)
+                vs.append(v)
+            return self.logits(x), torch.stack(ks), torch.stack(vs)
+
+    return {"bert_encoder": BertEncoder, "gpt_prefill": GptPrefill, "gpt_decode": GptDecode}
+
+
+def build_transformer(name, width="small"):
+    """The torch module of `name`, seeded: torch.manual_seed(0), default initialisation, then
+    LayerNorm weights and biases randomised from the same generator (fresh ones are 1 and 0,
+    which would hide a scale/shift mix-up in an import, as BatchNorm's statistics would)."""
+    import torch
+
+    if name not in TRANSFORMERS:
+        raise SystemExit(f"export_models.py: unknown transformer {name} "
+                         f"(known: {', '.join(TRANSFORMERS)})")
+    torch.manual_seed(0)
+    model = _transformer_classes()[name](transformer_config(name, width))
+    for m in model.modules():
+        if isinstance(m, torch.nn.LayerNorm):
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    return model.eval()
+
+
+def transformer_io(name, width="small"):
+    """(input names, output names, dynamic axes) of a transformer export."""
+    if name == "bert_encoder":
+        bs = {0: "batch", 1: "seq"}
+        return (["input_ids", "attention_mask"], ["hidden"],
+                {"input_ids": bs, "attention_mask": bs, "hidden": bs})
+    cache_in = {1: "batch", 3: "past"}
+    if name == "gpt_prefill":
+        cache = {1: "batch", 3: "seq"}
+        return (["input_ids"], ["logits", "present_k", "present_v"],
+                {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"},
+                 "present_k": cache, "present_v": cache})
+    # The present caches are one longer than the past: ONNX names that dim on its own.
+    cache_out = {1: "batch", 3: "past_plus_1"}
+    return (["input_ids", "past_k", "past_v"], ["logits", "present_k", "present_v"],
+            {"input_ids": {0: "batch"}, "past_k": cache_in, "past_v": cache_in,
+             "logits": {0: "batch"}, "present_k": cache_out, "present_v": cache_out})
+
+
+def transformer_inputs(name, width="small", batch=2, seq=7, past=5, seed=1):
+    """Seeded example inputs, as numpy arrays by input name: token ids uniform over the vocab;
+    bert_encoder's attention mask keeps every token of the first sequence and pads the last
+    third of the others (so the mask changes the output); the GPT caches are N(0, 1)."""
+    import numpy as np
+
+    c = transformer_config(name, width)
+    rng = np.random.default_rng(seed)
+    if name == "gpt_decode":
+        cache = (c["layers"], batch, c["heads"], past, c["d"] // c["heads"])
+        return {"input_ids": rng.integers(0, c["vocab"], (batch, 1), dtype=np.int64),
+                "past_k": rng.standard_normal(cache).astype(np.float32),
+                "past_v": rng.standard_normal(cache).astype(np.float32)}
+    ids = rng.integers(0, c["vocab"], (batch, seq), dtype=np.int64)
+    if name == "gpt_prefill":
+        return {"input_ids": ids}
+    mask = np.ones((batch, seq), np.float32)
+    mask[1:, seq - seq // 3:] = 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def run_torch(model, inputs):
+    """The module on numpy inputs (in input order): a list of numpy outputs."""
+    import torch
+
+    with torch.no_grad():
+        out = model(*(torch.from_numpy(a) for a in inputs.values()))
+    return [t.numpy() for t in (out if isinstance(out, tuple) else (out,))]
+
+
+def onnx_stats(path):
+    """(node count, {op type: count}) of an .onnx file, op types by count then name."""
+    import collections
+
+    import onnx
+
+    ops = collections.Counter(n.op_type for n in onnx.load(path).graph.node)
+    return sum(ops.values()), dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def export_transformer(name, out_dir, width="small", batch=2, seq=7, past=5):
+    """Writes OUT_DIR/NAME.onnx and NAME.<input or output>.npy (torch's reference pair at the
+    traced shape); returns the .onnx path."""
+    import numpy as np
+    import torch
+
+    model = build_transformer(name, width)
+    inputs = transformer_inputs(name, width, batch, seq, past)
+    outputs = run_torch(model, inputs)
+    in_names, out_names, axes = transformer_io(name, width)
+    path = os.path.join(out_dir, f"{name}.onnx")
+    with warnings.catch_warnings():
+        # Tracing warns about converting the sizes it reads to Python ints; they are exported as
+        # Shape/Gather (dynamic), which --verify checks at other sizes.
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        torch.onnx.export(model, tuple(torch.from_numpy(a) for a in inputs.values()), path,
+                          input_names=in_names, output_names=out_names, opset_version=14,
+                          dynamic_axes=axes, do_constant_folding=True)
+    for k, a in list(inputs.items()) + list(zip(out_names, outputs)):
+        np.save(os.path.join(out_dir, f"{name}.{k}.npy"), a)
+    return path
+
+
+# --verify's other shapes: size 1 everywhere it can be, and sizes unlike the traced ones.
+VERIFY_SHAPES = ({"batch": 1, "seq": 1, "past": 1}, {"batch": 3, "seq": 11, "past": 9})
+
+
+def verify_transformer(name, path, width="small", batch=2, seq=7, past=5):
+    """Runs the .onnx with scripts/onnx_numpy_eval.py at the traced shape and at VERIFY_SHAPES
+    and compares with torch. Returns [(shape, max abs difference)]; raises AssertionError when an
+    output differs beyond rtol=1e-4, atol=1e-4 (float32; the evaluator's softmax, erf and
+    matmul round differently from torch's)."""
+    import numpy as np
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import onnx_numpy_eval  # noqa: E402
+
+    model = build_transformer(name, width)
+    graph = onnx_numpy_eval.load(path)
+    results = []
+    for shape in ({"batch": batch, "seq": seq, "past": past},) + VERIFY_SHAPES:
+        inputs = transformer_inputs(name, width, seed=7, **shape)
+        expect = run_torch(model, inputs)
+        got = onnx_numpy_eval.run(graph, inputs)
+        assert len(got) == len(expect), f"{name}: {len(got)} outputs, torch has {len(expect)}"
+        worst = 0.0
+        for out_name, g, e in zip(transformer_io(name)[1], got, expect):
+            assert g.shape == e.shape, f"{name} {shape} {out_name}: {g.shape} vs torch {e.shape}"
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4,
+                                       err_msg=f"{name} {shape} output {out_name}")
+            worst = max(worst, float(np.max(np.abs(g - e))) if g.size else 0.0)
+        results.append((shape, worst))
+    return results
 
 
 # ---- sequence models (issue 24) -----------------------------------------------------------------
@@ -230,16 +526,21 @@ def main(argv=None):
     p.add_argument("--traces", action="store_true",
                    help="write the bundled traces to OUT_DIR instead of exporting models")
     p.add_argument("--models", default=",".join(MODELS),
-                   help="comma-separated: the CNNs (default all of them) and sequence models "
-                        f"({', '.join(SEQUENCE_MODELS)})")
-    p.add_argument("--opset", type=int, default=13, help="sequence models' ONNX opset")
-    p.add_argument("--seq", type=int, default=7, help="sequence models' reference length")
+                   help="comma-separated, of " + ", ".join(MODELS + TRANSFORMERS)
+                   + ", " + ", ".join(SEQUENCE_MODELS) + " (default the CNNs)")
+    p.add_argument("--opset", type=int, default=13,
+                   help="sequence models' ONNX opset (the transformers export at 14)")
     p.add_argument("--dynamic-hw", action="store_true", help="dims 2, 3 dynamic too")
     p.add_argument("--width", choices=("full", "small"), default="full")
     p.add_argument("--size", type=int, default=224, help="reference input height and width")
     p.add_argument("--batch", type=int, default=2, help="reference input batch")
     p.add_argument("--keep-batchnorm", action="store_true",
                    help="export BatchNormalization nodes instead of folding them into Conv")
+    p.add_argument("--seq", type=int, default=7, help="transformers and sequence models: traced sequence length")
+    p.add_argument("--past", type=int, default=5, help="gpt_decode: traced past length")
+    p.add_argument("--verify", action="store_true",
+                   help="transformers: run each .onnx (scripts/onnx_numpy_eval.py) at three "
+                        "shapes against torch")
     p.add_argument("--import", dest="do_import", action="store_true",
                    help="then run `gearbox import` on each export")
     built = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin",
@@ -254,12 +555,26 @@ def main(argv=None):
         return 0
     status = 0
     for name in args.models.split(","):
-        if name in SEQUENCE_MODELS:
+        if name in TRANSFORMERS:
+            if min(args.batch, args.seq, args.past) < 2:
+                raise SystemExit("export_models.py: --batch, --seq and --past must be >= 2 "
+                                 "(a traced size 1 can be baked into the export)")
+            path = export_transformer(name, args.out_dir, args.width, args.batch, args.seq,
+                                      args.past)
+            nodes, ops = onnx_stats(path)
+            print(f"wrote {path}: {nodes} ONNX nodes: "
+                  + ", ".join(f"{op} {n}" for op, n in ops.items()))
+            if args.verify:
+                for shape, diff in verify_transformer(name, path, args.width, args.batch,
+                                                      args.seq, args.past):
+                    print(f"  verified against torch at {shape}: max abs difference {diff:.3g}")
+        elif name in SEQUENCE_MODELS:
             path = export_sequence(name, args.out_dir, args.opset, args.batch, args.seq)
+            print(f"wrote {path}")
         else:
-            path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size, args.batch,
-                          args.keep_batchnorm)
-        print(f"wrote {path}")
+            path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size,
+                          args.batch, args.keep_batchnorm)
+            print(f"wrote {path}")
         if args.do_import:
             gbx = os.path.join(args.out_dir, f"{name}.gbx")
             r = subprocess.run([args.gearbox, "import", path, "-o", gbx])

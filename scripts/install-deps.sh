@@ -21,6 +21,15 @@ pkgs+=(python3-torch python3-torchvision libonnx-testdata)
 # The HTML report's browser test (tests/python/test_html_report.py): headless Chromium loads the
 # page, checks its DOM and takes a screenshot.
 pkgs+=(chromium)
+# Bench-only peers (issue 23): bench/kernels_bench.cpp times oneDNN's and OpenBLAS's sgemm in
+# the same run as gearbox's MatMul. CMake finds them optionally; the libraries never need them.
+pkgs+=(libdnnl-dev libopenblas-dev)
+# The ONNX Runtime peer of bench/peers/peers.py (issue 23) is npm's onnxruntime-node
+# (scripts/install-peers.sh), which needs node and npm. Only when the commands are missing: a
+# NodeSource nodejs already ships npm, and Debian's npm package would conflict with it.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  pkgs+=(nodejs npm)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,6 +23,14 @@ for flavour in release asan; do
   # ---- package step (issue 13): pytest, install + out-of-tree consumer, shared build ----
   if [ "$flavour" = release ]; then bash scripts/test-package.sh build; fi
   # ---- end of package step ----
+  # The peers bench (issue 23), a smoke run: the MLP at batch 1 in every gearbox mode, ONNX
+  # Runtime and PyTorch, threads 1 and 2, one call each; it checks that the three agree and
+  # that nothing compiled while timed, and asserts no timing. install-peers.sh fails, not skips,
+  # when npm cannot reach the registry (it says why).
+  if [ "$flavour" = release ]; then
+    bash scripts/install-peers.sh
+    /usr/bin/python3 bench/peers/peers.py --smoke --build build
+  fi
   # The pytest suite against the ASan + UBSan module (issue 22), without the torchvision model
   # runs of test_import_models.py (minutes each in a Debug + ASan build; run them with
   # `bash scripts/test-python-asan.sh`, every file, when the budget allows).

@@ -5,7 +5,7 @@ Every ```console block of the tutorial is a session: a line starting with "$ " i
 the lines after it (up to the next "$ " or the end of the block) are its recorded output
 (stdout and stderr as the terminal shows them, then "[exit N]" when the exit code is not 0).
 Commands run in order, with bash, in one fresh temporary directory holding a copy of the
-repository's examples/ and scripts/export_models.py (so `gearbox run examples/four_ops.gbx ...` works and files a command
+repository's examples/, scripts/export_models.py and scripts/gen_serving_trace.py (so `gearbox run examples/four_ops.gbx ...` works and files a command
 writes are there for the next one), with the build's bin/ first on PATH.
 
 Before comparing, both sides are masked: measured times (a number followed by ns, us, ms, s or
@@ -144,6 +144,8 @@ def main():
         # The real-model chapters export torchvision models with the project's script.
         (pathlib.Path(tmp) / "scripts").mkdir()
         shutil.copy2(REPO / "scripts" / "export_models.py", pathlib.Path(tmp) / "scripts")
+        # Chapter 6 writes serving traces.
+        shutil.copy2(REPO / "scripts" / "gen_serving_trace.py", pathlib.Path(tmp) / "scripts")
         for c in commands:
             out, secs = run(c.command, tmp, env, args.timeout)
             outputs[c.line_no] = out

@@ -44,6 +44,17 @@ GearChoiceProblem randomProblem(std::mt19937& rng, size_t n, bool monotone) {
   return p;
 }
 
+// A problem from its four per-size lists (no fallback).
+GearChoiceProblem problem(std::vector<int64_t> sizes, std::vector<int64_t> counts,
+                          std::vector<double> compileUs, std::vector<double> callUs) {
+  GearChoiceProblem p;
+  p.sizes = std::move(sizes);
+  p.counts = std::move(counts);
+  p.compileUs = std::move(compileUs);
+  p.callUs = std::move(callUs);
+  return p;
+}
+
 TEST(GearChoice, DynamicProgrammeEqualsExhaustiveSearchOnRandomTraces) {
   std::mt19937 rng(14);
   for (int trial = 0; trial < 300; ++trial) {
@@ -90,12 +101,83 @@ TEST(GearChoice, RangeFormAgreesWithTheSeparableForm) {
   }
 }
 
+// Fallback costs on a random problem: per call through the fallback, dearer than a gear
+// call; a first-call cost per size; some sizes needing a shared part (the dynamic plan).
+void addFallback(std::mt19937& rng, GearChoiceProblem& p, SizeFallback rule) {
+  std::uniform_real_distribution<double> extra(0, 60), first(0, 3000), shared(0, 4000);
+  std::bernoulli_distribution needsShared(0.8);
+  p.fallback = rule;
+  for (size_t i = 0; i < p.sizes.size(); ++i) {
+    p.fallbackCallUs.push_back(p.callUs[i] + extra(rng));
+    p.fallbackFirstUs.push_back(first(rng));
+    p.fallbackShared.push_back(needsShared(rng) ? 1 : 0);
+  }
+  p.fallbackSharedUs = shared(rng);
+}
+
+// With a fallback the gears need not cover the largest size (pad+dynamic, pad+eager) or any
+// size at all (dynamic, eager): the single pass equals exhaustive search, also with the
+// largest gear bounded (a memory budget), and every per-count best is that count's optimum.
+TEST(GearChoice, FallbackProgrammesEqualExhaustiveSearch) {
+  std::mt19937 rng(25);
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t n = 2 + trial % 10;  // 2..11 sizes
+    const SizeFallback rule = trial % 2 ? SizeFallback::kAboveLargest : SizeFallback::kNotAGear;
+    GearChoiceProblem p = randomProblem(rng, n, trial % 5 != 0);
+    addFallback(rng, p, rule);
+    if (trial % 4 == 3) p.largestGearLimit = 1 + static_cast<size_t>(trial) % (n - 1);
+    const size_t maxGears = 2 + static_cast<size_t>(trial) % (n - 1);
+    const GearChoice dp = chooseGears(p, 2, maxGears);
+    const GearChoice ex = chooseGearsExhaustive(p, 2, maxGears);
+    ASSERT_NEAR(dp.totalUs, ex.totalUs, 1e-9 * ex.totalUs) << "trial " << trial;
+    EXPECT_EQ(dp.totalUs, gearChoiceCost(p, dp.gears));
+    EXPECT_LE(dp.gears.back(), p.largestGearLimit);
+    const std::vector<GearChoice> perCount = chooseGearsPerCount(p, 2, maxGears);
+    ASSERT_EQ(perCount.size(), maxGears - 1);
+    for (size_t k = 2; k <= maxGears; ++k) {
+      const GearChoice& c = perCount[k - 2];
+      if (c.gears.empty()) {
+        EXPECT_THROW(chooseGearsExhaustive(p, k, k), Error) << "trial " << trial << " k " << k;
+        continue;
+      }
+      EXPECT_EQ(c.gears.size(), k);
+      EXPECT_NEAR(c.totalUs, chooseGearsExhaustive(p, k, k).totalUs, 1e-9 * c.totalUs)
+          << "trial " << trial << " k " << k;
+    }
+  }
+}
+
+// The totals by hand on three sizes, one call each: what each rule charges a size left out.
+TEST(GearChoice, FallbackRulesChargeWhatTheRunCharges) {
+  GearChoiceProblem p = problem({2, 4, 8}, {1, 1, 1}, {100, 100, 100}, {1, 2, 3});
+  p.fallbackCallUs = {10, 20, 30};
+  p.fallbackFirstUs = {1000, 2000, 3000};
+  p.fallbackShared = {0, 1, 1};
+  p.fallbackSharedUs = 50000;
+  EXPECT_THROW(gearChoiceCost(p, {0, 1}), Error);               // kNone: 8 must be a gear
+  EXPECT_EQ(gearChoiceCost(p, {0, 2}), 100 + 1 + 100 + 3 + 3);  // 4 pads up to 8
+  p.fallback = SizeFallback::kAboveLargest;
+  // 8 falls back: its call, its first-call cost and the shared part once.
+  EXPECT_EQ(gearChoiceCost(p, {0, 1}), 100 + 1 + 100 + 2 + (30 + 3000) + 50000);
+  EXPECT_EQ(gearChoiceCost(p, {1, 2}), 100 + 2 + 2 + 100 + 3);  // 2 pads up to 4
+  p.fallback = SizeFallback::kNotAGear;
+  // No padding: 4 is not a gear, so it falls back, with the shared part.
+  EXPECT_EQ(gearChoiceCost(p, {0, 2}), 100 + 1 + (20 + 2000) + 50000 + 100 + 3);
+  // Only size 2 falls back: it needs no shared part.
+  EXPECT_EQ(gearChoiceCost(p, {1, 2}), (10 + 1000) + 100 + 2 + 100 + 3);
+  p.largestGearLimit = 1;
+  EXPECT_THROW(gearChoiceCost(p, {1, 2}), Error);  // 8 may not be a gear
+  EXPECT_EQ(chooseGears(p, 2, 2).gears, (std::vector<size_t>{0, 1}));
+  p.fallback = SizeFallback::kNone;
+  EXPECT_THROW(chooseGears(p, 2, 3), Error);  // the largest must be a gear, and cannot be
+}
+
 TEST(GearChoice, BadProblemsAreClearErrors) {
-  GearChoiceProblem p{{4, 2}, {1, 1}, {1, 1}, {1, 1}};
+  GearChoiceProblem p = problem({4, 2}, {1, 1}, {1, 1}, {1, 1});
   EXPECT_THROW(chooseGears(p, 2, 2), Error);
-  GearChoiceProblem one{{4}, {1}, {1}, {1}};
+  GearChoiceProblem one = problem({4}, {1}, {1}, {1});
   EXPECT_THROW(chooseGears(one, 2, 100), Error);
-  GearChoiceProblem ok{{2, 4}, {1, 1}, {1, 1}, {1, 1}};
+  GearChoiceProblem ok = problem({2, 4}, {1, 1}, {1, 1}, {1, 1});
   EXPECT_THROW(gearChoiceCost(ok, {0}), Error);  // does not cover the largest size
 }
 

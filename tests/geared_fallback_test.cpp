@@ -143,13 +143,50 @@ TEST(GearedFallback, DynamicSpecialisesSizeOneAsDynamicModeDoes) {
   EXPECT_EQ(gearedCounters(s.stats()).fallbackCalls, 4);
 }
 
+// vLLM's hybrid (pad+dynamic, pad+eager): a call a gear covers pads up to it; only the calls
+// above the largest gear take the fallback path.
+TEST(GearedFallback, PadThenFallbackPadsCoveredCallsAndRunsTheRestOnTheFallback) {
+  const std::vector<int64_t> trace = {2, 3, 9, 4, 7, 12, 8, 20, 3};
+  for (GearFallback f : {GearFallback::kPadDynamic, GearFallback::kPadEager}) {
+    Session s(fourOps(), geared(f));
+    set_dim_gears(s, "x", {{0, {2, 4, 8}}});
+    for (size_t i = 0; i < trace.size(); ++i) {
+      auto in = batch(s, trace[i], 30 + i);
+      expectMatchesReference(s, in, s.run(in), trace[i]);
+    }
+    const SessionStats& st = s.stats();
+    const GearedCounters gc = gearedCounters(st);
+    EXPECT_EQ(gc.paddedCalls, 3) << gearFallbackName(f);    // 3 -> 4, 7 -> 8, 3 -> 4
+    EXPECT_EQ(gc.fallbackCalls, 3) << gearFallbackName(f);  // 9, 12, 20
+    const bool dynamic = f == GearFallback::kPadDynamic;
+    EXPECT_EQ(st.graphCompiles, dynamic ? 3 + 1 : 3) << gearFallbackName(f);
+    // Eager: three new batch sizes above the gears, three kernels each.
+    if (!dynamic) {
+      EXPECT_EQ(st.kernelCompiles, 9 + 3 * 3);
+    }
+    const auto& h = s.history();
+    for (size_t i = 0; i < trace.size(); ++i) {
+      const GearedCall c = gearedCall(h[i]);
+      EXPECT_EQ(c.fallback, trace[i] > 8 ? (dynamic ? "dynamic" : "eager") : "") << i;
+      EXPECT_EQ(c.padded, trace[i] == 3 || trace[i] == 7) << i;
+    }
+  }
+  EXPECT_EQ(parseGearFallback("pad+dynamic"), GearFallback::kPadDynamic);
+  EXPECT_EQ(parseGearFallback("pad+eager"), GearFallback::kPadEager);
+  EXPECT_TRUE(gearFallbackPads(GearFallback::kPadEager));
+  EXPECT_FALSE(gearFallbackPads(GearFallback::kDynamic));
+  EXPECT_EQ(gearFallbackPath(GearFallback::kPadDynamic), GearFallback::kDynamic);
+  EXPECT_EQ(gearFallbackPath(GearFallback::kPad), GearFallback::kPad);
+}
+
 TEST(GearedFallback, ErrorAndPadKeepTheirCountersAndPadToRefusesTheNewFallbacks) {
   Session s(fourOps(), geared(GearFallback::kError));
   set_dim_gears(s, "x", {{0, {2, 4}}});
   EXPECT_THROW(s.run(batch(s, 9, 1)), Error);
   // No fallback counter without a dynamic or eager fallback: the report stays as it was.
   EXPECT_EQ(s.stats().modeCounters.size(), 4u);
-  for (GearFallback f : {GearFallback::kDynamic, GearFallback::kEager}) {
+  for (GearFallback f : {GearFallback::kDynamic, GearFallback::kEager, GearFallback::kPadDynamic,
+                         GearFallback::kPadEager}) {
     SessionOptions o = geared(f);
     gearOptions(o).padTo = {{"x", Shape{8, 4}}};
     try {

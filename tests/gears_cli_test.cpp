@@ -3,10 +3,12 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "cli_util.h"
+#include "graph/file_io.h"
 
 namespace {
 
@@ -198,6 +200,66 @@ TEST(GearsCli, SuggestGearsErrorsExitWithTwo) {
   RunResult big = runGearbox("suggest-gears " + example("seed001_add.gbx") + " --trace " +
                              example("seed001_add.trace.jsonl") + " --max-gears 101");
   EXPECT_EQ(big.exitCode, 2) << big.output;
+}
+
+// suggest-gears --gear-fallback (issue 25 item 4): the whole table, references included,
+// against a golden (GEARBOX_UPDATE_GOLDEN=1 rewrites it). On examples/mlp_rare_large the
+// pad+dynamic suggestion keeps 8 and 512 and leaves the seven rare large batches to the
+// dynamic fallback; the row below it is the best set that covers every size.
+TEST(GearsCli, SuggestGearsFallbackTableGolden) {
+  const std::string golden =
+      std::string(GEARBOX_SOURCE_DIR) + "/tests/golden/suggest/mlp_rare_large_pad_dynamic.txt";
+  RunResult r = runGearbox("suggest-gears " + example("mlp.gbx") + " --trace " +
+                           example("mlp_rare_large.trace.jsonl") + " --gear-fallback pad+dynamic");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  if (std::getenv("GEARBOX_UPDATE_GOLDEN")) {
+    gearbox::writeFileAtomic(golden, r.output);
+    return;
+  }
+  EXPECT_EQ(r.output, gearbox::readFile(golden)) << "GEARBOX_UPDATE_GOLDEN=1 rewrites " << golden;
+}
+
+TEST(GearsCli, SuggestGearsFallbackErrorsExitWithTwo) {
+  const std::string args =
+      "suggest-gears " + example("mlp.gbx") + " --trace " + example("mlp_serving.trace.jsonl");
+  // An unknown kind names the option and the choices, before the trace is read.
+  RunResult bad = runGearbox(args + " --gear-fallback graph");
+  EXPECT_EQ(bad.exitCode, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--gear-fallback 'graph': expected one of error, pad, dynamic, eager, "
+                            "pad+dynamic, pad+eager"),
+            std::string::npos)
+      << bad.output;
+  RunResult empty = runGearbox(args + " --gear-fallback ''");
+  EXPECT_EQ(empty.exitCode, 2) << empty.output;
+  // error makes every size a gear: 64 sizes fit 100 gears, not 10.
+  RunResult few = runGearbox(args + " --gear-fallback error --max-gears 10 --no-references");
+  EXPECT_EQ(few.exitCode, 2) << few.output;
+  EXPECT_NE(few.output.find("every one must be a gear (--gear-fallback error runs only exact "
+                            "gears), above the limit of 10 gears"),
+            std::string::npos)
+      << few.output;
+  // Two symbols, exact gears chosen one by one: a product of lists cannot write them.
+  const std::string model = ::testing::TempDir() + "two_symbols.gbx";
+  const std::string trace = ::testing::TempDir() + "two_symbols.trace.jsonl";
+  {
+    std::ofstream m(model);
+    m << "graph two(%a: f32[B, 4], %b: f32[C, 4]) {\n  %y = cat(%a, %b, dim=0)\n  return %y\n}\n";
+    std::ofstream t(trace);
+    for (int i = 0; i < 12; ++i)
+      t << "{\"a\": [" << 1 + i % 3 << ", 4], \"b\": [" << 2 + i % 4 << ", 4]}\n";
+  }
+  const std::string two = "suggest-gears " + model + " --trace " + trace + " --no-references";
+  RunResult product = runGearbox(two + " --gear-fallback eager --merge product");
+  EXPECT_EQ(product.exitCode, 2) << product.output;
+  EXPECT_NE(product.output.find("cannot write; use --merge zip"), std::string::npos)
+      << product.output;
+  EXPECT_EQ(runGearbox(two + " --gear-fallback eager").exitCode, 0);
+  // The cat along the varying dims refuses padding: pad+eager cannot run there.
+  RunResult pads = runGearbox(two + " --gear-fallback pad+eager");
+  EXPECT_EQ(pads.exitCode, 2) << pads.output;
+  EXPECT_NE(pads.output.find("--gear-fallback pad+eager pads calls up to a gear"),
+            std::string::npos)
+      << pads.output;
 }
 
 TEST(GearsCli, PadToCompilesOnceAndMatchesTheReference) {

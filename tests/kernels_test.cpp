@@ -182,6 +182,14 @@ std::vector<OpCase> matmulCases() {
       {"large_row_split", {192, 256}, {256, 160}, true},
       {"large_batch_split", {8, 96, 96}, {8, 96, 96}, true},
       {"large_folded_row_split", {4, 64, 128}, {128, 128}, true},
+      // The per-ISA GEMM (executor/kernels/gemm.cpp): skinny rows 1..7 with ragged columns,
+      // two kc blocks (k = 300 runs as 2 x 150), the first packed M past the skinny limit, an
+      // attention-shaped batch, and a skinny product split by columns over tasks.
+      {"skinny_m1", {1, 300}, {300, 77}},
+      {"skinny_m7_ragged", {7, 41}, {41, 203}},
+      {"packed_m33_two_k_blocks", {33, 300}, {300, 45}},
+      {"attention_batch", {2, 3, 16, 8}, {2, 3, 8, 16}},
+      {"large_skinny_column_split", {8, 512}, {512, 1000}, true},
   };
   std::vector<OpCase> cases;
   for (DType t : kAllDTypes) {
@@ -1275,11 +1283,23 @@ void expectMatches(const OpCase& c, const Tensor& expected, const Tensor& got) {
 
 class KernelDiff : public ::testing::TestWithParam<OpCase> {};
 
+void checkOptimized(const OpCase& c, const std::vector<Tensor>& ins, const Tensor& expected);
+
+// Every case runs on every ISA this machine has (compiler/cpu_isa.h): the kernels compiled per
+// ISA (GEMM, elementwise, mean, transpose) each against the reference, spec compiled under that
+// ISA.
 TEST_P(KernelDiff, OptimizedMatchesReference) {
   const OpCase& c = GetParam();
   const std::vector<Tensor> ins = makeInputs(c);
   const Tensor expected = runReference(c, ins);
+  for (Isa isa : availableIsas()) {
+    SCOPED_TRACE(fmt::format("isa {}", isaName(isa)));
+    ScopedIsaOverride forced(isa);
+    checkOptimized(c, ins, expected);
+  }
+}
 
+void checkOptimized(const OpCase& c, const std::vector<Tensor>& ins, const Tensor& expected) {
   auto spec = compileKernelSpec(makeKernelKey(c.kind, typesOf(ins), c.attrs()));
   ASSERT_FALSE(spec->generic);
   ASSERT_EQ(spec->output.shape, expected.shape());

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli_util.h"
+#include "compiler/cpu_isa.h"
 #include "gearbox/version.h"
 #include "temp_dir.h"
 
@@ -15,10 +16,11 @@ using testing_util::runGearbox;
 using testing_util::shellQuote;
 using testing_util::TempDir;
 
-TEST(PackageCli, VersionPrintsTheProjectVersion) {
+TEST(PackageCli, VersionPrintsTheProjectVersionAndTheIsa) {
   const auto r = runGearbox("--version");
   EXPECT_EQ(r.exitCode, 0);
-  EXPECT_EQ(r.output, std::string("gearbox ") + GEARBOX_VERSION + "\n");
+  // The second line: the ISA the kernels run with and what the CPU has (compiler/cpu_isa.h).
+  EXPECT_EQ(r.output, std::string("gearbox ") + GEARBOX_VERSION + "\n" + isaDescription() + "\n");
 }
 
 TEST(PackageCli, ImportWithoutPythonIsAClearConfigError) {

@@ -14,14 +14,14 @@ namespace {
 
 template <class T>
 void addOne(CLI::App* cmd, const std::string& names, T& field, const std::string& help,
-            unsigned flags, const OptionCheck& check) {
+            unsigned flags, const OptionCheck& check, bool required) {
   CLI::Option* opt;
   if constexpr (std::is_same_v<T, bool>)
     opt = cmd->add_flag(names, field, help);
   else
     opt = cmd->add_option(names, field, help);
   if (check.validator) opt->check(*check.validator);
-  if (flags & kRequired) opt->required();
+  if (required) opt->required();
   if (flags & kShowDefault) opt->capture_default_str();
 }
 
@@ -32,7 +32,8 @@ void addRunOptions(CLI::App* cmd, RunOptions& o, OptionCommands command) {
 #define GEARBOX_RUN_OPTION(field, type, def, names, commands, flags, check, config, py, help) \
   if ((commands)&command) {                                                                   \
     const OptionHelp h = help;                                                                \
-    addOne(cmd, names, o.field, command == kRunOnly ? h.run : h.compare, flags, check);       \
+    addOne(cmd, names, o.field, command == kRunOnly ? h.run : h.compare, flags, check,        \
+           ((flags)&kRequired) || (((flags)&kRequiredByRun) && command == kRunOnly));         \
   }
 #include "driver/run_options.def"
 #undef GEARBOX_RUN_OPTION
@@ -48,7 +49,8 @@ void addSweepOptions(CLI::App* cmd, RunOptions& o) {
 #define GEARBOX_RUN_OPTION(field, type, def, names, commands, flags, check, config, py, help) \
   if (takes(names)) {                                                                         \
     const OptionHelp h = help;                                                                \
-    addOne(cmd, names, o.field, h.run, flags, check);                                         \
+    addOne(cmd, names, o.field, h.run, flags, check,                                          \
+           ((flags) & (kRequired | kRequiredByRun)) != 0);                                    \
   }
 #include "driver/run_options.def"
 #undef GEARBOX_RUN_OPTION

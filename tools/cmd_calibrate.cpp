@@ -18,6 +18,7 @@
 #include <iostream>
 
 #include "compiler/compiler.h"
+#include "compiler/cpu_isa.h"
 #include "driver/run_report.h"
 #include "executor/cost_model.h"
 #include "executor/kernels.h"
@@ -306,7 +307,10 @@ void registerCalibrate(CLI::App& app) {
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     Calibration c;
-    c.by = fmt::format("measured here by `gearbox calibrate` ({}, {})", cpu, date);
+    // The kernels' ISA is part of what was measured: a profile taken under GEARBOX_ISA=baseline
+    // describes slower kernels than the same CPU's AVX2 ones.
+    c.by = fmt::format("measured here by `gearbox calibrate` ({}, {}, {})", cpu, isaDescription(),
+                       date);
     c.log = out->empty() ? &std::cerr : &std::cout;
     c.m.sources.clear();
     c.m.name = "cpu-host";

@@ -18,10 +18,11 @@ namespace {
 
 struct PrecompileOptions {
   std::string dir, output;
+  int threads = 0;
 };
 
 void runPrecompile(const PrecompileOptions& o) {
-  const PrecompileResult r = precompileBundle(o.dir, o.output);
+  const PrecompileResult r = precompileBundle(o.dir, o.output, o.threads);
   std::cout << fmt::format("read {} op-info records from {}\n", r.records, r.recordDir);
   if (r.skippedDynamic)
     std::cout << fmt::format("skipped {} records with dynamic dims (no static kernel possible)\n",
@@ -46,6 +47,10 @@ void registerPrecompile(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--output", o->output,
                   "Bundle to write (default: <ts dir>/static_kernel_<datetime>.run)");
+  cmd->add_option("--threads", o->threads,
+                  "Compile the kernels for this thread cap, the --threads of the runs that load "
+                  "the bundle (0: no cap, as those runs without --threads)")
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->callback([o] { runPrecompile(*o); });
 }
 

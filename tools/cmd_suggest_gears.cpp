@@ -1,8 +1,9 @@
 // `gearbox suggest-gears MODEL --trace T [--max-gears K] [--device-profile P] [--cost k=v]
 // [--merge zip|product] [--max-memory BYTES] [--max-startup US] [--graph-pool shared|separate]
-// [-o gears.json] [--json report.json]`: chooses the gears that minimise the MODELED total of
-// geared mode over the trace within the memory and start-up budgets and prints them next to the
-// usual choices (driver/gear_suggest.h, docs/gears.md "Choosing gears").
+// [--gear-fallback pad|error|dynamic|eager|pad+dynamic|pad+eager] [-o gears.json]
+// [--json report.json]`: chooses the gears that minimise the MODELED total of geared mode over
+// the trace (with that fallback) within the memory and start-up budgets and prints them next to
+// the usual choices (driver/gear_suggest.h, docs/gears.md "Choosing gears").
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -22,7 +23,7 @@ namespace {
 
 struct SuggestCliOptions {
   std::string model, trace, deviceProfile, output, json, merge = "zip", maxMemory,
-                                                         graphPool = "shared";
+                                                         graphPool = "shared", gearFallback = "pad";
   double maxStartupUs = 0;
   std::vector<std::string> costOverrides;
   // Signed, so "-1" is read as -1 and refused, not as 2^64-1.
@@ -47,6 +48,7 @@ void runSuggest(const SuggestCliOptions& o) {
   checkOutputsAreNotInputs({{"-o", o.output}, {"--json", o.json}},
                            {{"MODEL", o.model}, {"--trace", o.trace}});
   const MergePolicy merge = parseMergePolicy(o.merge);
+  const GearFallback fallback = parseGearFallback(o.gearFallback);
   CostModel cost =
       loadDeviceProfile(o.deviceProfile.empty() ? std::string(kDefaultProfile) : o.deviceProfile);
   for (const std::string& a : o.costOverrides) applyCostOverride(cost, a);
@@ -62,6 +64,7 @@ void runSuggest(const SuggestCliOptions& o) {
   if (!pool)
     fail(ErrorKind::kConfig, "--graph-pool '{}': expected shared or separate", o.graphPool);
   so.pool = *pool;
+  so.fallback = fallback;
   so.maxGears = static_cast<size_t>(o.maxGears);
   so.merge = merge;
   so.references = !o.noReferences;
@@ -99,6 +102,9 @@ void registerSuggestGears(CLI::App& app) {
                   "MODELED start-up budget in us: the up-front compiles (0: none)");
   cmd->add_option("--graph-pool", o->graphPool,
                   "How the gears' workspaces add up: shared (the largest) or separate (the sum)");
+  cmd->add_option("--gear-fallback", o->gearFallback,
+                  "The run's fallback the gears are for: pad (default), error, dynamic, eager, "
+                  "pad+dynamic or pad+eager (sizes above the largest gear take that path)");
   cmd->add_option("-o,--output", o->output, "Write the suggested gears JSON (for --gears @FILE)");
   cmd->add_option("--json", o->json, "Write the candidate table as JSON");
   cmd->add_flag("--no-references", o->noReferences,

@@ -4,6 +4,7 @@
 #include <exception>
 #include <iostream>
 
+#include "compiler/cpu_isa.h"
 #include "executor/modes/mode_table.h"
 #include "gearbox/version.h"
 #include "graph/error.h"
@@ -28,7 +29,16 @@ int main(int argc, char** argv) {
                "gearbox"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Expand all help");
-  app.set_version_flag("--version", std::string("gearbox ") + GEARBOX_VERSION);
+  // The ISA the kernels run with is decided here, before any command: a bad GEARBOX_ISA is bad
+  // input (exit 2, the variable named), whatever the command.
+  std::string isa;
+  try {
+    isa = gearbox::isaDescription();
+  } catch (const gearbox::Error& e) {
+    std::cerr << "gearbox: " << gearbox::errorKindName(e.kind()) << ": " << e.what() << "\n";
+    return 2;
+  }
+  app.set_version_flag("--version", std::string("gearbox ") + GEARBOX_VERSION + "\n" + isa);
   gearbox::cli::registerPrint(app);
   gearbox::cli::registerRun(app);
   gearbox::cli::registerEval(app);

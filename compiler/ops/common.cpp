@@ -15,10 +15,22 @@ int64_t product(const Shape& s, int begin, int end) {
   return p;
 }
 
+namespace {
+// The cap of the key being compiled on this thread (TaskCapScope); 0 = none.
+thread_local int taskCap = 0;
+}  // namespace
+
+TaskCapScope::TaskCapScope(int threads) : previous_(taskCap) {
+  taskCap = threads;
+}
+TaskCapScope::~TaskCapScope() {
+  taskCap = previous_;
+}
+
 int decideTasks(double work, double threshold) {
   // Thread start-up would cost more than it saves below the threshold.
   if (!(work >= 2 * threshold)) return 1;
-  const int maxTasks = std::max(1, tbb::this_task_arena::max_concurrency());
+  const int maxTasks = taskCap > 0 ? taskCap : std::max(1, tbb::this_task_arena::max_concurrency());
   return static_cast<int>(std::min<double>(maxTasks, std::floor(work / threshold)));
 }
 

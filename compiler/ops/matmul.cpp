@@ -6,6 +6,11 @@
 #include "compiler/ops/op_hooks.h"
 
 namespace gearbox::ops {
+
+static int64_t roundUp(int64_t x, int64_t to) {
+  return (x + to - 1) / to * to;
+}
+
 namespace {
 
 // The operands and output as matrices (rank >= 2), promoting 1-D operands as torch.matmul does.
@@ -75,15 +80,34 @@ MatMulParams compileMatrices(const Shape& a, const Shape& b, const Shape& out) {
   return p;
 }
 
-// Chooses MatMul's split: whole batches per task when there are enough of them, else blocks of
-// M rows (each task runs one GEMM on its rows). Returns the task count actually usable.
+// The rows of the micro-kernel tile on the path's ISA (8 for Eigen's register blocks).
+int64_t tileRows(const MatMulParams& p) {
+  if (p.gemm.path == GemmPath::kEigen) return 8;
+  return p.isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
+}
+
+// Chooses MatMul's split: whole batches per task when there are enough of them; for the skinny
+// path blocks of N columns (each task then reads only its share of B, which is what a small-M
+// product is bound by); else blocks of M rows (each task runs one GEMM on its rows). Returns the
+// task count actually usable.
 int splitMatMul(MatMulParams& p, int tasks) {
   p.rowsPerTask = 0;
+  p.colsPerTask = 0;
   if (tasks <= 1 || p.batch >= tasks) return tasks;
   const int64_t blocksPerBatch = (tasks + p.batch - 1) / p.batch;
+  if (p.gemm.path == GemmPath::kSkinny) {
+    // Whole 64-float (256-byte) column blocks: cache-line aligned rows of B and C per task.
+    const int64_t cols = roundUp((p.n + blocksPerBatch - 1) / blocksPerBatch, 64);
+    if (cols < p.n) {
+      p.colsPerTask = cols;
+      const int64_t items = p.batch * ((p.n + cols - 1) / cols);
+      return static_cast<int>(std::min<int64_t>(tasks, items));
+    }
+  }
   int64_t rows = (p.m + blocksPerBatch - 1) / blocksPerBatch;
-  // Multiples of 8 rows keep Eigen's register blocks whole in every task but the last.
-  if (p.m >= 16) rows = (rows + 7) / 8 * 8;
+  // Whole micro-kernel tiles in every task but the last.
+  const int64_t mr = tileRows(p);
+  if (p.m >= 2 * mr) rows = roundUp(rows, mr);
   if (rows >= p.m) return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(tasks, p.batch)));
   p.rowsPerTask = rows;
   const int64_t items = p.batch * ((p.m + rows - 1) / rows);
@@ -97,6 +121,8 @@ void compileMatMul(KernelSpec& spec) {
   MatMulParams p = compileMatrices(s.a, s.b, s.out);
   spec.work = 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.m) *
               static_cast<double>(p.n) * static_cast<double>(p.k);
+  p.isa = activeIsa();
+  p.gemm = chooseGemmBlocking(p.isa, spec.key.dtype, p.m, p.n, p.k);
   spec.tasks = splitMatMul(p, decideTasks(spec.work, kParallelFlopThreshold));
   spec.params = std::move(p);
 }
@@ -132,6 +158,12 @@ void paramsToJsonMatMul(const KernelSpec& spec, Json& p) {
   p["a_offsets"] = v.aOffsets;
   p["b_offsets"] = v.bOffsets;
   p["rows_per_task"] = v.rowsPerTask;
+  p["cols_per_task"] = v.colsPerTask;
+  p["isa"] = isaName(v.isa);
+  p["gemm_path"] = gemmPathName(v.gemm.path);
+  p["kc"] = v.gemm.kc;
+  p["mc"] = v.gemm.mc;
+  p["nc"] = v.gemm.nc;
 }
 
 void paramsFromJsonMatMul(const Json& p, KernelSpec& spec) {
@@ -145,6 +177,18 @@ void paramsFromJsonMatMul(const Json& p, KernelSpec& spec) {
   m.aOffsets = getIntArray(p, "a_offsets", where, io);
   m.bOffsets = getIntArray(p, "b_offsets", where, io);
   m.rowsPerTask = getInt(p, "rows_per_task", where, io);
+  m.colsPerTask = getInt(p, "cols_per_task", where, io);
+  const std::string isa = getString(p, "isa", where, io);
+  const auto parsedIsa = parseIsa(isa);
+  if (!parsedIsa) fail(io, "field '{}.isa': unknown ISA '{}'", where, isa);
+  m.isa = *parsedIsa;
+  const std::string path = getString(p, "gemm_path", where, io);
+  const auto parsedPath = parseGemmPath(path);
+  if (!parsedPath) fail(io, "field '{}.gemm_path': unknown GEMM path '{}'", where, path);
+  m.gemm.path = *parsedPath;
+  m.gemm.kc = getInt(p, "kc", where, io);
+  m.gemm.mc = getInt(p, "mc", where, io);
+  m.gemm.nc = getInt(p, "nc", where, io);
   spec.params = std::move(m);
 }
 
@@ -152,7 +196,16 @@ void checkParamsMatMul(const KernelSpec& s) {
   const MatMulParams& m = paramsAs<MatMulParams>(s);
   const int64_t na = s.key.inputs[0].shape.numel(), nb = s.key.inputs[1].shape.numel();
   auto bad = [&](const char* what) { paramsMismatch(s, what); };
-  if (m.batch < 1 || m.m < 0 || m.n < 0 || m.k < 0 || m.rowsPerTask < 0) bad("negative extent");
+  if (m.batch < 1 || m.m < 0 || m.n < 0 || m.k < 0 || m.rowsPerTask < 0 || m.colsPerTask < 0)
+    bad("negative extent");
+  if (m.rowsPerTask > 0 && m.colsPerTask > 0) bad("both a row and a column split");
+  // The blocking sizes the executor's packing buffers: positive and bounded on the packed paths.
+  const GemmBlocking& g = m.gemm;
+  if (g.path != GemmPath::kEigen &&
+      (g.kc < 1 || g.mc < 1 || g.nc < 1 || g.kc > 65536 || g.mc > 65536 || g.nc > 65536))
+    bad("GEMM blocking out of range");
+  if (g.path != GemmPath::kEigen && (s.key.dtype != DType::kF32 || m.isa == Isa::kBaseline))
+    bad("GEMM path needs f32 and AVX2 or AVX-512");
   if (checkedProduct({m.batch, m.m, m.n}) != s.output.shape.numel()) bad("output size");
   if (m.aOffsets.size() != static_cast<size_t>(m.batch) ||
       m.bOffsets.size() != static_cast<size_t>(m.batch))
@@ -170,3 +223,58 @@ std::string opInfoInputNameMatMul(size_t i, size_t) {
 }
 
 }  // namespace gearbox::ops
+
+namespace gearbox {
+
+using ops::roundUp;
+
+std::string_view gemmPathName(GemmPath path) {
+  switch (path) {
+    case GemmPath::kEigen: return "eigen";
+    case GemmPath::kPacked: return "packed";
+    case GemmPath::kSkinny: return "skinny";
+  }
+  return "eigen";
+}
+
+std::optional<GemmPath> parseGemmPath(std::string_view text) {
+  for (GemmPath p : {GemmPath::kEigen, GemmPath::kPacked, GemmPath::kSkinny})
+    if (text == gemmPathName(p)) return p;
+  return std::nullopt;
+}
+
+// Blocking in the BLIS manner, for the cache sizes of the CPUs gearbox runs on (32-48 KiB L1d,
+// 512 KiB-2 MiB L2): a kc x nr panel of packed B stays in L1 while the micro-kernel walks the
+// mc x kc block of packed A held in L2. BLIS's Zen configuration uses mc 144, kc 256 for sgemm.
+// GEMMs with at most this many rows take the skinny path. Measured on Zen 3 (issue 23, at K =
+// N = 1024): streaming B's rows beat packing B up to M = 16-32; from M = 64 on, packing B once
+// and reusing it from L1/L2 per row panel wins.
+constexpr int64_t kGemmSkinnyMaxM = 16;
+
+GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k) {
+  GemmBlocking b;
+  if (dtype != DType::kF32 || isa == Isa::kBaseline) return b;  // Eigen, compiled for baseline
+  const int64_t mr = isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
+  const int64_t nr = isa == Isa::kAvx512 ? kGemmNrAvx512 : kGemmNrAvx2;
+  // kc near 256, split evenly: k = 300 runs as 2 x 150 rather than 256 + 44.
+  const int64_t kBlocks = std::max<int64_t>(1, (k + 255) / 256);
+  b.kc = std::max<int64_t>(1, (k + kBlocks - 1) / kBlocks);
+  if (m <= kGemmSkinnyMaxM) {
+    // Too few rows to pay for packing B, which would move as many bytes as the product reads.
+    // B's rows are streamed once per pair of A rows, k = 4096 deep at a time (sequential reads
+    // the prefetchers follow), against 1024 columns of C held in L1 (4 KiB per row).
+    b.path = GemmPath::kSkinny;
+    b.kc = std::min<int64_t>(std::max<int64_t>(k, 1), 4096);
+    b.mc = m;
+    b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), 64), 1024);
+    return b;
+  }
+  b.path = GemmPath::kPacked;
+  b.mc = std::min<int64_t>(roundUp(m, mr), 144 / mr * mr);
+  // nc 512: a kc x nc block of B (512 KiB) in L2/L3 rather than all of N, which measured faster
+  // at n = 1024 on Zen 3.
+  b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), nr), 512 / nr * nr);
+  return b;
+}
+
+}  // namespace gearbox

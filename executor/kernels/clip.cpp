@@ -5,7 +5,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "executor/kernels/common.h"
+#include "executor/kernels/elementwise.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
 
@@ -38,21 +38,10 @@ inline T clipOne(T x, T lo, T hi) {
 }
 
 template <typename T>
-[[gnu::noinline]] void runClipT(const ElementwiseParams& p, int tasks, T lo, T hi, const void* in,
-                                void* out) {
-  const T* x = static_cast<const T*>(in);
-  T* o = static_cast<T*>(out);
-  detail::runRanges(tasks, p.numel, 64 / static_cast<int64_t>(sizeof(T)),
-                    [&](int64_t begin, int64_t end) {
-                      detail::emitBlocks(o + begin, end - begin, p.streamingStores,
-                                         [&](T* d, int64_t off, int64_t len) {
-                                           const T* xi = x + begin + off;
-                                           for (int64_t i = 0; i < len; ++i)
-                                             d[i] = clipOne(xi[i], lo, hi);
-                                         });
-                      if (p.streamingStores) detail::streamFence();
-                    });
-}
+struct ClipOp {
+  T lo, hi;
+  T operator()(T x) const { return clipOne(x, lo, hi); }
+};
 
 }  // namespace
 
@@ -72,7 +61,7 @@ bool runClip(const KernelSpec& spec, const void* const* in, void* out) {
   dispatchDType(spec.key.dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto [lo, hi] = clipBounds<T>(spec.key.attrs);
-    runClipT<T>(*p, spec.tasks, lo, hi, in[0], out);
+    detail::runUnary<T>(*p, spec.tasks, in[0], out, ClipOp<T>{lo, hi});
   });
   return true;
 }

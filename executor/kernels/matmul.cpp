@@ -1,10 +1,13 @@
-// MatMul: reference and optimized kernels. The optimized kernel runs Eigen's GEMM on the
-// batches or row blocks the compile step chose (compiler/ops/matmul.cpp). 1-D operands need no
+// MatMul: reference and optimized kernels. The optimized kernel runs one GEMM per batch, row
+// block or column block the compile step chose (compiler/ops/matmul.cpp): for f32 the per-ISA
+// GEMM of executor/kernels/gemm.cpp on the path and blocking in the spec, for integer dtypes
+// (and f32 on the baseline ISA) Eigen's GEMM, compiled for the baseline. 1-D operands need no
 // code of their own: a [K] operand has the memory layout of the [1, K] or [K, 1] matrix it is
 // promoted to.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
 
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside its own AVX-512 intrinsics when
 // they are inlined from Eigen's GEMM kernels (a known GCC issue); they would bury real warnings.
@@ -12,6 +15,7 @@
 #include <Eigen/Core>
 
 #include "executor/kernels/common.h"
+#include "executor/kernels/gemm.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
 
@@ -92,8 +96,8 @@ void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
 
 }  // namespace
 
-void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-             int64_t m, int64_t n, int64_t k) {
+void eigenGemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                  int64_t m, int64_t n, int64_t k) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
@@ -110,6 +114,18 @@ void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
 
 namespace {
 
+// One GEMM of the spec: rows x cols of C = A[rows, k] B[k, cols] with the full matrices' leading
+// dims (k, n, n). f32 takes the per-ISA GEMM; integers, Eigen's.
+template <typename T>
+void gemmBlock(const MatMulParams& p, const T* a, const T* b, T* c, int64_t rows, int64_t cols) {
+  if constexpr (std::is_same_v<T, float>) {
+    gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k);
+  } else {
+    // The integer path has no column split (the compile step splits only skinny f32 by columns).
+    gemm<T>(a, b, c, rows, cols, p.k);
+  }
+}
+
 template <typename T>
 [[gnu::noinline]] void runMatMulT(const MatMulParams& p, int tasks, const void* const* in,
                                   void* out) {
@@ -119,10 +135,24 @@ template <typename T>
   const int64_t mn = p.m * p.n;
   auto batches = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      gemm<T>(a + p.aOffsets[i], b + p.bOffsets[i], c + i * mn, p.m, p.n, p.k);
+      gemmBlock<T>(p, a + p.aOffsets[i], b + p.bOffsets[i], c + i * mn, p.m, p.n);
   };
-  if (p.rowsPerTask == 0) {
+  if (p.rowsPerTask == 0 && p.colsPerTask == 0) {
     detail::runRanges(tasks, p.batch, 1, batches);
+    return;
+  }
+  if (p.colsPerTask > 0) {
+    // Column blocks (small M): each item is one GEMM on colsPerTask columns of one batch's B
+    // and C, so each task streams only its part of B.
+    const int64_t blocks = (p.n + p.colsPerTask - 1) / p.colsPerTask;
+    detail::runRanges(tasks, p.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t bi = item / blocks;
+        const int64_t c0 = item % blocks * p.colsPerTask;
+        const int64_t cols = std::min(p.colsPerTask, p.n - c0);
+        gemmBlock<T>(p, a + p.aOffsets[bi], b + p.bOffsets[bi] + c0, c + bi * mn + c0, p.m, cols);
+      }
+    });
     return;
   }
   // Row blocks: each item is one GEMM on rowsPerTask rows of one batch's A and C.
@@ -132,8 +162,8 @@ template <typename T>
       const int64_t bi = item / blocks;
       const int64_t r0 = item % blocks * p.rowsPerTask;
       const int64_t rows = std::min(p.rowsPerTask, p.m - r0);
-      gemm<T>(a + p.aOffsets[bi] + r0 * p.k, b + p.bOffsets[bi], c + bi * mn + r0 * p.n, rows, p.n,
-              p.k);
+      gemmBlock<T>(p, a + p.aOffsets[bi] + r0 * p.k, b + p.bOffsets[bi], c + bi * mn + r0 * p.n,
+                   rows, p.n);
     }
   });
 }

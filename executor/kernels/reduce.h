@@ -1,47 +1,17 @@
 #pragma once
 // Reductions over axes shared by Mean and ReduceSum (executor/kernels/mean.cpp,
 // reduce_sum.cpp): the optimized kernel sums each output's run of `reduce` elements (strided by
-// `inner`) in float with four partial sums, then multiplies by `scale` (1 / count for the mean,
-// 1 for the sum); the reference sums in double. Internal to the executor library.
+// `inner`) in float, then multiplies by `scale` (1 / count for the mean, 1 for the sum); the
+// reference sums in double. Internal to the executor library.
 #include "compiler/kernel_spec.h"
 #include "executor/kernels/common.h"
 #include "executor/kernels/ref_common.h"
 
 namespace gearbox::kernels::detail {
 
-inline void reduceRun(const ReduceParams& p, int tasks, const float* x, float* o, float scale) {
-  if (p.inner == 1) {
-    runRanges(tasks, p.outer, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const float* row = x + r * p.reduce;
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        int64_t i = 0;
-        for (; i + 4 <= p.reduce; i += 4) {
-          s0 += row[i];
-          s1 += row[i + 1];
-          s2 += row[i + 2];
-          s3 += row[i + 3];
-        }
-        for (; i < p.reduce; ++i) s0 += row[i];
-        o[r] = ((s0 + s1) + (s2 + s3)) * scale;
-      }
-    });
-    return;
-  }
-  // Reduce a middle dim: accumulate whole inner rows, which vectorise.
-  runRanges(tasks, p.outer, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* orow = o + r * p.inner;
-      std::fill(orow, orow + p.inner, 0.0f);
-      for (int64_t k = 0; k < p.reduce; ++k) {
-        const float* irow = x + (r * p.reduce + k) * p.inner;
-        for (int64_t i = 0; i < p.inner; ++i) orow[i] += irow[i];
-      }
-      if (scale != 1.0f)
-        for (int64_t i = 0; i < p.inner; ++i) orow[i] *= scale;
-    }
-  });
-}
+// The run-of-axes reduction (compiled per ISA, executor/kernels/mean.cpp): each output is the
+// float sum of its run of `reduce` elements (strided by `inner`) times `scale`.
+void reduceRun(const ReduceParams& p, int tasks, const float* x, float* o, float scale);
 
 // Axes that are not one run: walk every input element once and add it to its output; then
 // divide by the count of reduced elements when `mean`.

@@ -1,27 +1,17 @@
-// Relu: reference and optimized kernels, out = max(x, 0). NaN stays NaN, as in PyTorch.
-#include "executor/kernels/common.h"
+// Relu: reference and optimized kernels, out = max(x, 0). NaN stays NaN, as in PyTorch. The
+// optimized loop is compiled per ISA (executor/kernels/elementwise.h).
+#include "executor/kernels/elementwise.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
 
 namespace gearbox::kernels {
 namespace {
 
+// `x < 0 ? 0 : x` keeps NaN (the comparison is false).
 template <typename T>
-[[gnu::noinline]] void runReluT(const ElementwiseParams& p, int tasks, const void* in, void* out) {
-  const T* x = static_cast<const T*>(in);
-  T* o = static_cast<T*>(out);
-  detail::runRanges(tasks, p.numel, 64 / static_cast<int64_t>(sizeof(T)),
-                    [&](int64_t begin, int64_t end) {
-                      detail::emitBlocks(o + begin, end - begin, p.streamingStores,
-                                         [&](T* d, int64_t off, int64_t len) {
-                                           const T* xi = x + begin + off;
-                                           // `x < 0 ? 0 : x` keeps NaN (the comparison is false).
-                                           for (int64_t i = 0; i < len; ++i)
-                                             d[i] = xi[i] < T(0) ? T(0) : xi[i];
-                                         });
-                      if (p.streamingStores) detail::streamFence();
-                    });
-}
+struct ReluOp {
+  T operator()(T x) const { return x < T(0) ? T(0) : x; }
+};
 
 }  // namespace
 
@@ -37,8 +27,10 @@ void ref::refRelu(const Attrs&, std::span<const TensorView> ins, const TensorVie
 bool runRelu(const KernelSpec& spec, const void* const* in, void* out) {
   const auto* p = std::get_if<ElementwiseParams>(&spec.params);
   if (!p) return false;
-  dispatchDType(spec.key.dtype,
-                [&](auto tag) { runReluT<decltype(tag)>(*p, spec.tasks, in[0], out); });
+  dispatchDType(spec.key.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    detail::runUnary<T>(*p, spec.tasks, in[0], out, ReluOp<T>{});
+  });
   return true;
 }
 

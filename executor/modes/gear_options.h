@@ -23,8 +23,19 @@ enum class GearFallback {
   kDynamic,  // one plan with dynamic dims, compiled on the first such call, run op by op
              // (vLLM and SGLang run a batch above the largest captured size without the graph)
   kEager,    // op by op through the kernel cache (TorchAir past its capture limit)
+  // vLLM's hybrid: a call some gear covers pads up to it (kPad); a call above every gear runs
+  // through the dynamic (kPadDynamic) or eager (kPadEager) path. vLLM pads a batch up to the
+  // next captured size and runs one larger than the largest without the graph.
+  kPadDynamic,
+  kPadEager,
 };
-const char* gearFallbackName(GearFallback f);  // "error", "pad", "dynamic", "eager"
+// "error", "pad", "dynamic", "eager", "pad+dynamic", "pad+eager"
+const char* gearFallbackName(GearFallback f);
+// Whether a call some gear covers pads up to it (pad, pad+dynamic, pad+eager).
+bool gearFallbackPads(GearFallback f);
+// The path a call no gear serves takes: kDynamic or kEager for the four kinds that have one
+// (dynamic, eager, pad+dynamic, pad+eager), else `f` itself (error, pad).
+GearFallback gearFallbackPath(GearFallback f);
 // Error(kConfig) naming the choices for anything else.
 GearFallback parseGearFallback(std::string_view text);
 // Every GearFallback's name, in declaration order (the option's choices).

@@ -32,13 +32,33 @@ const char* gearFallbackName(GearFallback f) {
     case GearFallback::kPad: return "pad";
     case GearFallback::kDynamic: return "dynamic";
     case GearFallback::kEager: return "eager";
+    case GearFallback::kPadDynamic: return "pad+dynamic";
+    case GearFallback::kPadEager: return "pad+eager";
   }
   return "?";
 }
 
+bool gearFallbackPads(GearFallback f) {
+  return f == GearFallback::kPad || f == GearFallback::kPadDynamic || f == GearFallback::kPadEager;
+}
+
+GearFallback gearFallbackPath(GearFallback f) {
+  switch (f) {
+    case GearFallback::kPadDynamic: return GearFallback::kDynamic;
+    case GearFallback::kPadEager: return GearFallback::kEager;
+    default: return f;
+  }
+}
+
 namespace {
-constexpr GearFallback kGearFallbacks[] = {GearFallback::kError, GearFallback::kPad,
-                                           GearFallback::kDynamic, GearFallback::kEager};
+constexpr GearFallback kGearFallbacks[] = {GearFallback::kError,      GearFallback::kPad,
+                                           GearFallback::kDynamic,    GearFallback::kEager,
+                                           GearFallback::kPadDynamic, GearFallback::kPadEager};
+// Whether a call no gear serves runs through the dynamic or eager path.
+bool hasFallbackPath(GearFallback f) {
+  const GearFallback path = gearFallbackPath(f);
+  return path == GearFallback::kDynamic || path == GearFallback::kEager;
+}
 }  // namespace
 
 std::vector<std::string> gearFallbackNames() {
@@ -129,8 +149,7 @@ GearedMode::GearedMode(ModeHost& host)
                     host.options().staticDims) {
   if (const GearOptions* given = host.modeConfig<GearOptions>()) options_ = *given;
   // --pad-to pads every call, so no call is left for another fallback to take.
-  if (!options_.padTo.empty() && options_.fallback != GearFallback::kError &&
-      options_.fallback != GearFallback::kPad)
+  if (!options_.padTo.empty() && hasFallbackPath(options_.fallback))
     fail(ErrorKind::kConfig,
          "--pad-to pads every call to one shape; it cannot be combined with --gear-fallback {}",
          gearFallbackName(options_.fallback));
@@ -148,7 +167,7 @@ void GearedMode::setDimGears(const std::string& input, const DimGearList& gears)
 }
 
 bool GearedMode::padAllowed() const {
-  return options_.fallback == GearFallback::kPad || !options_.padTo.empty();
+  return gearFallbackPads(options_.fallback) || !options_.padTo.empty();
 }
 
 std::vector<ModeCounter> GearedMode::counters() const {
@@ -160,8 +179,7 @@ std::vector<ModeCounter> GearedMode::counters() const {
                                 {"real_elements", realElements_, top},
                                 {"padded_elements", paddedElements_, top}};
   // The newer ones, in the mode_counters section, only under the options that make them.
-  if (options_.fallback == GearFallback::kDynamic || options_.fallback == GearFallback::kEager)
-    c.push_back({"fallback_calls", fallbackCalls_});
+  if (hasFallbackPath(options_.fallback)) c.push_back({"fallback_calls", fallbackCalls_});
   if (options_.compile == GearCompile::kLazy)
     c.push_back({"gears_compiled_on_first_use", lazyCompiles_});
   return c;
@@ -306,7 +324,8 @@ std::vector<Tensor> GearedMode::runFallback(std::span<const Tensor> inputs,
                                             const InputSignature& sig, CallContext& call) {
   using OpKernels = ModeHost::OpKernels;
   std::vector<Tensor> out;
-  if (options_.fallback == GearFallback::kEager) {
+  const GearFallback path = gearFallbackPath(options_.fallback);
+  if (path == GearFallback::kEager) {
     // As eager mode: op by op, each new op shape compiling its kernel, one sync at the end.
     out = host_.runOpByOp(host_.graph(), nullptr, inputs, /*syncPerOp=*/false,
                           OpKernels::kEagerCompile, call);
@@ -337,7 +356,7 @@ std::vector<Tensor> GearedMode::runFallback(std::span<const Tensor> inputs,
                          : host_.runOpByOp(*plan->graph, plan, inputs, host_.syncPerOp(),
                                            OpKernels::kPlan, call);
   }
-  recordCall(call, -1, false, 0, 0, gearFallbackName(options_.fallback));
+  recordCall(call, -1, false, 0, 0, gearFallbackName(path));
   ++fallbackCalls_;
   return out;
 }
@@ -408,7 +427,16 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     stats.planCacheMisses++;
     set_->match(sig);  // throws the explanatory message
   }
-  const size_t gear = set_->padTarget(sig);  // throws when no gear covers the shapes
+  size_t gear = 0;
+  if (hasFallbackPath(options_.fallback)) {
+    // pad+dynamic, pad+eager: a call no gear covers takes the fallback path (vLLM runs a batch
+    // above the largest captured size without the graph).
+    const std::optional<size_t> covering = set_->coveringGear(sig);
+    if (!covering) return runFallback(inputs, sig, call);
+    gear = *covering;
+  } else {
+    gear = set_->padTarget(sig);  // throws when no gear covers the shapes
+  }
   checkRealSizes(graph, *padding_, sig);
   const Plan& plan = gearPlan(gear, sig, "pad up to", call);
   rec.planId = plan.id;
@@ -479,7 +507,9 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     for (const PaddedOutputDim& pd : padding_->outputs[o])
       real[pd.dim] = sig[pd.origin.input][pd.origin.dim];
     if (modelOnly) {
-      out.emplace_back(pt.dtype, real);
+      // Nothing wrote it: zeros of the real shape, allocated once (issue 22 and 25: a padded
+      // model-only call allocated its outputs, an mmap each past 128 KiB).
+      out.push_back(unwrittenTensor(pt.dtype, real));
       continue;
     }
     if (real == padded[o].shape()) {

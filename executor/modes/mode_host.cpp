@@ -282,7 +282,6 @@ void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) 
   if (arenaBytes > 0) p_.stats.allocations++;
 }
 
-namespace {
 // Model only, no kernel writes the outputs: every call's outputs alias one zeroed buffer per
 // thread, as large as the largest output so far. Allocating them (mmap and munmap for each
 // large one) was most of a model-only static call (gearbox sweep, issue 25).
@@ -299,6 +298,7 @@ Tensor unwrittenTensor(DType dtype, const Shape& shape) {
   return Tensor::wrap(dtype, shape, buffer);
 }
 
+namespace {
 std::vector<Tensor> unwrittenOutputs(const Plan& plan) {
   std::vector<Tensor> out;
   out.reserve(plan.graph->outputs.size());
@@ -480,7 +480,7 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
       std::shared_ptr<const KernelSpec> spec;
       // MODELED: every op on this path pays host shape inference; a shape-generic kernel
       // also pays host tiling and runs at the generic efficiency, at the runtime shapes.
-      KernelKey runKey = makeKernelKey(node.kind, types, node.attrs);
+      KernelKey runKey = makeKernelKey(node.kind, types, node.attrs, p_.kernels.threads());
       // Reshape: the target as inferred against the graph (it may name dims by symbol).
       if (node.attrs.shape) resolveReshapeTarget(runKey, outType.shape);
       if (kernels == OpKernels::kPlan) {
@@ -505,7 +505,8 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
         std::vector<TensorType> generic = types;
         for (auto& t : generic)
           for (int d = 0; d < t.shape.rank(); ++d) t.shape[d] = kAnyDim;
-        spec = compileKernelSpec(makeKernelKey(node.kind, generic, node.attrs));
+        spec =
+            compileKernelSpec(makeKernelKey(node.kind, generic, node.attrs, p_.kernels.threads()));
       }
       const CostModel& cost = p_.options.cost;
       call.modeled.hostDynamicUs +=

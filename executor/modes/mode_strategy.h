@@ -216,6 +216,11 @@ class ModeStrategy {
   virtual std::string upFrontSummary() const { return {}; }
 };
 
+// A tensor of `dtype` and `shape` for a model-only call to return where no kernel writes: it
+// aliases one zeroed buffer per thread (as large as the largest asked for so far), so a
+// model-only call allocates nothing per call. Its contents are zeros until the next call.
+Tensor unwrittenTensor(DType dtype, const Shape& shape);
+
 // The factories named in modes.def, each defined in its mode's file.
 #define GEARBOX_MODE(e, name, factory, needsGears, summary) \
   std::unique_ptr<ModeStrategy> factory(ModeHost& host);

@@ -87,6 +87,10 @@ def compare_report(model, trace, modes=None, **options):
     """`gearbox compare MODEL --trace TRACE --modes ...`, with every option of the CLI as a
     keyword (repeat=5, json=..., junit=..., html=..., timeline=..., check_reference=True, ...).
 
+    trace: a .jsonl path, or None with sweep_dim="INPUT[:DIM]:START:STEP:END" (compare
+    --sweep-dim: one call per size, and the per-call time against the size in the output, in
+    report["sweep"] and in the html= page; sweep_base= gives the other inputs' shapes).
+
     modes: a list or a comma-separated string; None is the CLI's default (every mode without
     gears, plus those that need gears when gears= is given). Returns a dict as run() does, with
     "report" the CLI's --json report of every mode; exit_status 2 when a mode could not take
@@ -94,7 +98,8 @@ def compare_report(model, trace, modes=None, **options):
     options = _command_options(options)
     if modes is not None and not isinstance(modes, str):
         modes = ",".join(modes)
-    return _compare_report(model=_os.fspath(model), trace=_os.fspath(trace), modes=modes,
+    return _compare_report(model=_os.fspath(model),
+                           trace=None if trace is None else _os.fspath(trace), modes=modes,
                            **options)
 
 

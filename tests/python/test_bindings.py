@@ -21,7 +21,10 @@ def ones(*shape):
 
 def test_version_matches_cli(cli):
     out = subprocess.run([cli, "--version"], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == f"gearbox {gearbox.__version__}"
+    # The first line is the version; the second the ISA the kernels run with (compiler/cpu_isa.h).
+    lines = out.strip().split("\n")
+    assert lines[0] == f"gearbox {gearbox.__version__}"
+    assert lines[1].startswith("isa: ")
 
 
 def test_parse_and_load(repo):

@@ -159,3 +159,33 @@ def test_commands_refuse_what_the_cli_refuses(at_repo, tmp_path):
                          iter_markers=True)
     assert "To compile op|=====iter" in (tmp_path / "compile.log").read_text()
     assert result["exit_status"] == 0
+
+
+def test_compare_report_sweep_dim_is_the_clis(cli, at_repo, tmp_path):
+    """compare --sweep-dim from Python (trace None): the same sweep object as the CLI's,
+    model only (exact), and the same refusals."""
+    # x2's dim 0 is its own unknown (-1): --sweep-base fixes it.
+    base = '{"x2": [1, 2]}'  # broadcast over x1's rows
+    args = dict(sweep_dim="x1:1:1:6", sweep_base=base, modes=TWO, model_only=True, repeat=1,
+                quiet=True)
+    result = gearbox.compare_report(MODEL, None, json=str(tmp_path / "py.json"), **args)
+    assert result["exit_status"] == 0, result["errors"]
+    proc = _cli(cli, at_repo, "compare", MODEL, "--sweep-dim", "x1:1:1:6", "--sweep-base", base,
+                "--modes", ",".join(TWO), "--model-only", "--repeat", "1", "-q",
+                "--json", str(tmp_path / "cli.json"))
+    assert proc.returncode == 0, proc.stderr
+    cli_report = json.loads((tmp_path / "cli.json").read_text())
+    assert _without_measured(result["report"]) == _without_measured(cli_report)
+    sweep = result["report"]["sweep"]
+    assert sweep["sizes"] == [1, 2, 3, 4, 5, 6] and sweep["input"] == "x1"
+    assert list(sweep["modes"]) == TWO
+    assert all(sweep["modes"][m]["calls"] == 6 for m in TWO)
+    assert "per-call time against x1 dim 0" in result["output"]
+    with pytest.raises(gearbox.Error, match="compare needs --trace, or --sweep-dim"):
+        gearbox.compare_report(MODEL, None)
+    with pytest.raises(gearbox.Error, match="input 'x2' dim 0 .* is dynamic too"):
+        gearbox.compare_report(MODEL, None, sweep_dim="x1:1:1:6")
+    with pytest.raises(gearbox.Error, match="STEP must be >= 1"):
+        gearbox.compare_report(MODEL, None, sweep_dim="x1:1:0:6", sweep_base=base)
+    with pytest.raises(gearbox.Error, match="give --trace or --sweep-dim, not both"):
+        gearbox.compare_report(MODEL, TRACE, sweep_dim="x1:1:1:6")

@@ -79,6 +79,44 @@ def test_suggest_gears_budgets_match_the_cli(repo, cli, tmp_path):
         gearbox.suggest_gears(gearbox.load(model), trace, max_startup_us=float("nan"))
 
 
+def test_suggest_gears_gear_fallback_matches_the_cli_and_the_run(repo, cli, tmp_path):
+    # Issue 25 item 4: gear_fallback= is --gear-fallback. On the rare-large trace the
+    # pad+dynamic suggestion leaves the seven large batches to the dynamic fallback, and a
+    # model-only geared session of it reports what the row predicted.
+    model = str(repo / "examples" / "mlp.gbx")
+    trace = str(repo / "examples" / "mlp_rare_large.trace.jsonl")
+    out = tmp_path / "s.json"
+    subprocess.run([cli, "suggest-gears", model, "--trace", trace, "--no-references",
+                    "--gear-fallback", "pad+dynamic", "--json", str(out)],
+                   check=True, capture_output=True)
+    want = json.loads(out.read_text())
+    g = gearbox.load(model)
+    got = gearbox.suggest_gears(g, trace, references=False, gear_fallback="pad+dynamic")
+    assert got["gear_fallback"] == want["gear_fallback"] == "pad+dynamic"
+    assert got["gears"] == want["gears"] == [[8], [512]]
+    row = got["candidates"][0]
+    assert row["fallback_calls"] == 7 and row["padded_calls"] == 0
+    assert [(c["name"], c["modeled"]) for c in got["candidates"]] == \
+        [(c["name"], c["modeled"]) for c in want["candidates"]]
+    s = gearbox.Session(g, mode="geared", gears=got["gears_json"],
+                        gear_fallback=got["gear_fallback"], model_only=True)
+    weights = [np.zeros([1024, 1024], np.float32), np.zeros([1024], np.float32)] * 2
+    xs = {}
+    for line in open(trace):
+        if line.startswith("#"):
+            continue
+        b = json.loads(line)["x"][0]
+        x = xs.setdefault(b, np.zeros([b, 1024], np.float32))
+        s.run(x, *weights)
+    report = s.report()
+    assert report["graph_compiles"] == row["graph_compiles"] == 3
+    assert report["mode_counters"]["fallback_calls"] == 7
+    assert report["modeled"]["total_us"] == pytest.approx(row["modeled"]["total_us"], rel=1e-9)
+    assert report["modeled_peak_bytes"] == row["modeled"]["memory_bytes"]
+    with pytest.raises(gearbox.Error, match="gear_fallback 'graph'"):
+        gearbox.suggest_gears(g, trace, gear_fallback="graph")
+
+
 def test_report_is_the_cli_run_report(repo, cli, tmp_path):
     model = str(repo / "examples" / "seed001_add.gbx")
     trace = str(repo / "examples" / "seed001_add.trace.jsonl")

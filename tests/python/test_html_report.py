@@ -143,3 +143,32 @@ def test_report_screenshot_is_not_blank(report, tmp_path):
     out = os.environ.get("GEARBOX_REPORT_SCREENSHOT")
     if out:  # how docs/img/report.png is made
         shutil.copyfile(shot, out)
+
+
+def test_sweep_dim_page_in_headless_chromium(tmp_path):
+    """compare --sweep-dim --html: the latency-vs-size plots come first after the table, one
+    series per mode (with the measured band: two repeats), and the page's check passes. Small
+    sizes, so the measured run stays short."""
+    browser = find_chromium()
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    build = pathlib.Path(os.environ.get("GEARBOX_BUILD_DIR", repo / "build"))
+    page = tmp_path / "sweep.html"
+    r = subprocess.run(
+        [str(build / "bin" / "gearbox"), "compare", "examples/mlp.gbx", "--sweep-dim",
+         "x:4:4:32", "--gears", '{"x": {"0": [8, 16, 32]}}', "--gear-fallback", "pad",
+         "--repeat", "2", "-q", "--html", str(page)],
+        capture_output=True, text=True, timeout=300, cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run(
+        chromium_args(browser, tmp_path / "profile") + ["--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    body = re.search(r"<body[^>]*>", r.stdout).group(0)
+    assert 'data-check="ok"' in body and "data-script-error" not in body, body
+    names = re.findall(r'<svg class="plot" data-plot="([a-z-]+)" data-expected-series="6"',
+                       r.stdout)
+    assert names[:2] == ["sweep-measured", "sweep-modeled"], names
+    measured = r.stdout[r.stdout.index('data-plot="sweep-measured"'):]
+    measured = measured[:measured.index("</svg>")]
+    assert measured.count('<polygon class="band"') == 6  # every mode's min-max band
+    assert '<circle class="mark"' in measured  # the calls that compiled

@@ -1,0 +1,149 @@
+// The f32 GEMM behind MatMul and conv2d (executor/kernels/gemm.h): a BLIS-style packed GEMM and
+// a skinny (small-M) GEMM, written once over vector traits (gemm_body.inc) and compiled per ISA
+// in target regions (isa_target.h), chosen at run time. The baseline ISA runs Eigen's GEMM
+// (executor/kernels/matmul.cpp), compiled for the baseline like the rest of the library.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+// GCC 12 reports false -Wmaybe-uninitialized warnings inside its own AVX-512 intrinsics.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "executor/kernels/gemm.h"
+#include "executor/simd/simd.h"
+
+namespace gearbox::kernels {
+namespace {
+
+// Per-thread packing buffers, grown and never shrunk, so the static run path allocates only on a
+// thread's first GEMM of a new size. 64-byte aligned: whole cache lines per panel.
+float* gemmBuffer(int which, size_t floats) {
+  struct Buffers {
+    float* ptr[3] = {};
+    size_t cap[3] = {};
+    ~Buffers() {
+      for (float* p : ptr) std::free(p);
+    }
+  };
+  thread_local Buffers bufs;
+  if (floats > bufs.cap[which]) {
+    std::free(bufs.ptr[which]);
+    bufs.ptr[which] = nullptr;
+    bufs.cap[which] = 0;
+    const size_t bytes = (std::max<size_t>(floats, 16) * sizeof(float) + 63) / 64 * 64;
+    auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (!p) throw std::bad_alloc();
+    bufs.ptr[which] = p;
+    bufs.cap[which] = bytes / sizeof(float);
+  }
+  return bufs.ptr[which];
+}
+
+}  // namespace
+
+#if GEARBOX_HAVE_ISA_REGIONS
+
+GEARBOX_ISA_BEGIN_AVX2
+namespace isa_avx2 {
+#include "executor/simd/gemm_body.inc"
+
+void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
+  const GemmBuffers buf{gemmBuffer};
+  if (bl.path == GemmPath::kSkinny) {
+    gemmSkinny<F32x8>(g, bl.kc, bl.nc);
+  } else {
+    gemmPacked<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
+  }
+}
+
+// The AVX-512 kernels' logic (12 x 32 tiles and 16-lane streams) on AVX2.
+void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const float* b,
+                     int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
+  const GemmBuffers buf{gemmBuffer};
+  using V = F32x16OnAvx2;
+  if (bl.path == GemmPath::kSkinny) {
+    gemmSkinny<V>(g, bl.kc, bl.nc);
+  } else {
+    gemmPacked<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
+  }
+}
+}  // namespace isa_avx2
+GEARBOX_ISA_END
+
+GEARBOX_ISA_BEGIN_AVX512
+namespace isa_avx512 {
+#include "executor/simd/gemm_body.inc"
+
+void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
+  const GemmBuffers buf{gemmBuffer};
+  if (bl.path == GemmPath::kSkinny) {
+    gemmSkinny<F32x16>(g, bl.kc, bl.nc);
+  } else {
+    gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
+  }
+}
+}  // namespace isa_avx512
+GEARBOX_ISA_END
+
+#endif  // GEARBOX_HAVE_ISA_REGIONS
+
+void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda, const float* b,
+             int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  // Never above what this process runs: a spec compiled for a larger ISA (built by hand, or
+  // from a file that bypassed validation) takes the blocking of the ISA that runs it.
+  GemmBlocking bl = blocking;
+  const Isa active = activeIsa();
+  if (isa > active) {
+    isa = active;
+    bl = chooseGemmBlocking(isa, DType::kF32, m, n, k);
+  }
+#if GEARBOX_HAVE_ISA_REGIONS
+  if (bl.path != GemmPath::kEigen) {
+    switch (isa) {
+      case Isa::kAvx512: isa_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k); return;
+      case Isa::kAvx2: isa_avx2::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k); return;
+      case Isa::kBaseline: break;
+    }
+  }
+#endif
+  eigenGemmF32(a, lda, b, ldb, c, ldc, m, n, k);
+}
+
+void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+             int64_t m, int64_t n, int64_t k) {
+  const Isa isa = activeIsa();
+  gemmF32(isa, chooseGemmBlocking(isa, DType::kF32, m, n, k), a, lda, b, ldb, c, ldc, m, n, k);
+}
+
+bool gemmF32Avx512LogicOnAvx2(const GemmBlocking& blocking, const float* a, int64_t lda,
+                              const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
+                              int64_t n, int64_t k) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  if (activeIsa() < Isa::kAvx2) return false;
+  if (m <= 0 || n <= 0) return true;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return true;
+  }
+  isa_avx2::gemmAvx512Logic(blocking, a, lda, b, ldb, c, ldc, m, n, k);
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace gearbox::kernels

@@ -1,0 +1,83 @@
+#pragma once
+// f32 vector traits for the per-ISA kernels (executor/simd/isa_target.h). A kernel is written
+// once as a template over a traits type V:
+//   V::R          the register type;        V::kLanes  floats per register;
+//   V::kRegs      vector registers the ISA has (16 or 32), for register-blocking decisions;
+//   V::zero(), V::load(p), V::store(p, r), V::set1(p) (broadcast *p), V::fma(a, b, c) = a*b+c,
+//   V::add(a, b).
+// The AVX-512 kernels are the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane
+// logic (tile shapes, edges, blocking for 32 registers) on pairs of AVX2 registers, so the
+// tests exercise the AVX-512 instantiation's logic on a machine without AVX-512.
+#include "executor/simd/isa_target.h"
+
+#if GEARBOX_HAVE_ISA_REGIONS
+
+#define GEARBOX_SIMD_INLINE [[gnu::always_inline]] static inline
+
+GEARBOX_ISA_BEGIN_AVX2
+namespace gearbox::kernels::isa_avx2 {
+
+struct F32x8 {
+  using R = __m256;
+  static constexpr int kLanes = 8;
+  static constexpr int kRegs = 16;
+  GEARBOX_SIMD_INLINE R zero() { return _mm256_setzero_ps(); }
+  GEARBOX_SIMD_INLINE R load(const float* p) { return _mm256_loadu_ps(p); }
+  GEARBOX_SIMD_INLINE void store(float* p, R v) { _mm256_storeu_ps(p, v); }
+  GEARBOX_SIMD_INLINE R set1(const float* p) { return _mm256_broadcast_ss(p); }
+  GEARBOX_SIMD_INLINE R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  GEARBOX_SIMD_INLINE R add(R a, R b) { return _mm256_add_ps(a, b); }
+};
+
+// 16 lanes as two AVX2 registers, with the register budget of AVX-512: the AVX-512 kernels'
+// logic, runnable (slowly: it spills) wherever AVX2 is.
+struct F32x16OnAvx2 {
+  struct R {
+    __m256 lo, hi;
+  };
+  static constexpr int kLanes = 16;
+  static constexpr int kRegs = 32;
+  GEARBOX_SIMD_INLINE R zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  GEARBOX_SIMD_INLINE R load(const float* p) {
+    return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+  }
+  GEARBOX_SIMD_INLINE void store(float* p, R v) {
+    _mm256_storeu_ps(p, v.lo);
+    _mm256_storeu_ps(p + 8, v.hi);
+  }
+  GEARBOX_SIMD_INLINE R set1(const float* p) {
+    const __m256 v = _mm256_broadcast_ss(p);
+    return {v, v};
+  }
+  GEARBOX_SIMD_INLINE R fma(R a, R b, R c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+  }
+  GEARBOX_SIMD_INLINE R add(R a, R b) {
+    return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+  }
+};
+
+}  // namespace gearbox::kernels::isa_avx2
+GEARBOX_ISA_END
+
+GEARBOX_ISA_BEGIN_AVX512
+namespace gearbox::kernels::isa_avx512 {
+
+struct F32x16 {
+  using R = __m512;
+  static constexpr int kLanes = 16;
+  static constexpr int kRegs = 32;
+  GEARBOX_SIMD_INLINE R zero() { return _mm512_setzero_ps(); }
+  GEARBOX_SIMD_INLINE R load(const float* p) { return _mm512_loadu_ps(p); }
+  GEARBOX_SIMD_INLINE void store(float* p, R v) { _mm512_storeu_ps(p, v); }
+  GEARBOX_SIMD_INLINE R set1(const float* p) { return _mm512_set1_ps(*p); }
+  GEARBOX_SIMD_INLINE R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  GEARBOX_SIMD_INLINE R add(R a, R b) { return _mm512_add_ps(a, b); }
+};
+
+}  // namespace gearbox::kernels::isa_avx512
+GEARBOX_ISA_END
+
+#undef GEARBOX_SIMD_INLINE
+
+#endif  // GEARBOX_HAVE_ISA_REGIONS

@@ -1,0 +1,386 @@
+// Run-time ISA dispatch (issue 23): choosing and forcing the ISA, the per-ISA GEMM on every path
+// this machine has against a plain loop (odd sizes, K = 0, blocks that do not divide the shape,
+// strided leading dims), the AVX-512 kernels' logic run on AVX2 registers, specs compiled for
+// another ISA (run correctly; recompiled when loaded from a file), and the disassembly check
+// that no baseline function of the executor holds a VEX/EVEX instruction.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "compiler/cpu_isa.h"
+#include "compiler/kernel_spec.h"
+#include "compiler/kernel_store.h"
+#include "executor/kernels.h"
+#include "executor/kernels/gemm.h"
+#include "graph/error.h"
+#include "temp_dir.h"
+
+namespace gearbox {
+namespace {
+
+using testing_util::runPipe;
+using testing_util::shellQuote;
+
+// ---- choosing and forcing ---------------------------------------------------------------------
+
+TEST(Isa, NamesRoundTrip) {
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) EXPECT_EQ(parseIsa(isaName(isa)), isa);
+  EXPECT_EQ(parseIsa("AVX2"), std::nullopt);
+  EXPECT_EQ(parseIsa(""), std::nullopt);
+  EXPECT_EQ(parseIsa("sse2"), std::nullopt);
+}
+
+TEST(Isa, ResolveTakesTheDetectedIsaOrALowerForcedOne) {
+  EXPECT_EQ(resolveIsa(Isa::kAvx2, nullptr), Isa::kAvx2);
+  EXPECT_EQ(resolveIsa(Isa::kAvx2, ""), Isa::kAvx2);
+  EXPECT_EQ(resolveIsa(Isa::kAvx2, "baseline"), Isa::kBaseline);
+  EXPECT_EQ(resolveIsa(Isa::kAvx2, "avx2"), Isa::kAvx2);
+  EXPECT_EQ(resolveIsa(Isa::kAvx512, "avx2"), Isa::kAvx2);
+  EXPECT_EQ(resolveIsa(Isa::kBaseline, "baseline"), Isa::kBaseline);
+}
+
+std::string resolveError(Isa detected, const char* value) {
+  try {
+    resolveIsa(detected, value);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for " << value;
+  return "";
+}
+
+TEST(Isa, UnknownOrHigherIsaIsAConfigError) {
+  EXPECT_EQ(resolveError(Isa::kAvx2, "avx3"),
+            "GEARBOX_ISA='avx3' is not an ISA: use baseline, avx2 or avx512 (this CPU: avx2)");
+  EXPECT_EQ(resolveError(Isa::kAvx2, "avx512"),
+            "GEARBOX_ISA=avx512 asks for an ISA this CPU does not have (it supports up to avx2); "
+            "GEARBOX_ISA can only force a lower one");
+  EXPECT_EQ(resolveError(Isa::kBaseline, "avx2"),
+            "GEARBOX_ISA=avx2 asks for an ISA this CPU does not have (it supports up to "
+            "baseline); GEARBOX_ISA can only force a lower one");
+}
+
+TEST(Isa, OverrideLowersTheActiveIsaAndRestoresIt) {
+  const Isa before = activeIsa();
+  {
+    ScopedIsaOverride forced(Isa::kBaseline);
+    EXPECT_EQ(activeIsa(), Isa::kBaseline);
+  }
+  EXPECT_EQ(activeIsa(), before);
+  EXPECT_EQ(availableIsas().front(), Isa::kBaseline);
+  EXPECT_EQ(availableIsas().back(), detectedIsa());
+  if (detectedIsa() < Isa::kAvx512) {
+    EXPECT_THROW(ScopedIsaOverride(Isa::kAvx512), Error);
+  }
+}
+
+// The environment variable through the CLI: forced lower, and bad values exit 2 for any command.
+testing_util::RunResult runWithIsa(const std::string& value, const std::string& args) {
+  return runPipe("GEARBOX_ISA=" + shellQuote(value) + " " + shellQuote(GEARBOX_BINARY) + " " +
+                 args + " 2>&1");
+}
+
+TEST(IsaCli, VersionStatesTheForcedIsa) {
+  const auto r = runWithIsa("baseline", "--version");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("isa: baseline (detected: {}; GEARBOX_ISA=baseline)\n",
+                                      isaName(detectedIsa()))),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(IsaCli, BadIsaExitsTwoWithTheVariableNamed) {
+  auto r = runWithIsa("pentium", "--version");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.output, fmt::format("gearbox: config error: GEARBOX_ISA='pentium' is not an ISA: use "
+                                  "baseline, avx2 or avx512 (this CPU: {})\n",
+                                  isaName(detectedIsa())));
+  r = runWithIsa("pentium", "print " + shellQuote(testing_util::example("seed001_add.gbx")));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  if (detectedIsa() < Isa::kAvx512) {
+    r = runWithIsa("avx512", "--version");
+    EXPECT_EQ(r.exitCode, 2);
+    EXPECT_NE(r.output.find("asks for an ISA this CPU does not have"), std::string::npos)
+        << r.output;
+  }
+}
+
+// ---- the per-ISA GEMM against a plain loop ----------------------------------------------------
+
+struct GemmShape {
+  int64_t m, n, k;
+  int64_t padA = 0, padB = 0, padC = 0;  // extra elements per row: strided leading dims
+};
+
+// A float GEMM done any way must agree with the double-accumulated loop to within the rounding
+// of a k-long float sum.
+void checkGemm(const GemmShape& s, const std::string& what,
+               const std::function<void(const float*, int64_t, const float*, int64_t, float*,
+                                        int64_t)>& gemm) {
+  SCOPED_TRACE(
+      fmt::format("{}: m {} n {} k {} pads {} {} {}", what, s.m, s.n, s.k, s.padA, s.padB, s.padC));
+  const int64_t lda = s.k + s.padA, ldb = s.n + s.padB, ldc = s.n + s.padC;
+  std::vector<float> a(static_cast<size_t>(std::max<int64_t>(1, s.m * lda)));
+  std::vector<float> b(static_cast<size_t>(std::max<int64_t>(1, s.k * ldb)));
+  uint64_t state = static_cast<uint64_t>(s.m * 1000003 + s.n * 1009 + s.k);
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<int64_t>(state >> 40) % 2001 - 1000) / 1000.0f;
+  };
+  for (float& v : a) v = next();
+  for (float& v : b) v = next();
+  // C starts as NaN everywhere: every element the GEMM owns must be overwritten (beta = 0), and
+  // the padding between rows must stay NaN.
+  std::vector<float> c(static_cast<size_t>(std::max<int64_t>(1, s.m * ldc)),
+                       std::numeric_limits<float>::quiet_NaN());
+  gemm(a.data(), lda, b.data(), ldb, c.data(), ldc);
+  int bad = 0;
+  for (int64_t i = 0; i < s.m && bad < 5; ++i) {
+    for (int64_t j = 0; j < s.n && bad < 5; ++j) {
+      double sum = 0, abs = 0;
+      for (int64_t p = 0; p < s.k; ++p) {
+        const double t = static_cast<double>(a[i * lda + p]) * b[p * ldb + j];
+        sum += t;
+        abs += std::fabs(t);
+      }
+      const double got = c[i * ldc + j];
+      if (!(std::fabs(got - sum) <= 2e-7 * static_cast<double>(s.k + 1) * abs + 1e-30)) {
+        ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got << ", expected " << sum;
+        ++bad;
+      }
+    }
+    for (int64_t j = s.n; j < ldc; ++j)
+      if (!std::isnan(c[i * ldc + j])) {
+        ADD_FAILURE() << "padding C[" << i << ", " << j << "] was written";
+        ++bad;
+      }
+  }
+}
+
+std::vector<GemmShape> gemmShapes() {
+  std::vector<GemmShape> shapes = {
+      {1, 1, 1},
+      {1, 1, 0},
+      {3, 5, 0},
+      {0, 4, 3},
+      {4, 0, 3},
+      {1, 17, 9},
+      {2, 33, 5},
+      {5, 7, 3},
+      {6, 16, 8},
+      {12, 32, 4},
+      {7, 17, 33},
+      {13, 31, 65},
+      {33, 65, 17},
+      {40, 100, 300},
+      {1, 200, 260},
+      {3, 9, 2, 3, 5, 7},
+      {31, 47, 29, 1, 2, 3},
+      {64, 64, 64, 0, 0, 5},
+  };
+  // Deterministic random shapes, sizes 1 and odd sizes included.
+  uint64_t state = 23;
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(hi - lo + 1));
+  };
+  for (int i = 0; i < 12; ++i)
+    shapes.push_back({uniform(1, 70), uniform(1, 90), uniform(0, 80), uniform(0, 3), uniform(0, 3),
+                      uniform(0, 3)});
+  return shapes;
+}
+
+// Blockings that cut every shape above into several kc, mc and nc blocks with ragged ends, on
+// both paths, next to the blocking the compile step chooses.
+std::vector<std::pair<std::string, GemmBlocking>> blockingsFor(Isa isa, const GemmShape& s) {
+  std::vector<std::pair<std::string, GemmBlocking>> out;
+  out.push_back({"chosen", chooseGemmBlocking(isa, DType::kF32, s.m, s.n, s.k)});
+  if (isa == Isa::kBaseline) return out;
+  out.push_back({"packed_small_blocks", {GemmPath::kPacked, 7, 13, 40}});
+  out.push_back({"packed_one_block", {GemmPath::kPacked, 4096, 4096, 4096}});
+  out.push_back({"skinny_small_blocks", {GemmPath::kSkinny, 5, 0, 24}});
+  out.push_back({"skinny_one_block", {GemmPath::kSkinny, 4096, 0, 4096}});
+  return out;
+}
+
+TEST(IsaGemm, EveryPathThisMachineHasMatchesThePlainLoop) {
+  for (Isa isa : availableIsas()) {
+    ScopedIsaOverride forced(isa);
+    for (const GemmShape& s : gemmShapes())
+      for (const auto& [name, bl] : blockingsFor(isa, s))
+        checkGemm(
+            s, fmt::format("{} {}", isaName(isa), name),
+            [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+              kernels::gemmF32(isa, bl, a, lda, b, ldb, c, ldc, s.m, s.n, s.k);
+            });
+  }
+}
+
+// The AVX-512 instantiation's logic (12 x 32 tiles, 16-lane vectors, the skinny widths of a
+// 32-register file, packing for those tiles) runs here on pairs of AVX2 registers: the same
+// templates as the AVX-512 kernels, so they are tested on machines without AVX-512 too.
+TEST(IsaGemm, Avx512LogicOnAvx2MatchesThePlainLoop) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  for (const GemmShape& s : gemmShapes())
+    for (const auto& [name, bl] : blockingsFor(Isa::kAvx512, s))
+      checkGemm(
+          s, "avx512 logic " + name,
+          [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+            ASSERT_TRUE(
+                kernels::gemmF32Avx512LogicOnAvx2(bl, a, lda, b, ldb, c, ldc, s.m, s.n, s.k));
+          });
+}
+
+TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
+  EXPECT_EQ(chooseGemmBlocking(Isa::kBaseline, DType::kF32, 64, 64, 64).path, GemmPath::kEigen);
+  EXPECT_EQ(chooseGemmBlocking(Isa::kAvx2, DType::kI32, 64, 64, 64).path, GemmPath::kEigen);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    const int64_t mr = isa == Isa::kAvx2 ? kGemmMrAvx2 : kGemmMrAvx512;
+    const int64_t nr = isa == Isa::kAvx2 ? kGemmNrAvx2 : kGemmNrAvx512;
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, GemmPath::kSkinny);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 64, 1024, 1024).path, GemmPath::kPacked);
+    const GemmBlocking b = chooseGemmBlocking(isa, DType::kF32, 1024, 1024, 1024);
+    EXPECT_EQ(b.path, GemmPath::kPacked);
+    EXPECT_EQ(b.mc % mr, 0);
+    EXPECT_EQ(b.nc % nr, 0);
+    EXPECT_EQ(b.kc, 256);
+    // k = 300: two even blocks rather than 256 + 44.
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 100, 100, 300).kc, 150);
+  }
+}
+
+// ---- specs compiled for another ISA -----------------------------------------------------------
+
+KernelKey matmulKey(int64_t m, int64_t k, int64_t n) {
+  return makeKernelKey(OpKind::kMatMul, {{DType::kF32, Shape{m, k}}, {DType::kF32, Shape{k, n}}},
+                       Attrs{});
+}
+
+TEST(IsaSpecs, MatMulSpecRecordsTheIsaAndPath) {
+  for (Isa isa : availableIsas()) {
+    ScopedIsaOverride forced(isa);
+    for (int64_t m : {1, 8, 64, 200}) {
+      const auto spec = compileKernelSpec(matmulKey(m, 96, 80));
+      const auto& p = std::get<MatMulParams>(spec->params);
+      EXPECT_EQ(p.isa, isa);
+      EXPECT_EQ(p.gemm, chooseGemmBlocking(isa, DType::kF32, m, 80, 96));
+      const nlohmann::ordered_json j = kernelDescriptorJson(*spec, "t");
+      EXPECT_EQ(j["kernel"]["params"]["isa"], std::string(isaName(isa)));
+      EXPECT_EQ(j["kernel"]["params"]["gemm_path"], std::string(gemmPathName(p.gemm.path)));
+    }
+  }
+}
+
+// A spec built for an ISA this CPU may not have (or a lower one than it runs) still computes the
+// right product: the GEMM never runs above activeIsa().
+TEST(IsaSpecs, SpecForAnyIsaRunsCorrectlyHere) {
+  const int64_t m = 37, k = 53, n = 70;
+  const Tensor a = randomTensor(DType::kF32, {m, k}, 1), b = randomTensor(DType::kF32, {k, n}, 2);
+  Tensor expected(DType::kF32, {m, n});
+  kernels::ref::matmul(a.view(), b.view(), expected.view());
+  const auto compiled = compileKernelSpec(matmulKey(m, k, n));
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
+    for (GemmPath path : {GemmPath::kPacked, GemmPath::kSkinny}) {
+      SCOPED_TRACE(fmt::format("{} {}", isaName(isa), gemmPathName(path)));
+      KernelSpec spec = *compiled;
+      auto& p = std::get<MatMulParams>(spec.params);
+      p.isa = isa;
+      p.gemm = chooseGemmBlocking(isa, DType::kF32, m, n, k);
+      if (isa != Isa::kBaseline) p.gemm.path = path;
+      Tensor got(DType::kF32, {m, n});
+      const void* ins[] = {a.data(), b.data()};
+      kernels::run(spec, ins, got.data());
+      double worst = 0;
+      for (int64_t i = 0; i < m * n; ++i)
+        worst = std::max(
+            worst, std::fabs(static_cast<double>(got.as<float>()[i]) - expected.as<float>()[i]));
+      EXPECT_LE(worst, 1e-4);
+    }
+  }
+}
+
+// A kernel file written where another ISA ran (an AVX-512 machine, or GEARBOX_ISA) is a cache
+// entry for that machine: loading it gives the spec compiled here, never the file's.
+TEST(IsaSpecs, KernelFileForAnotherIsaIsRecompiledOnLoad) {
+  const Isa here = activeIsa();
+  const Isa other = here == Isa::kAvx2 ? Isa::kAvx512 : Isa::kAvx2;
+  const KernelKey key = matmulKey(96, 64, 80);
+  KernelSpec foreign = *compileKernelSpec(key);
+  auto& p = std::get<MatMulParams>(foreign.params);
+  p.isa = other;
+  p.gemm = chooseGemmBlocking(other, DType::kF32, 96, 80, 64);
+  const std::string text = serializeKernelDescriptor(foreign, "t");
+  const KernelDescriptor d = parseKernelDescriptor(text);
+  EXPECT_TRUE(d.recompiledForIsa);
+  EXPECT_EQ(std::get<MatMulParams>(d.spec->params).isa, here);
+  EXPECT_EQ(kernelDescriptorBody(*d.spec, ""), kernelDescriptorBody(*compileKernelSpec(key), ""));
+
+  // Through a kernel_meta directory: counted apart from loads and from damaged files.
+  testing_util::TempDir dir;
+  {
+    std::FILE* f = std::fopen((dir.path() / kernelFileName(key)).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  KernelMetaStore store(dir.path().string());
+  const auto loaded = store.load(key);
+  ASSERT_NE(loaded, nullptr);
+  EXPECT_EQ(std::get<MatMulParams>(loaded->params).isa, here);
+  EXPECT_EQ(store.stats().otherIsa, 1);
+  EXPECT_EQ(store.stats().loads, 0);
+  EXPECT_EQ(store.stats().corrupt, 0);
+
+  // The same file with any other field forged is still damage, ISA or not.
+  nlohmann::ordered_json j = kernelDescriptorJson(foreign, "t");
+  j["kernel"]["params"]["m"] = 95;
+  j.erase("hash");
+  j["hash"] = fnv1a64Hex(j.dump());
+  EXPECT_THROW(parseKernelDescriptor(j.dump()), Error);
+}
+
+// ---- no AVX outside the ISA regions -----------------------------------------------------------
+
+// Disassembles the executor library: every function holding a VEX or EVEX instruction (an
+// AT&T mnemonic starting with 'v') must belong to an isa_avx2 / isa_avx512 namespace, and those
+// namespaces must hold AVX code. This is what keeps the default build running on a baseline
+// x86-64 CPU (isa_target.h).
+TEST(IsaDisassembly, OnlyIsaNamespacesHoldVexInstructions) {
+#if defined(GEARBOX_NATIVE_BUILD) || !defined(__x86_64__)
+  GTEST_SKIP() << "-march=native build: everything may use the build machine's ISA";
+#else
+  if (std::system("objdump --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no objdump";
+  const auto r =
+      runPipe("objdump -d --no-show-raw-insn -C " + shellQuote(GEARBOX_EXECUTOR_LIBRARY) +
+              " | awk '/^[0-9a-f]+ <.*>:$/ {fn = $0; next} "
+              "$2 ~ /^v[a-z0-9]+$/ {print fn}' | sort -u");
+  ASSERT_EQ(r.exitCode, 0);
+  std::istringstream lines(r.output);
+  int isaFunctions = 0;
+  std::set<std::string> offenders;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("isa_avx2::") != std::string::npos ||
+        line.find("isa_avx512::") != std::string::npos) {
+      ++isaFunctions;
+    } else {
+      offenders.insert(line);
+    }
+  }
+  EXPECT_GT(isaFunctions, 10);
+  for (const std::string& f : offenders)
+    ADD_FAILURE() << "VEX instruction outside an ISA region: " << f;
+#endif
+}
+
+}  // namespace
+}  // namespace gearbox

@@ -1,0 +1,228 @@
+"""The transformer exports of scripts/export_models.py (issue 24 item 3): bert_encoder,
+gpt_prefill and gpt_decode (KV cache in and out), small configs, seeded.
+
+  1. The ONNX graphs: inputs, types and dynamic axes; node counts and op-type histograms
+     (pinned: torch 1.13's exporter, opset 14); the attention pattern a fusion pass matches
+     (MatMul -> Mul(scale) -> Add(mask) -> Softmax -> MatMul; no mask in decode).
+  2. The exports compute what torch computes at the traced shape and at others (size 1, and
+     batch 3 / seq 11 / past 9): run by scripts/onnx_numpy_eval.py, independent of gearbox.
+     Tolerance rtol = atol = 1e-4 (float32; softmax, erf and matmul round differently).
+  3. gearbox: each export imports (the transformer ops and the importer's folding of torch's
+     shape arithmetic), runs in every mode and matches torch's outputs at the traced shape
+     (rtol = atol = 1e-4), and `gearbox compare --check-reference` over a trace of other
+     shapes agrees with the reference executor in every mode.
+Skipped without python3-torch / python3-onnx."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gearbox
+
+onnx = pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+
+from gearbox import onnx_import  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import onnx_numpy_eval  # noqa: E402
+
+
+def _export_module():
+    spec = importlib.util.spec_from_file_location(
+        "export_models", os.path.join(REPO, "scripts", "export_models.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+em = _export_module()
+RTOL = ATOL = 1e-4
+
+# ONNX node count and op-type histogram of each small export (2 layers).
+EXPECTED = {
+    "bert_encoder": (248, {"Constant": 73, "Add": 31, "Unsqueeze": 19, "Gather": 18,
+                           "Shape": 17, "MatMul": 16, "Mul": 12, "ReduceMean": 10, "Concat": 8,
+                           "Reshape": 8, "Transpose": 8, "Div": 7, "Sub": 6, "Pow": 5,
+                           "Sqrt": 5, "Erf": 2, "Softmax": 2, "Slice": 1}),
+    "gpt_prefill": (271, {"Constant": 78, "Add": 33, "Unsqueeze": 23, "Mul": 19, "Gather": 18,
+                          "MatMul": 17, "Shape": 17, "Concat": 11, "ReduceMean": 10,
+                          "Transpose": 10, "Reshape": 8, "Div": 5, "Pow": 5, "Sqrt": 5,
+                          "Sub": 5, "Softmax": 2, "Tanh": 2, "ConstantOfShape": 1, "Slice": 1,
+                          "Trilu": 1}),
+    "gpt_decode": (274, {"Constant": 78, "Add": 32, "Gather": 22, "Unsqueeze": 22, "Mul": 19,
+                         "MatMul": 17, "Shape": 17, "Concat": 14, "ReduceMean": 10,
+                         "Transpose": 10, "Reshape": 8, "Div": 5, "Pow": 5, "Sqrt": 5, "Sub": 5,
+                         "Softmax": 2, "Tanh": 2, "Slice": 1}),
+}
+
+# (name, element type, dims: a number or the dim_param) of every graph input and output.
+INT64, FLOAT = onnx.TensorProto.INT64, onnx.TensorProto.FLOAT
+CACHE = [2, "batch", 4, "past", 8]
+IO = {
+    "bert_encoder": ([("input_ids", INT64, ["batch", "seq"]),
+                      ("attention_mask", FLOAT, ["batch", "seq"])],
+                     [("hidden", FLOAT, ["batch", "seq", None])]),
+    "gpt_prefill": ([("input_ids", INT64, ["batch", "seq"])],
+                    [("logits", FLOAT, ["batch", "seq", 97]),
+                     ("present_k", FLOAT, [2, "batch", 4, "seq", 8]),
+                     ("present_v", FLOAT, [2, "batch", 4, "seq", 8])]),
+    "gpt_decode": ([("input_ids", INT64, ["batch", 1]), ("past_k", FLOAT, CACHE),
+                    ("past_v", FLOAT, CACHE)],
+                   [("logits", FLOAT, ["batch", None, 97]),
+                    ("present_k", FLOAT, [2, "batch", 4, "past_plus_1", 8]),
+                    ("present_v", FLOAT, [2, "batch", 4, "past_plus_1", 8])]),
+}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("transformers"))
+    return {name: em.export_transformer(name, d, "small") for name in em.TRANSFORMERS}
+
+
+def _dims(vi):
+    return [d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim]
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_inputs_outputs_and_dynamic_axes(name, exports):
+    g = onnx.load(exports[name]).graph
+    inputs, outputs = IO[name]
+    assert [(i.name, i.type.tensor_type.elem_type, _dims(i)) for i in g.input] == inputs
+    for vi, (oname, etype, dims) in zip(g.output, outputs, strict=True):
+        assert (vi.name, vi.type.tensor_type.elem_type) == (oname, etype)
+        got = _dims(vi)
+        # None: a dim the exporter names on its own (the static d of hidden, decode's 1).
+        assert [x for x, want in zip(got, dims) if want is not None] == \
+            [w for w in dims if w is not None], (oname, got)
+    onnx.checker.check_model(onnx.load(exports[name]))
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_node_counts_and_op_histogram(name, exports):
+    nodes, ops = em.onnx_stats(exports[name])
+    assert (nodes, ops) == EXPECTED[name]
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_attention_is_the_five_op_pattern(name, exports):
+    """Every Softmax reads Add(Mul(MatMul(q, k^T), scale), mask) (decode: Mul(MatMul), no
+    mask) and feeds a MatMul with v: one per layer, nothing hidden in a fused op."""
+    g = onnx.load(exports[name]).graph
+    producer = {o: n for n in g.node for o in n.output}
+    consumers = {}
+    for n in g.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    softmaxes = [n for n in g.node if n.op_type == "Softmax"]
+    assert len(softmaxes) == em.transformer_config(name, "small")["layers"]
+    for sm in softmaxes:
+        assert [c.op_type for c in consumers[sm.output[0]]] == ["MatMul"]
+        x = producer[sm.input[0]]
+        if name != "gpt_decode":
+            assert x.op_type == "Add"
+            x = next(producer[i] for i in x.input if producer[i].op_type == "Mul")
+        assert x.op_type == "Mul"
+        scale = next(producer[i] for i in x.input if producer[i].op_type == "Constant")
+        head_dim = 8
+        assert float(numpy_helper.to_array(scale.attribute[0].t)) == \
+            pytest.approx(1 / np.sqrt(head_dim))
+        assert next(producer[i] for i in x.input if i != scale.output[0]).op_type == "MatMul"
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_exports_match_torch_at_other_shapes(name, exports):
+    results = em.verify_transformer(name, exports[name], "small")
+    assert [shape for shape, _ in results] == \
+        [{"batch": 2, "seq": 7, "past": 5}] + list(em.VERIFY_SHAPES)
+
+
+def test_reference_pair_is_torchs(exports):
+    """NAME.<input>.npy and NAME.<output>.npy are torch's at the traced shape, and the
+    decode step extends the cache by the new token (present[:, :, :, :past] == past)."""
+    d = os.path.dirname(exports["gpt_decode"])
+    load = lambda n, k: np.load(os.path.join(d, f"{n}.{k}.npy"))  # noqa: E731
+    past_k, present_k = load("gpt_decode", "past_k"), load("gpt_decode", "present_k")
+    assert present_k.shape[3] == past_k.shape[3] + 1
+    np.testing.assert_array_equal(present_k[:, :, :, :-1], past_k)
+    model = em.build_transformer("bert_encoder")
+    inputs = {k: load("bert_encoder", k) for k in ("input_ids", "attention_mask")}
+    (hidden,) = em.run_torch(model, inputs)
+    np.testing.assert_array_equal(hidden, load("bert_encoder", "hidden"))
+    # The mask matters: the padded sequence's output changes when its mask is all ones.
+    unmasked = dict(inputs, attention_mask=np.ones_like(inputs["attention_mask"]))
+    assert not np.allclose(em.run_torch(model, unmasked)[0][1], hidden[1], atol=1e-3)
+
+
+def test_prefill_cache_feeds_decode():
+    """prefill(ids[:, :S]) then decode(ids[:, S]) gives prefill(ids)'s last logits and cache:
+    the two exports are one model split at the KV cache, as a server runs it."""
+    prefill = em.build_transformer("gpt_prefill")
+    decode = em.build_transformer("gpt_decode")
+    ids = np.random.default_rng(0).integers(0, 97, (2, 9), dtype=np.int64)
+    logits, k, v = em.run_torch(prefill, {"input_ids": ids[:, :8]})
+    step_logits, k2, v2 = em.run_torch(decode, {"input_ids": ids[:, 8:], "past_k": k,
+                                                "past_v": v})
+    full_logits, kf, vf = em.run_torch(prefill, {"input_ids": ids})
+    np.testing.assert_allclose(step_logits[:, 0], full_logits[:, 8], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(k2, kf, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(v2, vf, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_gearbox_runs_transformer_in_every_mode(name, exports, tmp_path):
+    """The acceptance of issue 24: the import runs in every mode and matches torch's outputs
+    (rtol = atol = 1e-4) at the traced shape."""
+    gbx = tmp_path / f"{name}.gbx"
+    onnx_import.import_model(exports[name], str(gbx))
+    g = gearbox.load(str(gbx))
+    d = os.path.dirname(exports[name])
+    in_names, out_names, axes = em.transformer_io(name)
+    inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
+    expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
+    for mode in gearbox.MODES:
+        s = gearbox.Session(g, mode=mode)
+        if mode == "geared":
+            # Every dynamic dim (batch, seq, past) gets two gears, the traced size and twice it
+            # (zipped): the call matches the first exactly, no padding.
+            for k, a in zip(in_names, inputs):
+                gearbox.set_dim_gears(s, k, {dim: [a.shape[dim], 2 * a.shape[dim]]
+                                             for dim in axes[k]})
+        got = s.run(*inputs)
+        for k, a, e in zip(out_names, got, expect, strict=True):
+            np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=f"{mode} {k}")
+
+
+# Traces of shapes other than the traced one (size 1 included): every dynamic dim moves.
+TRACES = {
+    "bert_encoder": [{"input_ids": [b, s], "attention_mask": [b, s]}
+                     for b, s in ((2, 5), (1, 1), (3, 11), (2, 5))],
+    "gpt_prefill": [{"input_ids": [b, s]} for b, s in ((2, 5), (1, 1), (3, 11), (2, 5))],
+    "gpt_decode": [{"input_ids": [b, 1], "past_k": [2, b, 4, p, 8], "past_v": [2, b, 4, p, 8]}
+                   for b, p in ((2, 5), (1, 1), (3, 9), (2, 6))],
+}
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_check_reference_agrees(name, exports, tmp_path, cli, env):
+    """`gearbox compare --check-reference`: every mode's outputs match the reference executor's
+    over a trace of other shapes (gears: the traced shapes, exactly)."""
+    gbx = tmp_path / f"{name}.gbx"
+    onnx_import.import_model(exports[name], str(gbx))
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(c) + "\n" for c in TRACES[name]))
+    proc = subprocess.run([cli, "compare", str(gbx), "--trace", str(trace), "--check-reference",
+                           "--repeat", "1", "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    modes = json.loads((tmp_path / "r.json").read_text())["modes"]
+    assert set(modes) == {m for m in gearbox.MODES if m != "geared"}
+    for mode, m in modes.items():
+        assert m["reference_check"]["ok"], mode
