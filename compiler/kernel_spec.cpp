@@ -39,6 +39,9 @@ size_t KernelKey::hash() const {
 }
 
 bool KernelKey::isStatic() const {
+  // An expand's output is its target, which may name graph symbols its input does not have (a
+  // [S, S] mask from a scalar): the key is static only once the target is.
+  if (kind == OpKind::kExpand && attrs.shape && !attrs.shape->isStatic()) return false;
   return std::all_of(inputs.begin(), inputs.end(),
                      [](const TensorType& t) { return t.shape.isStatic(); });
 }
@@ -62,7 +65,7 @@ void finishKey(KernelKey& key, OpKind kind, const Attrs& attrs, const Where& whe
   key.format = "ND";
   key.attrs = attrs;
   key.dtype = key.inputs.empty() ? DType::kF32 : key.inputs[0].dtype;
-  if (attrs.shape && !key.inputs.empty()) {
+  if (attrs.shape && !key.inputs.empty() && kind == OpKind::kReshape) {
     // A named dim of a reshape target means "the input's dim here": the key records the size
     // when it is static, else kCopyInputDim, so the key (and its name) never holds a symbol.
     Shape& target = *key.attrs.shape;
@@ -70,6 +73,12 @@ void finishKey(KernelKey& key, OpKind kind, const Attrs& attrs, const Where& whe
     for (int i = 0; i < target.rank(); ++i)
       if (isSymbolDim(target[i]))
         target[i] = (i < in.rank() && in[i] >= 0) ? in[i] : i < in.rank() ? kCopyInputDim : kAnyDim;
+  } else if (attrs.shape) {
+    // An expand target's names are symbols of the graph: unknown to a key until its output is
+    // (resolveReshapeTarget then makes the output the target).
+    Shape& target = *key.attrs.shape;
+    for (int i = 0; i < target.rank(); ++i)
+      if (isSymbolDim(target[i])) target[i] = kAnyDim;
   }
   if (attrs.dim && !key.inputs.empty()) {
     const Shape& s = key.inputs[0].shape;
@@ -92,7 +101,15 @@ KernelKey buildKey(OpKind kind, std::vector<TensorType> inputs, const Attrs& att
 }  // namespace
 
 void resolveReshapeTarget(KernelKey& key, const Shape& out) {
-  if (!key.attrs.shape || !out.isStatic() || !key.isStatic()) return;
+  if (!key.attrs.shape || !out.isStatic()) return;
+  if (key.kind == OpKind::kExpand) {
+    // Broadcasting the input to its output is the whole expand.
+    for (const TensorType& t : key.inputs)
+      if (!t.shape.isStatic()) return;
+    key.attrs.shape = out;
+    return;
+  }
+  if (!key.isStatic()) return;
   // Targets whose names resolved positionally keep their spelling (-1 stays -1 in the name).
   const Shape& target = *key.attrs.shape;
   bool positional = target.rank() == out.rank();
@@ -109,7 +126,7 @@ void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorTyp
   finishKey(key, n.kind, n.attrs, [&] { return g.describeNode(node); });
   // A reshape target may name dims anywhere in its input (or expressions of them); once the
   // output is known its sizes are the target, so the key never depends on how it was spelled.
-  if (n.kind == OpKind::kReshape && static_cast<size_t>(n.output) < types.size())
+  if (n.attrs.shape && static_cast<size_t>(n.output) < types.size())
     resolveReshapeTarget(key, types[n.output].shape);
   // A Const has no inputs; its dtype is its data's.
   if (n.kind == OpKind::kConst && n.constant) key.dtype = n.constant->dtype();
@@ -164,7 +181,7 @@ KernelSpec specializeKernelSpec(const KernelSpec& generic, const std::vector<Ten
   KernelKey key = generic.key;
   // A generic reshape key cannot resolve its target alone (it may name dims by symbol); the
   // caller's output shape, inferred against the graph, is the target.
-  if (key.kind == OpKind::kReshape && output) {
+  if (key.attrs.shape && output) {
     // The key's inputs become concrete below; resolve against them.
     for (size_t i = 0; i < inputs.size() && i < key.inputs.size(); ++i) key.inputs[i] = inputs[i];
     resolveReshapeTarget(key, *output);

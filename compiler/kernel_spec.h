@@ -56,9 +56,10 @@ void makeKernelKeyInto(KernelKey& key, const Graph& g, std::span<const TensorTyp
                        NodeId node);
 KernelKey makeKernelKey(OpKind kind, const std::vector<TensorType>& inputs, const Attrs& attrs,
                         int threads = 0);
-// A reshape key whose target names dims anywhere in its input (or expressions of them) takes
-// its output shape as the target, so the key never depends on how the target was spelled;
-// targets that resolve positionally are kept as written.
+// A reshape key whose target names dims anywhere in its input (or expressions of them, or a
+// graph input's symbols) takes its output shape as the target, so the key never depends on how
+// the target was spelled; targets that resolve positionally are kept as written. An expand key
+// always takes its (static) output shape as the target.
 void resolveReshapeTarget(KernelKey& key, const Shape& output);
 
 // ---- Per-op parameters decided at compile time -------------------------------------------
@@ -197,7 +198,8 @@ struct PoolParams {
   bool operator==(const PoolParams&) const = default;
 };
 
-// Mean over axes: when the axes are one run of dims the input is [outer, reduce, inner];
+// Mean and ReduceSum over axes: when the axes are one run of dims the input is
+// [outer, reduce, inner];
 // otherwise `general` walks the input dims with `mask` marking reduced ones.
 struct ReduceParams {
   int64_t outer = 1, reduce = 1, inner = 1;
@@ -237,6 +239,45 @@ struct BatchNormParams {
   bool operator==(const BatchNormParams&) const = default;
 };
 
+// Softmax and LayerNorm: x viewed as [outer, n, inner]; each (outer, inner) line of n elements
+// along the reduced axis is one softmax (LayerNorm normalises [outer, n] rows: inner is 1 and n
+// the product of the normalised dims). scale / bias: 1 when LayerNorm has that input.
+struct NormParams {
+  int64_t outer = 1, n = 0, inner = 1;
+  int64_t scale = 0, bias = 0;
+  bool operator==(const NormParams&) const = default;
+};
+
+// Where: out[i] = cond[ic(i)] != 0 ? x[ix(i)] : y[iy(i)] over the output's dims (merged where
+// all three operands step through them as one); a stride is 0 where an operand broadcasts.
+// rank == 0: every operand has the output's element count (one flat loop).
+struct WhereParams {
+  int rank = 0;
+  int64_t numel = 0;
+  int64_t outDims[kMaxRank] = {};
+  int64_t condStrides[kMaxRank] = {};
+  int64_t xStrides[kMaxRank] = {};
+  int64_t yStrides[kMaxRank] = {};
+  bool operator==(const WhereParams&) const = default;
+};
+
+// Expand: out[i0..ir) = in[sum i_k * inStrides[k]] over the output's dims (merged where the
+// input steps through them as one); a broadcast dim has stride 0. rank == 0: a plain copy.
+struct ExpandParams {
+  int rank = 0;
+  int64_t numel = 0;
+  int64_t outDims[kMaxRank] = {};
+  int64_t inStrides[kMaxRank] = {};
+  bool operator==(const ExpandParams&) const = default;
+};
+
+// Trilu: x viewed as [batch, rows, cols]; element (i, j) is kept when j - i >= k (upper) or
+// j - i <= k (lower), else 0.
+struct TriluParams {
+  int64_t batch = 1, rows = 0, cols = 0, k = 0, upper = 1;
+  bool operator==(const TriluParams&) const = default;
+};
+
 struct KernelSpec {
   KernelKey key;
   std::string name;
@@ -246,7 +287,8 @@ struct KernelSpec {
   double work = 0;       // flops (MatMul) or bytes moved (others): drives `tasks`
   std::variant<std::monostate, AddParams, MatMulParams, GatherParams, CatParams, CatGatherParams,
                ElementwiseParams, TransposeParams, ConvParams, PoolParams, ReduceParams,
-               SliceParams, PadParams, BatchNormParams>
+               SliceParams, PadParams, BatchNormParams, NormParams, WhereParams, ExpandParams,
+               TriluParams>
       params;
 };
 

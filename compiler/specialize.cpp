@@ -91,7 +91,8 @@ std::vector<TensorType> specializeTypes(const Graph& g, const InputSignature& si
                                                 &g,
                                                 n,
                                                 {},
-                                                &node});
+                                                &node,
+                                                sig});
   }
   return types;
 }
@@ -102,9 +103,10 @@ Graph specializeGraph(const Graph& g, const InputSignature& sig) {
   std::vector<TensorType> types = specializeTypes(g, sig);
   Graph out = g;
   for (size_t v = 0; v < types.size(); ++v) out.values[v].type = std::move(types[v]);
-  // The specialised graph stands alone: its reshape targets hold the sizes they resolved to.
+  // The specialised graph stands alone: its reshape and expand targets hold the sizes they
+  // resolved to.
   for (Node& n : out.nodes)
-    if (n.kind == OpKind::kReshape) {
+    if (n.attrs.shape) {
       const Shape& o = out.values[n.output].type.shape;
       if (o.isStatic()) n.attrs.shape = o;
     }

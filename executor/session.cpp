@@ -385,6 +385,13 @@ std::vector<Tensor> makeInputs(const Graph& g, const InputSignature& sig, uint64
       // Integer inputs used as gather indices must be in range for every op they index.
       int64_t bound = 100;
       for (const Node& n : sg.nodes) {
+        if (n.kind == OpKind::kGather && n.inputs[1] == v) {
+          // Gather (an embedding's ids): the size of the gathered dim of the table.
+          const Shape& s = sg.values[n.inputs[0]].type.shape;
+          bound = std::min(
+              bound, std::max<int64_t>(s[s.wrapDim(n.attrs.i(attr::Gather::axis), "axis")], 1));
+          continue;
+        }
         if ((n.kind == OpKind::kIndexSelect || n.kind == OpKind::kCatGather) &&
             n.inputs.back() == v) {
           const Shape& s = sg.values[n.inputs[0]].type.shape;

@@ -354,6 +354,26 @@ class Analyzer {
   // keeps every dim before d (a named dim, or the same static size) and names dim d, so each
   // (prefix, d, rest) position maps to the same position of the output; anything else would mix
   // padded and real elements within one output dim.
+  // Whether target dim i of a reshape of an input declared `s` is the input's dim i itself: the
+  // same symbol or expression, or a name that resolves positionally (neither the input nor a
+  // graph input declares it: graph/ops/reshape.h's last rule).
+  bool samePosition(const Shape& target, const Shape& s, int i) const {
+    const int64_t d = target[i];
+    if (i >= s.rank()) return false;
+    if (d == s[i]) return isSymbolDim(d);
+    if (!isSymbolDim(d)) return false;
+    const auto e = dimExpr(d);
+    auto declares = [&](const Shape& decl) {
+      for (int64_t v : decl)
+        if (v == d || (e && v == e->base)) return true;
+      return false;
+    };
+    if (declares(s)) return false;
+    for (ValueId v : g_.inputs)
+      if (declares(shape(v))) return false;
+    return true;
+  }
+
   void visitReshape(NodeId n, const Node& node, Tags& out) {
     const ValueId in = node.inputs[0];
     const Shape& target = *node.attrs.shape;
@@ -361,9 +381,9 @@ class Analyzer {
     for (int d = 0; d < rank(in); ++d) {
       const Tag& t = tags_[in][d];
       if (!t.padded) continue;
-      bool kept = d < target.rank() && isSymbolDim(target[d]);
+      bool kept = d < target.rank() && samePosition(target, s, d);
       for (int i = 0; kept && i < d; ++i)
-        kept = isSymbolDim(target[i]) || (isStaticDim(s[i]) && target[i] == s[i]);
+        kept = samePosition(target, s, i) || (isStaticDim(s[i]) && target[i] == s[i]);
       if (!kept)
         refuse(n, t,
                fmt::format("{} dim {} is padded, and shape {} does not keep it as dim {} (name it "
@@ -422,6 +442,144 @@ class Analyzer {
     }
   }
 
+  // A reduction over a padded dim (softmax, layer_norm, mean, reduce_sum with non-zero padding)
+  // would let the padded positions into every real result along it. Geared mode pads a
+  // transformer's sequence dim with whatever the padded ids embed to; attention then normalises
+  // each query row over all keys, padded ones included, and gearbox has no valid-length mask
+  // to exclude them (an attention mask input would, but the analysis cannot prove what a mask
+  // holds). So the rule is: refuse, naming the op; pad the batch dim, or use exact gears or the
+  // dynamic fallback for the sequence dim.
+  void refuseReducedPadded(NodeId n, const Node& node, int d, std::string_view what) {
+    const Tag& t = tags_[node.inputs[0]][d];
+    if (t.padded)
+      refuse(n, t,
+             fmt::format("{} dim {} is padded and {}, so the padded positions would enter every "
+                         "real result along it (gearbox has no valid-length mask)",
+                         label(node, 0), d, what));
+  }
+
+  // Softmax along `axis`: the other dims keep their tags; softmax(0s) is 1/n, not zero.
+  void visitSoftmax(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    const int64_t a = node.attrs.i(attr::Softmax::axis);
+    const int d = static_cast<int>(a < 0 ? a + r : a);
+    refuseReducedPadded(n, node, d, "softmax normalises along it");
+    out = tags_[in];
+    for (Tag& t : out) t.zero = false;
+  }
+
+  // LayerNorm over dims [axis, rank): the leading dims keep their tags (rows are independent);
+  // scale and bias have the normalised dims, which are never padded here.
+  void visitLayerNorm(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    const int64_t a = node.attrs.i(attr::LayerNorm::axis);
+    const int axis = static_cast<int>(a < 0 ? a + r : a);
+    for (int d = axis; d < r; ++d) refuseReducedPadded(n, node, d, "layer_norm normalises over it");
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      for (int d = 0; d < rank(node.inputs[i]); ++d)
+        if (tags_[node.inputs[i]][d].padded)
+          refuse(n, tags_[node.inputs[i]][d],
+                 fmt::format("{} (scale or bias) dim {} is padded", label(node, i), d));
+    out = tags_[in];
+    for (Tag& t : out) t.zero = false;  // (0 - mean) * rstd * scale + bias
+  }
+
+  // ReduceSum: a padded dim may be summed only while its padding is still zero (zeros add
+  // nothing, as for matmul's K); the output is then real there.
+  void visitReduceSum(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    bool reduced[kMaxRank] = {};
+    for (int64_t a : node.attrs.ints(attr::ReduceSum::axes)) reduced[a < 0 ? a + r : a] = true;
+    const bool keep = node.attrs.i(attr::ReduceSum::keepdims) == 1;
+    int o = 0;
+    for (int d = 0; d < r; ++d) {
+      const Tag& t = tags_[in][d];
+      if (reduced[d]) {
+        if (t.padded && !t.zero)
+          refuse(n, t,
+                 fmt::format("{} dim {} is padded and reduce_sum adds it up, but its padding is "
+                             "no longer zero (an op before wrote into it)",
+                             label(node, 0), d));
+        if (keep) ++o;
+        continue;
+      }
+      out[o++] = t;
+    }
+  }
+
+  // Where: add's rule over three operands; the padding stays zero when both x and y are zero
+  // there (whichever is chosen).
+  void visitWhere(NodeId n, const Node& node, Tags& out) {
+    const ValueId c = node.inputs[0], x = node.inputs[1], y = node.inputs[2];
+    Tags cx{};
+    broadcast(n, 0, tags_[c], rank(c), shape(c), 1, tags_[x], rank(x), shape(x), false, cx);
+    // Shapes of c and x broadcast: the rank is the larger one, sizes come from inference.
+    const int rcx = std::max(rank(c), rank(x));
+    Shape scx;
+    for (int i = 0; i < rcx; ++i) {
+      const int kc = i - (rcx - rank(c)), kx = i - (rcx - rank(x));
+      const int64_t dc = kc >= 0 ? shape(c)[kc] : 1, dx = kx >= 0 ? shape(x)[kx] : 1;
+      scx.push(dc == 1 ? dx : dc);
+    }
+    broadcast(n, 1, cx, rcx, scx, 2, tags_[y], rank(y), shape(y), false, out);
+    // Zero only where x and y are both padded there and still zero: whichever the condition
+    // picks is then 0 (a broadcast x or y puts real values on the padded positions).
+    const int r = rank(node.output);
+    auto zeroAt = [&](ValueId v, int i) {
+      const int k = i - (r - rank(v));
+      return k >= 0 && tags_[v][k].padded && tags_[v][k].zero;
+    };
+    for (int i = 0; i < r; ++i)
+      if (out[i].padded) out[i].zero = zeroAt(x, i) && zeroAt(y, i);
+  }
+
+  // Expand: x's dims keep their tags at their (right-aligned) positions. A dim x broadcasts
+  // (size 1) to a target size is not padded: if that size is a padded symbol the copies there
+  // hold real values, which the plan could not slice back, so it is refused.
+  void visitExpand(NodeId n, const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(node.output), ri = rank(in);
+    for (int i = 0; i < r; ++i) {
+      const int k = i - (r - ri);
+      if (k >= 0) out[i] = tags_[in][k];
+      const int64_t od = shape(node.output)[i];
+      if (out[i].padded || !isSymbolDim(od)) continue;
+      // An output dim named by a padded input dim's symbol that x does not carry.
+      for (size_t gi = 0; gi < g_.inputs.size(); ++gi) {
+        const Shape& decl = g_.value(g_.inputs[gi]).type.shape;
+        const auto e = dimExpr(od);
+        for (int j = 0; j < decl.rank(); ++j)
+          if ((decl[j] == od || (e && decl[j] == e->base)) && tags_[g_.inputs[gi]][j].padded)
+            refuse(n, tags_[g_.inputs[gi]][j],
+                   fmt::format("expand makes dim {} of size {} from {}'s size-1 dim, so its "
+                               "padded positions would hold copies of real values",
+                               i, dimToString(od), label(node, 0)));
+      }
+    }
+  }
+
+  // Gather: like index_select (not along a padded data dim); the index's dims take its place,
+  // padded index positions reading real row 0 (padded, not zero).
+  void visitGather(NodeId n, const Node& node, Tags& out) {
+    const ValueId data = node.inputs[0], idx = node.inputs[1];
+    const int r = rank(data);
+    const int64_t a = node.attrs.i(attr::Gather::axis);
+    const int axis = static_cast<int>(a < 0 ? a + r : a);
+    refuseGatherAlongPadded(n, node, 0, axis);
+    // Inference checked the output rank (r - 1 + rank(idx) <= kMaxRank); the bound on `o`
+    // says so to the compiler too.
+    int o = 0;
+    for (int d = 0; d < axis && o < kMaxRank; ++d) out[o++] = tags_[data][d];
+    for (int d = 0; d < rank(idx) && o < kMaxRank; ++d) {
+      const Tag& t = tags_[idx][d];
+      out[o++] = t.padded ? Tag{true, t.origin, false} : Tag{};
+    }
+    for (int d = axis + 1; d < r && o < kMaxRank; ++d) out[o++] = tags_[data][d];
+  }
+
   void visit(NodeId n) {
     const Node& node = g_.node(n);
     Tags out{};
@@ -466,6 +624,34 @@ class Analyzer {
       case OpKind::kMaxPool2d:
       case OpKind::kAvgPool2d: visitWindow(n, node, true, true, out); break;
       case OpKind::kMean: visitMean(n, node, out); break;
+      case OpKind::kSub: visitAdd(n, node, out); break;
+      case OpKind::kDiv:
+      case OpKind::kPow: {
+        // x / 0 and pow(0, 0) are not 0: padded positions stay padded but not zero.
+        const ValueId a = node.inputs[0], b = node.inputs[1];
+        broadcast(n, 0, tags_[a], rank(a), shape(a), 1, tags_[b], rank(b), shape(b), false, out);
+        for (Tag& t : out) t.zero = false;
+        break;
+      }
+      case OpKind::kSqrt:
+      case OpKind::kErf:
+      case OpKind::kTanh:
+      case OpKind::kGelu:
+      case OpKind::kCast:
+        // f(0) = 0 for each (sqrt, erf, tanh, gelu; a cast of 0 is 0): tags and zeros kept.
+        out = tags_[node.inputs[0]];
+        break;
+      case OpKind::kTrilu:
+        // The triangle is counted from the top-left corner, and padding sits at the end of each
+        // dim, so real (i, j) keep their values; padded positions become x or 0, zero if x was.
+        out = tags_[node.inputs[0]];
+        break;
+      case OpKind::kSoftmax: visitSoftmax(n, node, out); break;
+      case OpKind::kLayerNorm: visitLayerNorm(n, node, out); break;
+      case OpKind::kReduceSum: visitReduceSum(n, node, out); break;
+      case OpKind::kWhere: visitWhere(n, node, out); break;
+      case OpKind::kExpand: visitExpand(n, node, out); break;
+      case OpKind::kGather: visitGather(n, node, out); break;
       case OpKind::kCatGather: {
         const size_t data = node.inputs.size() - 1;
         const int d = shape(node.inputs[0]).wrapDim(*node.attrs.dim, g_.describeNode(n));

@@ -13,6 +13,11 @@
 //               read padding instead of failing); a padded index makes the output dim padded;
 //   cat / cat_gather along a padded dim is refused (the padding would sit between real rows);
 //               on other dims all data inputs must be padded alike.
+//   softmax, layer_norm, mean over a padded dim is refused (the padding would enter every real
+//               result: a transformer's sequence dim cannot be padded through attention, as
+//               gearbox has no valid-length mask); reduce_sum only while the padding is zero;
+//   gather      along a padded data dim is refused; padded index dims become padded output dims;
+//   expand      refuses to broadcast a size-1 dim to a padded symbol.
 // Padded dims that reach a graph output are fine: the plan says which, so they can be sliced.
 
 #include <span>

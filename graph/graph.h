@@ -78,6 +78,10 @@ struct InferContext {
   NodeId nodeId = -1;
   std::string_view label = {};  // otherwise: what is being inferred, e.g. a kernel name
   const Node* node = nullptr;   // the node (Const carries its data here)
+  // The shapes of the graph's inputs in this call (Graph::inputs order), when known: a reshape
+  // or expand target that names a graph input's symbol takes its size from here (empty when
+  // inferring the declared graph: the symbol then stays a symbol).
+  std::span<const Shape> inputShapes = {};
   // "<file:line>: op %m = matmul", or the label.
   std::string where() const;
   // "%x" for input i, or "?" without a graph.

@@ -293,7 +293,10 @@ class Parser {
 
   // -- types --
   int64_t parseDim() {
-    if (peek().kind == Tok::kIdent || isPunct(peek(), '(')) return parseDimExpression();
+    // An expression may start with a factor: `4*batch` (how the printer writes a * S).
+    const bool factor =
+        peek().kind == Tok::kNumber && pos_ + 1 < toks_.size() && isPunct(toks_[pos_ + 1], '*');
+    if (peek().kind == Tok::kIdent || isPunct(peek(), '(') || factor) return parseDimExpression();
     const Token& t = next();
     int64_t v = 0;
     if (t.kind == Tok::kNumber) {

@@ -33,6 +33,21 @@ of letting the exporter fold them into the convolutions, so an import sees the o
 widths [8, 16, 32, 64, 128] (still 16 channel shuffles), MobileNetV2 width_mult=0.25, and every
 model 10 classes. ResNet-18's BasicBlock has fixed widths, so only its classifier shrinks.
 
+Sequence models (issue 24) take int64 token ids with a dynamic batch and sequence:
+
+    /usr/bin/python3 scripts/export_models.py OUT_DIR --models transformer_encoder [--opset 17]
+                     [--batch 2] [--seq 7] [--import]
+
+For each model M, OUT_DIR gets M.onnx (input "ids" [batch, seq], output "y"), M.ids.npy (a
+reference batch of ids) and M.y.npy (torch's output for it, eval mode, float32). Each model is
+one function in SEQUENCE_MODELS that builds the module under torch.manual_seed(0) and says its
+inputs, outputs and dynamic axes (a SequenceModel); adding a model is adding one function.
+  transformer_encoder  torch.nn.TransformerEncoder, 2 layers, d_model 128, 4 heads, batch_first,
+                       feed-forward 2048 (torch's default), after an nn.Embedding of 1000 tokens
+                       (the acceptance model of issue 24 item 1). Opset 13 exports LayerNorm
+                       decomposed (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add); opset 17 as
+                       LayerNormalization.
+
 Transformers (issue 24), --models bert_encoder,gpt_prefill,gpt_decode: explicit torch modules
 (not torch.nn.Transformer*), so every attention is the five ops an attention fusion matches,
     MatMul(q, k^T) -> Mul(scale) -> Add(mask) -> Softmax(-1) -> MatMul(probs, v)
@@ -61,6 +76,7 @@ onnx.reference) at the traced shape and at two others (batch 1 / seq 1, batch 3 
 past 9) and compares with torch: the export holds at sizes it was not traced at.
 """
 import argparse
+import collections
 import os
 import subprocess
 import sys
@@ -90,7 +106,8 @@ def build(name, width):
             weights=None, num_classes=classes, width_mult=0.25 if small else 1.0
         )
     else:
-        raise SystemExit(f"export_models.py: unknown model {name} (known: {', '.join(MODELS)})")
+        raise SystemExit(f"export_models.py: unknown model {name} (known: "
+                         f"{', '.join(MODELS + TRANSFORMERS + tuple(SEQUENCE_MODELS))})")
     # Non-trivial running statistics (see the module docstring); drawn after the weights, from
     # the same seeded generator, so the whole model is a function of the seed.
     for m in model.modules():
@@ -402,6 +419,73 @@ def verify_transformer(name, path, width="small", batch=2, seq=7, past=5):
     return results
 
 
+# ---- sequence models (issue 24) -----------------------------------------------------------------
+
+# A sequence model to export: the module (eval mode), its example inputs by name (numpy
+# arrays, int64 ids), its output names, and the dynamic axes of every input and output.
+SequenceModel = collections.namedtuple("SequenceModel", "module inputs outputs dynamic_axes")
+
+
+def transformer_encoder(batch=2, seq=7):
+    """torch.nn.TransformerEncoder (2 layers, d_model 128, 4 heads, batch_first) behind an
+    nn.Embedding of 1000 tokens: ids [batch, seq] -> y [batch, seq, 128]."""
+    import numpy as np
+    import torch
+
+    torch.manual_seed(0)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(1000, 128)
+            layer = torch.nn.TransformerEncoderLayer(128, 4, batch_first=True)
+            self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+        def forward(self, ids):
+            return self.encoder(self.embed(ids))
+
+    module = Encoder().eval()
+    # Fresh LayerNorms are weight 1, bias 0, which would make a scale/bias mix-up untestable
+    # (and torch then shares the equal initializers through Identity nodes): drawn from the same
+    # seeded generator, after the weights.
+    for m in module.modules():
+        if isinstance(m, torch.nn.LayerNorm):
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    ids = np.random.default_rng(1).integers(0, 1000, size=(batch, seq)).astype(np.int64)
+    axes = {0: "batch", 1: "seq"}
+    return SequenceModel(module, {"ids": ids}, ["y"], {"ids": axes, "y": axes})
+
+
+# name -> the function building it (keyword arguments: batch, seq).
+SEQUENCE_MODELS = {"transformer_encoder": transformer_encoder}
+
+
+def export_sequence(name, out_dir, opset=13, batch=2, seq=7):
+    """Writes OUT_DIR/name.onnx, name.<input>.npy and name.<output>.npy; returns the .onnx path."""
+    import numpy as np
+    import torch
+
+    spec = SEQUENCE_MODELS[name](batch=batch, seq=seq)
+    args = tuple(torch.from_numpy(a) for a in spec.inputs.values())
+    with torch.no_grad():
+        outs = spec.module(*args)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    path = os.path.join(out_dir, f"{name}.onnx")
+    with warnings.catch_warnings():
+        # The encoder's fast path (nested tensors) is off; torch still warns about it.
+        warnings.filterwarnings("ignore", category=UserWarning)
+        torch.onnx.export(spec.module, args, path, input_names=list(spec.inputs),
+                          output_names=spec.outputs, opset_version=opset,
+                          dynamic_axes=spec.dynamic_axes, do_constant_folding=True)
+    for k, a in spec.inputs.items():
+        np.save(os.path.join(out_dir, f"{name}.{k}.npy"), a)
+    for k, o in zip(spec.outputs, outs):
+        np.save(os.path.join(out_dir, f"{name}.{k}.npy"), o.numpy())
+    return path
+
+
 class _Lcg:
     """scripts/gen_serving_trace.py's generator (Knuth's MMIX constants)."""
 
@@ -443,14 +527,16 @@ def main(argv=None):
                    help="write the bundled traces to OUT_DIR instead of exporting models")
     p.add_argument("--models", default=",".join(MODELS),
                    help="comma-separated, of " + ", ".join(MODELS + TRANSFORMERS)
-                   + " (default the CNNs)")
+                   + ", " + ", ".join(SEQUENCE_MODELS) + " (default the CNNs)")
+    p.add_argument("--opset", type=int, default=13,
+                   help="sequence models' ONNX opset (the transformers export at 14)")
     p.add_argument("--dynamic-hw", action="store_true", help="dims 2, 3 dynamic too")
     p.add_argument("--width", choices=("full", "small"), default="full")
     p.add_argument("--size", type=int, default=224, help="reference input height and width")
     p.add_argument("--batch", type=int, default=2, help="reference input batch")
     p.add_argument("--keep-batchnorm", action="store_true",
                    help="export BatchNormalization nodes instead of folding them into Conv")
-    p.add_argument("--seq", type=int, default=7, help="transformers: traced sequence length")
+    p.add_argument("--seq", type=int, default=7, help="transformers and sequence models: traced sequence length")
     p.add_argument("--past", type=int, default=5, help="gpt_decode: traced past length")
     p.add_argument("--verify", action="store_true",
                    help="transformers: run each .onnx (scripts/onnx_numpy_eval.py) at three "
@@ -482,6 +568,9 @@ def main(argv=None):
                 for shape, diff in verify_transformer(name, path, args.width, args.batch,
                                                       args.seq, args.past):
                     print(f"  verified against torch at {shape}: max abs difference {diff:.3g}")
+        elif name in SEQUENCE_MODELS:
+            path = export_sequence(name, args.out_dir, args.opset, args.batch, args.seq)
+            print(f"wrote {path}")
         else:
             path = export(name, args.out_dir, args.dynamic_hw, args.width, args.size,
                           args.batch, args.keep_batchnorm)

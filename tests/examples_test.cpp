@@ -88,7 +88,8 @@ INSTANTIATE_TEST_SUITE_P(Bundled, Examples,
                                            ExampleCase{"shufflenet_stage", "f32[N, 16, 49]", 7},
                                            ExampleCase{"shufflenet_body", "f32[N, 16, 49]", 7},
                                            ExampleCase{"shufflenet_view", "f32[N, 16, 49]", 6},
-                                           ExampleCase{"seed002_masked_loss", "f32[B]", 8}),
+                                           ExampleCase{"seed002_masked_loss", "f32[B]", 8},
+                                           ExampleCase{"transformer_block", "f32[B, S, 8]", 8}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Examples, ShuffleNetUsesAGroupsOfTwoChannelShuffle) {

@@ -116,6 +116,65 @@ std::vector<KernelKey> sampleKeys() {
   const TensorType c3 = t(DType::kF32, {3});
   add(OpKind::kBatchNorm, {t(DType::kF32, {b, 3, 8, 8}), c3, c3, c3, c3}, bn);
   add(OpKind::kBatchNorm, {t(DType::kF32, {2, 3}), c3, c3, c3, c3});
+  // Transformer ops: sub over every dtype; the f32-only ones; where's condition dtypes; cast's
+  // targets; gather's N-D indices; trilu's attributes.
+  const int64_t s = symbolDim("S");
+  for (DType d : {DType::kF32, DType::kI32, DType::kI64}) {
+    add(OpKind::kSub, {t(d, {2, 4}), t(d, {4})});
+    add(OpKind::kSub, {t(d, {b, s, 4}), t(d, {kAnyDim, 1, 1})});
+    add(OpKind::kWhere, {t(d, {1, s}), t(DType::kF32, {b, s}), t(DType::kF32, {})});
+    add(OpKind::kWhere, {t(DType::kI32, {3}), t(d, {3}), t(d, {3})});
+    Attrs expand;
+    expand.shape = Shape{3, 4};
+    add(OpKind::kExpand, {t(d, {4})}, expand);
+    expand.shape = Shape{b, 4, s, s};
+    add(OpKind::kExpand, {t(d, {1, 1, 1, 1})}, expand);
+    for (int64_t to : {1, 6, 7}) {
+      Attrs cast;
+      cast.setInt(attr::Cast::to, to);
+      add(OpKind::kCast, {t(d, {b, s})}, cast);
+    }
+    for (DType ix : {DType::kI32, DType::kI64}) {
+      add(OpKind::kGather, {t(d, {1000, 128}), t(ix, {b, s})});
+      Attrs gather;
+      gather.setInt(attr::Gather::axis, -1);
+      add(OpKind::kGather, {t(d, {4, 5}), t(ix, {})}, gather);
+    }
+    Attrs trilu;
+    add(OpKind::kTrilu, {t(d, {s, s})}, trilu);
+    trilu.setInt(attr::Trilu::upper, 0);
+    trilu.setInt(attr::Trilu::k, -1);
+    add(OpKind::kTrilu, {t(d, {2, 4, 4})}, trilu);
+  }
+  const TensorType f = t(DType::kF32, {b, s, 128});
+  for (OpKind k : {OpKind::kDiv, OpKind::kPow}) {
+    add(k, {f, t(DType::kF32, {})});
+    add(k, {t(DType::kF32, {3}), t(DType::kF32, {2, 3})});
+  }
+  for (OpKind k : {OpKind::kSqrt, OpKind::kErf, OpKind::kTanh, OpKind::kGelu}) {
+    add(k, {f});
+    add(k, {t(DType::kF32, {})});
+  }
+  Attrs gelu;
+  gelu.setInt(attr::Gelu::approximate, 1);
+  add(OpKind::kGelu, {t(DType::kF32, {7})}, gelu);
+  add(OpKind::kSoftmax, {t(DType::kF32, {b, 4, s, s})});
+  Attrs softmax;
+  softmax.setInt(attr::Softmax::axis, 0);
+  add(OpKind::kSoftmax, {t(DType::kF32, {3, 5})}, softmax);
+  const TensorType row = t(DType::kF32, {128});
+  add(OpKind::kLayerNorm, {f, row, row});
+  Attrs ln;
+  ln.setInt(attr::LayerNorm::axis, 1);
+  ln.setFloat(attr::LayerNorm::epsilon, 1e-12);
+  add(OpKind::kLayerNorm, {t(DType::kF32, {2, 3, 4}), t(DType::kF32, {3, 4})}, ln);
+  add(OpKind::kLayerNorm, {t(DType::kF32, {5, 6})});
+  Attrs sum;
+  sum.setInts(attr::ReduceSum::axes, {-1});
+  add(OpKind::kReduceSum, {f}, sum);
+  sum.setInt(attr::ReduceSum::keepdims, 0);
+  sum.setInts(attr::ReduceSum::axes, {0, 2});
+  add(OpKind::kReduceSum, {t(DType::kF32, {2, 3, 4})}, sum);
   return keys;
 }
 

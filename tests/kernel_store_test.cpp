@@ -118,6 +118,42 @@ void expectSameSpec(const KernelSpec& a, const KernelSpec& b) {
     EXPECT_EQ(c->count, d.count);
     EXPECT_EQ(c->dimSizes, d.dimSizes);
     EXPECT_EQ(c->indexType, d.indexType);
+  } else if (auto* e = std::get_if<ElementwiseParams>(&a.params)) {
+    EXPECT_EQ(e->numel, std::get<ElementwiseParams>(b.params).numel);
+  } else if (auto* r = std::get_if<ReduceParams>(&a.params)) {
+    EXPECT_TRUE(*r == std::get<ReduceParams>(b.params));
+  } else if (auto* n = std::get_if<NormParams>(&a.params)) {
+    const auto& o = std::get<NormParams>(b.params);
+    EXPECT_EQ(n->outer, o.outer);
+    EXPECT_EQ(n->n, o.n);
+    EXPECT_EQ(n->inner, o.inner);
+    EXPECT_EQ(n->scale, o.scale);
+    EXPECT_EQ(n->bias, o.bias);
+  } else if (auto* w = std::get_if<WhereParams>(&a.params)) {
+    const auto& v = std::get<WhereParams>(b.params);
+    EXPECT_EQ(w->rank, v.rank);
+    EXPECT_EQ(w->numel, v.numel);
+    for (int i = 0; i < kMaxRank; ++i) {
+      EXPECT_EQ(w->outDims[i], v.outDims[i]);
+      EXPECT_EQ(w->condStrides[i], v.condStrides[i]);
+      EXPECT_EQ(w->xStrides[i], v.xStrides[i]);
+      EXPECT_EQ(w->yStrides[i], v.yStrides[i]);
+    }
+  } else if (auto* x = std::get_if<ExpandParams>(&a.params)) {
+    const auto& y = std::get<ExpandParams>(b.params);
+    EXPECT_EQ(x->rank, y.rank);
+    EXPECT_EQ(x->numel, y.numel);
+    for (int i = 0; i < kMaxRank; ++i) {
+      EXPECT_EQ(x->outDims[i], y.outDims[i]);
+      EXPECT_EQ(x->inStrides[i], y.inStrides[i]);
+    }
+  } else if (auto* t = std::get_if<TriluParams>(&a.params)) {
+    const auto& u = std::get<TriluParams>(b.params);
+    EXPECT_EQ(t->batch, u.batch);
+    EXPECT_EQ(t->rows, u.rows);
+    EXPECT_EQ(t->cols, u.cols);
+    EXPECT_EQ(t->k, u.k);
+    EXPECT_EQ(t->upper, u.upper);
   }
 }
 
@@ -167,6 +203,52 @@ std::vector<KeyCase> keyCases() {
                                 Attrs{{}, Shape{symbolDim("B"), 8, -1}, {}})},
       {"ReshapeGeneric", makeKernelKey(OpKind::kReshape, {f32({symbolDim("B"), 16})},
                                        Attrs{{}, Shape{symbolDim("B"), -1, 4}, {}})},
+      // Transformer ops (issue 24): every new params kind.
+      {"Sub", key(OpKind::kSub, {f32({3, 1, 5}), f32({4, 1})})},
+      {"Div", key(OpKind::kDiv, {f32({2, 8, 8}), f32({})})},
+      {"Pow", key(OpKind::kPow, {f32({3, 5}), f32({5})})},
+      {"Sqrt", key(OpKind::kSqrt, {f32({7})})},
+      {"Erf", key(OpKind::kErf, {f32({2, 3})})},
+      {"Tanh", key(OpKind::kTanh, {f32({2, 3})})},
+      {"GeluTanh", makeKernelKey(OpKind::kGelu, {f32({4, 5})},
+                                 [] {
+                                   Attrs a;
+                                   a.setInt(attr::Gelu::approximate, 1);
+                                   return a;
+                                 }())},
+      {"Softmax", key(OpKind::kSoftmax, {f32({2, 4, 9, 9})})},
+      {"SoftmaxMiddle", makeKernelKey(OpKind::kSoftmax, {f32({2, 5, 3})},
+                                      [] {
+                                        Attrs a;
+                                        a.setInt(attr::Softmax::axis, 1);
+                                        return a;
+                                      }())},
+      {"LayerNorm", key(OpKind::kLayerNorm, {f32({2, 7, 16}), f32({16}), f32({16})})},
+      {"LayerNormPlain", key(OpKind::kLayerNorm, {f32({5, 3})})},
+      {"ReduceSum", makeKernelKey(OpKind::kReduceSum, {f32({2, 3, 4})},
+                                  [] {
+                                    Attrs a;
+                                    a.setInts(attr::ReduceSum::axes, {0, 2});
+                                    return a;
+                                  }())},
+      {"WhereBroadcast",
+       key(OpKind::kWhere, {{DType::kI32, {1, 1, 5, 5}}, f32({2, 3, 5, 5}), f32({})})},
+      {"WhereFlat", key(OpKind::kWhere, {{DType::kI64, {6}}, f32({6}), f32({6})})},
+      {"Expand", makeKernelKey(OpKind::kExpand, {f32({3, 1})}, Attrs{{}, Shape{2, 3, 4}, {}})},
+      {"Cast", makeKernelKey(OpKind::kCast, {f32({4, 4})},
+                             [] {
+                               Attrs a;
+                               a.setInt(attr::Cast::to, 7);
+                               return a;
+                             }())},
+      {"Gather", key(OpKind::kGather, {f32({50, 8}), {DType::kI64, {2, 7}}})},
+      {"Trilu", makeKernelKey(OpKind::kTrilu, {f32({3, 4, 4})},
+                              [] {
+                                Attrs a;
+                                a.setInt(attr::Trilu::k, -1);
+                                a.setInt(attr::Trilu::upper, 0);
+                                return a;
+                              }())},
   };
 }
 
@@ -593,6 +675,36 @@ TEST(Precompile, RecordPrecompileRunCompilesNothing) {
   EXPECT_EQ(bundle->hits(), 8);
   // A shape that was not recorded still compiles.
   EXPECT_EQ(runFourOps({3}, {bundle}).kernelCompiles, 4);
+}
+
+TEST(Precompile, TransformerBlockRecordPrecompileRunCompilesNothing) {
+  // Issue 24's ops through op-info records, precompile and a bundle: the second run compiles
+  // no kernel, and its outputs are the reference executor's.
+  const Graph g = loadGraph(std::string(GEARBOX_SOURCE_DIR) + "/examples/transformer_block.gbx");
+  const std::vector<InputSignature> calls = {{Shape{2, 7}}, {Shape{3, 5}}};
+  auto run = [&](std::vector<std::shared_ptr<KernelStore>> stores) {
+    SessionOptions o;
+    o.kernelStores = std::move(stores);
+    Session s(g, o);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const auto in = makeInputs(g, calls[i], i);
+      const auto out = s.run(in);
+      EXPECT_LE(maxAbsDiff(out[0], referenceRun(g, in)[0]), 1e-5);
+    }
+    return s.stats();
+  };
+  TempDir dir;
+  auto recorder = std::make_shared<OpInfoRecorder>(dir.path().string());
+  const SessionStats recorded = run({recorder->observer()});
+  // The two static plans ((B, S) = (2, 7), (3, 5)) compile 66 kernels (as `gearbox compare`
+  // reports for the same calls).
+  EXPECT_EQ(recorded.kernelCompiles, 66);
+  const PrecompileResult r = precompileBundle(dir.path().string());
+  EXPECT_EQ(r.kernels, recorded.kernelCompiles);
+  auto bundle = std::make_shared<BundleStore>(r.bundlePath);
+  const SessionStats again = run({bundle});
+  EXPECT_EQ(again.kernelCompiles, 0);
+  EXPECT_EQ(again.kernelStoreHits, recorded.kernelCompiles);
 }
 
 TEST(Precompile, BundledKernelsEqualCompiledOnes) {

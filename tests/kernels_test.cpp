@@ -48,7 +48,7 @@ struct OpCase {
 
 std::string caseName(const OpCase& c) {
   std::string s = fmt::format("{}_{}_{}", opKernelName(c.kind), dtypeName(c.dtype), c.name);
-  if (c.kind == OpKind::kIndexSelect || c.kind == OpKind::kCatGather)
+  if (c.kind == OpKind::kIndexSelect || c.kind == OpKind::kCatGather || c.kind == OpKind::kGather)
     s += fmt::format("_idx{}", dtypeName(c.indexType));
   return s;
 }
@@ -816,14 +816,318 @@ std::vector<OpCase> meanCases() {
   };
 }
 
+// ---- transformer ops (issue 24) -------------------------------------------------------------
+
+// Sub: every Add shape and dtype. Div and Pow (f32 only): Add's f32 shapes.
+std::vector<OpCase> subCases() {
+  std::vector<OpCase> cases = addCases();
+  for (OpCase& c : cases) c.kind = OpKind::kSub;
+  return cases;
+}
+std::vector<OpCase> floatBinaryCases(OpKind kind) {
+  std::vector<OpCase> cases = addCases();
+  std::erase_if(cases, [](const OpCase& c) { return c.dtype != DType::kF32; });
+  for (OpCase& c : cases) c.kind = kind;
+  return cases;
+}
+std::vector<OpCase> divCases() {
+  return floatBinaryCases(OpKind::kDiv);
+}
+std::vector<OpCase> powCases() {
+  std::vector<OpCase> cases = floatBinaryCases(OpKind::kPow);
+  // powf is slow (no vector form): the task split is checked on a smaller shape.
+  std::erase_if(cases, [](const OpCase& c) { return c.large; });
+  cases.push_back(
+      {"large_same", OpKind::kPow, DType::kF32, {{300001}, {300001}}, {}, DType::kI64, 0, true});
+  return cases;
+}
+
+// One-input f32 ops: fixed shapes (scalar, 1, odd, empty, rank 6), random ones, one large.
+std::vector<OpCase> floatUnaryCases(OpKind kind, uint64_t seed, Attrs typed = {}) {
+  const Shape fixed[] = {{}, {1}, {7}, {3, 5}, {2, 1, 3}, {0, 4}, {2, 3, 1, 2, 3, 1}};
+  std::vector<OpCase> cases;
+  int i = 0;
+  for (const Shape& s : fixed) {
+    cases.push_back({fmt::format("fixed{}", i++), kind, DType::kF32, {s}, {}});
+    cases.back().typed = typed;
+  }
+  Rng rng(seed);
+  for (int j = 0; j < 6; ++j) {
+    cases.push_back({fmt::format("random{}", j), kind, DType::kF32, {randomShape(rng, 0, 4)}, {}});
+    cases.back().typed = typed;
+  }
+  cases.push_back({"large_streaming", kind, DType::kF32, {{2100001}}, {}, DType::kI64, 0, true});
+  cases.back().typed = typed;
+  return cases;
+}
+std::vector<OpCase> sqrtCases() {
+  return floatUnaryCases(OpKind::kSqrt, 2400);
+}
+std::vector<OpCase> erfCases() {
+  return floatUnaryCases(OpKind::kErf, 2401);
+}
+std::vector<OpCase> tanhCases() {
+  return floatUnaryCases(OpKind::kTanh, 2402);
+}
+std::vector<OpCase> geluCases() {
+  std::vector<OpCase> cases = floatUnaryCases(OpKind::kGelu, 2403);
+  Attrs tanhForm;
+  tanhForm.setInt(attr::Gelu::approximate, 1);
+  for (OpCase& c : floatUnaryCases(OpKind::kGelu, 2404, tanhForm)) {
+    c.name = "tanh_" + c.name;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// Softmax: every axis position (last: attention's rows; middle and first: strided lines),
+// sizes 1, odd and 0, and a large attention-score shape.
+std::vector<OpCase> softmaxCases() {
+  auto make = [](std::string name, Shape x, int64_t axis, bool large = false) {
+    OpCase c{std::move(name), OpKind::kSoftmax, DType::kF32, {x}, {}};
+    c.typed.setInt(attr::Softmax::axis, axis);
+    c.large = large;
+    return c;
+  };
+  std::vector<OpCase> cases = {
+      make("last", {3, 7}, -1),
+      make("one", {1}, 0),
+      make("row_of_one", {5, 1}, 1),
+      make("middle", {2, 5, 3}, 1),
+      make("first", {4, 3}, 0),
+      make("attention", {2, 4, 9, 9}, 3),
+      make("empty_axis", {3, 0}, 1),
+      make("empty_outer", {0, 5}, -1),
+      make("rank6", {2, 1, 3, 1, 2, 3}, 2),
+      make("large_attention", {8, 4, 128, 128}, -1, true),  // split by its exp's flops
+  };
+  Rng rng(2500);
+  for (int j = 0; j < 6; ++j) {
+    const Shape x = randomShape(rng, 1, 4);
+    cases.push_back(make(fmt::format("random{}", j), x, rng.uniform(-x.rank(), x.rank() - 1)));
+  }
+  return cases;
+}
+
+// LayerNorm: the normalised group from one dim to all of them, with and without scale and bias,
+// epsilons, sizes 1 and 0.
+std::vector<OpCase> layerNormCases() {
+  auto make = [](std::string name, Shape x, int64_t axis, int affine, double eps = 1e-5,
+                 bool large = false) {
+    OpCase c{std::move(name), OpKind::kLayerNorm, DType::kF32, {x}, {}};
+    const int r = x.rank();
+    const int a = static_cast<int>(axis < 0 ? axis + r : axis);
+    const Shape group(x.begin() + a, x.end());
+    for (int k = 0; k < affine; ++k) c.shapes.push_back(group);
+    c.typed.setInt(attr::LayerNorm::axis, axis);
+    c.typed.setFloat(attr::LayerNorm::epsilon, eps);
+    c.large = large;
+    return c;
+  };
+  std::vector<OpCase> cases = {
+      make("last_affine", {2, 3, 8}, -1, 2),
+      make("last_scale_only", {4, 5}, -1, 1),
+      make("last_plain", {3, 7}, 1, 0),
+      make("two_dims", {2, 3, 4}, 1, 2),
+      make("all_dims", {3, 5}, 0, 2),
+      make("row_of_one", {6, 1}, -1, 2),
+      make("eps", {2, 9}, -1, 2, 1e-2),
+      make("empty_rows", {0, 4}, -1, 2),
+      make("empty_group", {3, 0}, -1, 2),
+      make("rank6", {1, 2, 1, 3, 2, 2}, 3, 2),
+      make("large", {2048, 768}, -1, 2, 1e-5, true),
+  };
+  Rng rng(2600);
+  for (int j = 0; j < 6; ++j) {
+    const Shape x = randomShape(rng, 1, 4);
+    cases.push_back(make(fmt::format("random{}", j), x, rng.uniform(-x.rank(), x.rank() - 1),
+                         static_cast<int>(rng.uniform(0, 2))));
+  }
+  return cases;
+}
+
+std::vector<OpCase> reduceSumCases() {
+  std::vector<OpCase> cases = meanCases();
+  for (OpCase& c : cases) {
+    c.kind = OpKind::kReduceSum;
+    Attrs a;
+    a.setInts(attr::ReduceSum::axes, c.typed.ints(attr::Mean::axes));
+    a.setInt(attr::ReduceSum::keepdims, c.typed.i(attr::Mean::keepdims));
+    c.typed = a;
+  }
+  cases.push_back(cases[0]);
+  cases.back().name = "empty_reduce";
+  cases.back().shapes = {{3, 0, 2}};
+  cases.back().typed.setInts(attr::ReduceSum::axes, {1});
+  return cases;
+}
+
+// Where: the condition in each dtype, x and y in each dtype, broadcast over all three.
+std::vector<OpCase> whereCases() {
+  struct Fixed {
+    const char* name;
+    Shape c, x, y;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"same", {2, 3}, {2, 3}, {2, 3}},
+      {"scalar_y", {4, 5}, {4, 5}, {}},
+      {"mask_row", {1, 6}, {3, 6}, {1}},
+      {"mask_column", {3, 1}, {3, 4}, {3, 4}},
+      {"attention_mask", {1, 1, 5, 5}, {2, 3, 5, 5}, {}},
+      {"all_broadcast", {2, 1, 1}, {1, 3, 1}, {1, 1, 4}},
+      {"empty", {0, 3}, {3}, {1}},
+      {"scalars", {}, {}, {}},
+      {"large_mask", {1, 1, 256, 256}, {4, 8, 256, 256}, {}, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType ct : kAllDTypes)
+    for (DType vt : kAllDTypes)
+      for (const Fixed& f : fixed) {
+        if (f.large && (ct != DType::kI32 || vt != DType::kF32)) continue;
+        OpCase c{fmt::format("{}_cond{}", f.name, dtypeName(ct)),
+                 OpKind::kWhere,
+                 vt,
+                 {f.c, f.x, f.y},
+                 {},
+                 DType::kI64,
+                 0,
+                 f.large};
+        c.indexType = ct;  // the condition's dtype (makeInputs)
+        cases.push_back(std::move(c));
+      }
+  Rng rng(2700);
+  for (int j = 0; j < 8; ++j) {
+    const Shape out = randomShape(rng, 0, 4);
+    OpCase c{fmt::format("random{}_cond{}", j, dtypeName(kAllDTypes[j % 3])),
+             OpKind::kWhere,
+             DType::kF32,
+             {broadcastOperand(rng, out), broadcastOperand(rng, out), broadcastOperand(rng, out)},
+             {}};
+    c.indexType = kAllDTypes[j % 3];
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// Expand: broadcasting up (new leading dims, size-1 dims), a target of 1s that keeps x's dims,
+// no broadcast at all (a copy), empty results.
+std::vector<OpCase> expandCases() {
+  struct Fixed {
+    const char* name;
+    Shape x, target;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"scalar_to_matrix", {}, {3, 4}},
+      {"row", {4}, {3, 4}},
+      {"column", {3, 1}, {3, 5}},
+      {"keep_with_ones", {2, 3}, {1, 1}},
+      {"bidirectional", {3, 1}, {1, 4}},
+      {"copy", {2, 3}, {2, 3}},
+      {"mask", {1, 1, 5, 5}, {2, 4, 5, 5}},
+      {"middle", {2, 1, 3}, {2, 4, 3}},
+      {"empty", {0, 1}, {0, 3}},
+      {"rank6", {1, 2, 1, 3, 1, 1}, {2, 2, 2, 3, 2, 1}},
+      {"large", {1, 1024}, {2048, 1024}, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes)
+    for (const Fixed& f : fixed) {
+      if (f.large && t != DType::kF32) continue;
+      OpCase c{f.name, OpKind::kExpand, t, {f.x}, {}, DType::kI64, 0, f.large};
+      c.shape = f.target;
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
+// Cast: every pair of dtypes; f32 inputs include values outside int32's range, infinities and
+// NaN (makeInputs), where the rule gives the integer's minimum.
+std::vector<OpCase> castCases() {
+  const std::pair<DType, int64_t> to[] = {{DType::kF32, 1}, {DType::kI32, 6}, {DType::kI64, 7}};
+  const Shape fixed[] = {{}, {1}, {37}, {3, 5}, {0, 2}};
+  std::vector<OpCase> cases;
+  for (DType from : kAllDTypes)
+    for (const auto& [t, code] : to) {
+      int i = 0;
+      for (const Shape& s : fixed) {
+        OpCase c{fmt::format("to_{}_fixed{}", dtypeName(t), i++), OpKind::kCast, from, {s}, {}};
+        c.typed.setInt(attr::Cast::to, code);
+        cases.push_back(std::move(c));
+      }
+    }
+  OpCase large{"large", OpKind::kCast, DType::kF32, {{2100001}}, {}, DType::kI64, 0, true};
+  large.typed.setInt(attr::Cast::to, 7);
+  cases.push_back(std::move(large));
+  return cases;
+}
+
+// Gather: N-D indices (an embedding's [B, S] ids), 0-D and 1-D ones, every axis, negative
+// indices (makeInputs draws them from [-size, size)), empty index sets.
+std::vector<OpCase> gatherCases() {
+  struct Fixed {
+    const char* name;
+    Shape data, index;
+    int64_t axis;
+    bool large = false;
+  };
+  const Fixed fixed[] = {
+      {"embedding", {50, 8}, {2, 7}, 0},     {"one_id", {10, 4}, {}, 0},
+      {"vector_ids", {10, 4}, {6}, 0},       {"axis1_2d", {3, 9, 2}, {2, 2}, 1},
+      {"last_axis", {4, 5}, {3}, -1},        {"empty_index", {5, 3}, {0, 2}, 0},
+      {"rank3_index", {7, 3}, {2, 1, 3}, 0}, {"large", {30000, 256}, {32, 128}, 0, true},
+  };
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes)
+    for (DType ix : kIndexTypes)
+      for (const Fixed& f : fixed) {
+        if (f.large && (t != DType::kF32 || ix != DType::kI64)) continue;
+        OpCase c{f.name, OpKind::kGather, t, {f.data, f.index}, {}, ix, 0, f.large};
+        c.typed.setInt(attr::Gather::axis, f.axis);
+        cases.push_back(std::move(c));
+      }
+  return cases;
+}
+
+// Trilu: upper and lower, k from far below to far above the diagonal (the int64 extremes
+// included), square and non-square, batches, empty matrices; integer dtypes on fewer ks.
+std::vector<OpCase> triluCases() {
+  const Shape shapes[] = {{4, 4}, {3, 5}, {5, 2}, {2, 3, 3}, {1, 1}, {0, 3}, {2, 3, 0}};
+  const int64_t ks[] = {0, 1, -1, 3, -4, kI64Max, kI64Min};
+  std::vector<OpCase> cases;
+  for (DType t : kAllDTypes)
+    for (int64_t upper : {0, 1})
+      for (size_t si = 0; si < std::size(shapes); ++si)
+        for (size_t ki = 0; ki < std::size(ks); ++ki) {
+          if (t != DType::kF32 && ki > 1) continue;
+          OpCase c{fmt::format("{}_s{}_k{}", upper ? "upper" : "lower", si, ki),
+                   OpKind::kTrilu,
+                   t,
+                   {shapes[si]},
+                   {}};
+          c.typed.setInt(attr::Trilu::upper, upper);
+          c.typed.setInt(attr::Trilu::k, ks[ki]);
+          cases.push_back(std::move(c));
+        }
+  OpCase large{"large", OpKind::kTrilu, DType::kF32, {{16, 512, 512}}, {}, DType::kI64, 0, true};
+  large.typed.setInt(attr::Trilu::upper, 1);
+  large.typed.setInt(attr::Trilu::k, 1);
+  cases.push_back(std::move(large));
+  return cases;
+}
+
 std::vector<OpCase> allCases() {
   std::vector<OpCase> all;
   for (auto make :
-       {addCases,     matmulCases,   indexSelectCases, catCases,       catGatherCases,
-        mulCases,     reluCases,     transposeCases,   reshapeCases,   matmulVectorCases,
-        convCases,    maxPoolCases,  avgPoolCases,     meanCases,      clipCases,
-        sigmoidCases, flattenCases,  squeezeCases,     unsqueezeCases, sliceCases,
-        padCases,     batchNormCases})
+       {addCases,       matmulCases,    indexSelectCases, catCases,       catGatherCases,
+        mulCases,       reluCases,      transposeCases,   reshapeCases,   matmulVectorCases,
+        convCases,      maxPoolCases,   avgPoolCases,     meanCases,      clipCases,
+        sigmoidCases,   flattenCases,   squeezeCases,     unsqueezeCases, sliceCases,
+        padCases,       batchNormCases, subCases,         divCases,       powCases,
+        sqrtCases,      erfCases,       tanhCases,        geluCases,      softmaxCases,
+        layerNormCases, reduceSumCases, whereCases,       expandCases,    castCases,
+        gatherCases,    triluCases})
     for (OpCase& c : make()) all.push_back(std::move(c));
   for (size_t i = 0; i < all.size(); ++i) all[i].seed = 1000 + i;
   return all;
@@ -853,6 +1157,53 @@ std::vector<Tensor> makeInputs(const OpCase& c) {
       }
     }
     ins.push_back(std::move(index));
+  }
+  // Where: the condition in its own dtype (indexType), half of it zero.
+  if (c.kind == OpKind::kWhere) {
+    Tensor cond = randomTensor(c.indexType, c.shapes[0], c.seed * 16);
+    dispatchDType(c.indexType, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = cond.as<T>();
+      for (int64_t i = 0; i < cond.numel(); ++i) {
+        const int64_t v = std::is_floating_point_v<T> ? static_cast<int64_t>(p[i] * 64)
+                                                      : static_cast<int64_t>(p[i]);
+        p[i] = (v & 1) ? p[i] : T(0);
+      }
+    });
+    ins[0] = std::move(cond);
+  }
+  // Gather: indices of any shape in [-size, size) (negative ones count from the end).
+  if (c.kind == OpKind::kGather) {
+    const int64_t size = c.shapes[0][c.shapes[0].wrapDim(c.typed.i(attr::Gather::axis), "test")];
+    Tensor index(c.indexType, c.shapes[1]);
+    Rng rng(c.seed);
+    for (int64_t j = 0; j < index.numel(); ++j) {
+      const int64_t v = rng.uniform(-size, size - 1);
+      if (c.indexType == DType::kI32) {
+        index.as<int32_t>()[j] = static_cast<int32_t>(v);
+      } else {
+        index.as<int64_t>()[j] = v;
+      }
+    }
+    ins[1] = std::move(index);
+  }
+  // Cast from f32: values no integer holds, and NaN (the rule gives the integer's minimum), and
+  // values that truncate toward zero.
+  if (c.kind == OpKind::kCast && c.dtype == DType::kF32) {
+    const float special[] = {std::numeric_limits<float>::quiet_NaN(),
+                             std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity(),
+                             3.5e9f,
+                             -3.5e9f,
+                             2147483648.0f,
+                             -2147483648.0f,
+                             9.3e18f,
+                             -9.3e18f,
+                             -2.75f,
+                             2.75f};
+    float* p = ins[0].as<float>();
+    for (int64_t i = 0; i < ins[0].numel() && i < 64; ++i)
+      p[i] = i < static_cast<int64_t>(std::size(special)) ? special[i] : p[i] * 1e6f;
   }
   // A variance is never negative (sqrt(var + eps) would be NaN in both kernels and prove nothing).
   if (c.kind == OpKind::kBatchNorm)
@@ -902,8 +1253,25 @@ void expectMatches(const OpCase& c, const Tensor& expected, const Tensor& got) {
   // channel into one multiply-add (its file says why).
   const bool reordered = c.kind == OpKind::kMatMul || c.kind == OpKind::kConv2d ||
                          c.kind == OpKind::kAvgPool2d || c.kind == OpKind::kMean ||
-                         c.kind == OpKind::kBatchNorm;
-  if (reordered && c.dtype == DType::kF32) {
+                         c.kind == OpKind::kBatchNorm || c.kind == OpKind::kReduceSum;
+  // Transcendental functions and normalisations: the optimized kernels evaluate Eigen's
+  // vectorised approximations in f32, the reference libm in double; they must agree to a few
+  // f32 ulps elementwise (NaN where the reference has NaN).
+  const bool approximate = c.kind == OpKind::kSoftmax || c.kind == OpKind::kLayerNorm ||
+                           c.kind == OpKind::kErf || c.kind == OpKind::kTanh ||
+                           c.kind == OpKind::kGelu || c.kind == OpKind::kSqrt;
+  if (approximate) {
+    const float* e = expected.as<float>();
+    const float* g = got.as<float>();
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      const bool ok = std::isnan(e[i]) ? std::isnan(g[i])
+                                       : std::fabs(e[i] - g[i]) <= 1e-5 + 1e-5 * std::fabs(e[i]);
+      if (!ok && bad++ == 0) first = i;
+    }
+    EXPECT_EQ(bad, 0) << "first mismatch at " << first << ": reference " << e[first] << ", got "
+                      << g[first];
+  } else if (reordered && c.dtype == DType::kF32) {
     double magnitude = 1.0;
     for (int64_t i = 0; i < expected.numel(); ++i)
       magnitude = std::max(magnitude, std::fabs(static_cast<double>(expected.as<float>()[i])));

@@ -1,4 +1,5 @@
-// Every mode (static, eager, dynamic, auto, geared exact and padded) on every bundled model,
+// Every mode (static, eager, dynamic, auto, geared exact and padded) on every bundled model
+// (transformer_block runs issue 24's ops: gather, softmax, layer_norm, gelu, trilu, ...),
 // on both simulated devices, over the model's own trace plus random batch sizes (1, odd and
 // repeated sizes included), against the reference executor on the unoptimised graph.
 #include <gtest/gtest.h>
@@ -31,8 +32,9 @@ std::string caseName(const ::testing::TestParamInfo<Case>& info) {
 
 std::vector<Case> allCases() {
   std::vector<Case> cases;
-  for (const char* m : {"seed001_add", "four_ops", "shufflenet_unit", "shufflenet_stage",
-                        "shufflenet_body", "shufflenet_view", "seed002_masked_loss"})
+  for (const char* m :
+       {"seed001_add", "four_ops", "shufflenet_unit", "shufflenet_stage", "shufflenet_body",
+        "shufflenet_view", "seed002_masked_loss", "transformer_block"})
     for (DeviceKind d : {DeviceKind::kInline, DeviceKind::kStream}) {
       for (Mode mode : modes(ModeSet::kAll)) {
         cases.push_back({m, mode, d, false});

@@ -34,6 +34,10 @@ int decideTasks(double work, double threshold) {
   return static_cast<int>(std::min<double>(maxTasks, std::floor(work / threshold)));
 }
 
+void raiseTasksByFlops(KernelSpec& spec, double flops) {
+  spec.tasks = std::max(spec.tasks, decideTasks(flops, kParallelFlopThreshold));
+}
+
 bool useStreamingStores(double outBytes, double rowBytes) {
   return outBytes >= kStreamingStoreBytes && rowBytes >= kStreamingRowBytes;
 }

@@ -1,70 +1,27 @@
-// Mean: the compiler's hooks (compiler/ops/op_hooks.h). Axes that form one run of dims (global
-// average pooling's [2, 3], a last-dim mean) make the input [outer, reduce, inner], one
-// contiguous pass per output row; other axis sets take the general strided path.
+// Mean: the compiler's hooks (compiler/ops/op_hooks.h), the reduction shared with ReduceSum
+// (compiler/ops/reduce.cpp).
+#include "compiler/ops/reduce.h"
 #include "compiler/ops/window_params.h"
 
 namespace gearbox::ops {
-namespace {
-
-constexpr FieldList<ReduceParams, 5> kReduceFields{{
-    {"outer", &ReduceParams::outer},
-    {"reduce", &ReduceParams::reduce},
-    {"inner", &ReduceParams::inner},
-    {"general", &ReduceParams::general},
-    {"mask", &ReduceParams::mask},
-}};
-
-}  // namespace
 
 void compileMean(KernelSpec& spec) {
-  const Shape& x = spec.key.inputs[0].shape;
-  const int r = x.rank();
-  ReduceParams p;
-  p.rank = r;
-  for (int64_t a : spec.key.attrs.ints(attr::Mean::axes))
-    p.mask |= int64_t{1} << (a < 0 ? a + r : a);
-  int first = r, last = -1;
-  for (int d = 0; d < r; ++d) {
-    p.dims[d] = x[d];
-    if (p.mask >> d & 1) {
-      first = std::min(first, d);
-      last = d;
-    }
-  }
-  bool run = true;
-  for (int d = first; d <= last; ++d) run = run && (p.mask >> d & 1);
-  p.general = run ? 0 : 1;
-  if (run) {
-    p.outer = product(x, 0, first);
-    p.reduce = product(x, first, last + 1);
-    p.inner = product(x, last + 1, r);
-  }
-  spec.work = elementBytes(spec.key.inputs[0]);
-  spec.tasks = decideTasks(spec.work, kParallelByteThreshold);
-  spec.params = p;
+  compileReduce(spec, attr::Mean::axes);
 }
 
 KernelCost kernelCostMean(const KernelKey& key) {
-  // Bandwidth-bound: one add per input element, the input read once.
-  const double in = elementBytes(key.inputs[0]);
-  return KernelCost{in / 4.0, in + elementBytes(inferNode(keyContext(key)))};
+  return reduceCost(key);
 }
 CompileCostTerms compileCostMean() {
   return {40, "assumption: a reduction specialised to its axes, like Transpose's address pattern"};
 }
 
 void paramsToJsonMean(const KernelSpec& spec, Json& j) {
-  const ReduceParams& p = paramsAs<ReduceParams>(spec);
-  flatToJson(p, kReduceFields, j);
-  j["rank"] = p.rank;
-  j["dims"] = intArray(p.dims);
+  reduceParamsToJson(spec, j);
 }
 
 void paramsFromJsonMean(const Json& j, KernelSpec& spec) {
-  ReduceParams p = flatFromJson(j, kReduceFields);
-  p.rank = getInt(j, "rank", "kernel.params", ErrorKind::kIo);
-  fixedIntArray(j, "dims", p.dims);
-  spec.params = p;
+  reduceParamsFromJson(j, spec);
 }
 
 void checkParamsMean(const KernelSpec& spec) {

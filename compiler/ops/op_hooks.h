@@ -41,6 +41,10 @@ int64_t product(const Shape& s, int begin, int end);
 // more than the thread cap of the key being compiled (TaskCapScope), or without a cap than the
 // oneTBB arena compiling it can run at once.
 int decideTasks(double work, double threshold);
+// For kernels whose math is heavy per byte (softmax's exp, erf, tanh, gelu, pow): the larger of
+// the byte-based split of `spec.work` and the split of `flops` (kParallelFlopThreshold), so a
+// tensor small in bytes but long in exp calls still uses every core.
+void raiseTasksByFlops(KernelSpec& spec, double flops);
 // While one lives, decideTasks on this thread caps its split at `threads` (0: no cap, the
 // arena's concurrency). compileKernelSpec holds one with the key's threads around the op's
 // compile hook, so every op -- and every op added later -- splits for the key's thread cap

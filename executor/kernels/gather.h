@@ -1,6 +1,7 @@
 #pragma once
-// Row gathers shared by IndexSelect and CatGather (executor/kernels/index_select.cpp,
-// cat_gather.cpp). Internal to the executor library.
+// Row gathers shared by IndexSelect, Gather and CatGather (executor/kernels/index_select.cpp,
+// gather.cpp, cat_gather.cpp). Internal to the executor library.
+#include "compiler/kernel_spec.h"
 #include "executor/kernels/common.h"
 #include "graph/dtype.h"
 
@@ -40,5 +41,34 @@ void dispatchGather(DType data, DType index, Args&&... args) {
     wide ? Fn<uint64_t, int64_t>::run(args...) : Fn<uint32_t, int64_t>::run(args...);
   }
 }
+
+// IndexSelect and Gather: data viewed as [outer, dimSize, inner], the output as
+// [outer, count, inner]; every index is checked first ([0, size), or with `wrap` [-size, size)
+// with negatives counting from the end), then whole rows are copied.
+template <typename E, typename I>
+void runIndexGather(const GatherParams& p, int64_t dim, bool wrap, int tasks, const void* const* in,
+                    void* out) {
+  const E* src = static_cast<const E*>(in[0]);
+  const I* idx = static_cast<const I*>(in[1]);
+  std::vector<I> wrapped;
+  if (wrap)
+    idx = wrapIndices(idx, p.count, p.dimSize, dim, wrapped);
+  else
+    checkIndices(idx, p.count, p.dimSize, dim);
+  const int64_t rowStride = p.dimSize * p.inner;
+  auto source = [&](int64_t o, int64_t i) { return src + o * rowStride + i * p.inner; };
+  runRanges(tasks, p.outer * p.count, 1, [&](int64_t begin, int64_t end) {
+    gatherRows<E, I>(idx, p.count, p.inner, p.streamingStores, static_cast<E*>(out), begin, end,
+                     source);
+  });
+}
+
+template <typename E, typename I>
+struct IndexGatherFn {
+  [[gnu::noinline]] static void run(const GatherParams& p, int64_t dim, bool wrap, int tasks,
+                                    const void* const* in, void* out) {
+    runIndexGather<E, I>(p, dim, wrap, tasks, in, out);
+  }
+};
 
 }  // namespace gearbox::kernels::detail

@@ -7,32 +7,6 @@
 namespace gearbox::kernels {
 namespace {
 
-template <typename E, typename I>
-void runGather(const GatherParams& p, int64_t dim, bool wrap, int tasks, const void* const* in,
-               void* out) {
-  const E* src = static_cast<const E*>(in[0]);
-  const I* idx = static_cast<const I*>(in[1]);
-  std::vector<I> wrapped;
-  if (wrap)
-    idx = detail::wrapIndices(idx, p.count, p.dimSize, dim, wrapped);
-  else
-    detail::checkIndices(idx, p.count, p.dimSize, dim);
-  const int64_t rowStride = p.dimSize * p.inner;
-  auto source = [&](int64_t o, int64_t i) { return src + o * rowStride + i * p.inner; };
-  detail::runRanges(tasks, p.outer * p.count, 1, [&](int64_t begin, int64_t end) {
-    detail::gatherRows<E, I>(idx, p.count, p.inner, p.streamingStores, static_cast<E*>(out), begin,
-                             end, source);
-  });
-}
-
-template <typename E, typename I>
-struct GatherFn {
-  [[gnu::noinline]] static void run(const GatherParams& p, int64_t dim, bool wrap, int tasks,
-                                    const void* const* in, void* out) {
-    runGather<E, I>(p, dim, wrap, tasks, in, out);
-  }
-};
-
 void refImpl(const TensorView& in, const TensorView& index, int d, bool wrap,
              const TensorView& out) {
   using namespace ref::detail;
@@ -58,9 +32,9 @@ void ref::refIndexSelect(const Attrs& attrs, std::span<const TensorView> ins,
 bool runIndexSelect(const KernelSpec& spec, const void* const* in, void* out) {
   const auto* p = std::get_if<GatherParams>(&spec.params);
   if (!p) return false;
-  detail::dispatchGather<GatherFn>(spec.key.dtype, p->indexType, *p, spec.key.attrs.dim.value_or(0),
-                                   spec.key.attrs.i(attr::IndexSelect::wrap) != 0, spec.tasks, in,
-                                   out);
+  detail::dispatchGather<detail::IndexGatherFn>(
+      spec.key.dtype, p->indexType, *p, spec.key.attrs.dim.value_or(0),
+      spec.key.attrs.i(attr::IndexSelect::wrap) != 0, spec.tasks, in, out);
   return true;
 }
 

@@ -1,9 +1,12 @@
-// Mean: reference and optimized kernels. The optimized kernel sums each output's run of
-// `reduce` elements (strided by `inner`) in float, a row with 16 partial sums, compiled per ISA;
-// the reference sums in double. An empty reduction gives NaN (0 / 0), as in PyTorch.
+// Mean: reference and optimized kernels, and the run-of-axes reduction shared with ReduceSum
+// (executor/kernels/reduce.h). The optimized kernel sums each output's run of `reduce` elements
+// (strided by `inner`) in float, a row with 16 partial sums, compiled per ISA, then multiplies
+// by `scale` (1 / count for the mean, 1 for the sum); the reference sums in double. An empty
+// reduction gives NaN (0 / 0), as in PyTorch.
 #include "compiler/cpu_isa.h"
 #include "executor/kernels/common.h"
 #include "executor/kernels/op_kernels.h"
+#include "executor/kernels/reduce.h"
 #include "executor/kernels/ref_common.h"
 #include "executor/simd/isa_target.h"
 
@@ -14,8 +17,7 @@ namespace gearbox::kernels {
 // without reassociating anything itself (one or two vector registers of partial sums).
 #define GEARBOX_MEAN_BODY                                                                          \
   [[gnu::noinline]] void meanRows(const ReduceParams& p, const float* x, float* o, int64_t begin,  \
-                                  int64_t end) {                                                   \
-    const float scale = 1.0f / static_cast<float>(p.reduce);                                       \
+                                  int64_t end, float scale) {                                      \
     for (int64_t r = begin; r < end; ++r) {                                                        \
       const float* row = x + r * p.reduce;                                                         \
       float s[16] = {};                                                                            \
@@ -30,8 +32,7 @@ namespace gearbox::kernels {
   }                                                                                                \
   /* Reduce a middle dim: accumulate whole inner rows, which vectorise. */                         \
   [[gnu::noinline]] void meanInner(const ReduceParams& p, const float* x, float* o, int64_t begin, \
-                                   int64_t end) {                                                  \
-    const float scale = 1.0f / static_cast<float>(p.reduce);                                       \
+                                   int64_t end, float scale) {                                     \
     for (int64_t r = begin; r < end; ++r) {                                                        \
       float* orow = o + r * p.inner;                                                               \
       for (int64_t i = 0; i < p.inner; ++i) orow[i] = 0.0f;                                        \
@@ -60,10 +61,8 @@ GEARBOX_ISA_END
 #endif
 #undef GEARBOX_MEAN_BODY
 
-namespace {
-
-void meanRun(const ReduceParams& p, int tasks, const float* x, float* o) {
-  using Fn = void (*)(const ReduceParams&, const float*, float*, int64_t, int64_t);
+void detail::reduceRun(const ReduceParams& p, int tasks, const float* x, float* o, float scale) {
+  using Fn = void (*)(const ReduceParams&, const float*, float*, int64_t, int64_t, float);
   const bool rows = p.inner == 1;
   Fn fn = rows ? &isa_baseline::meanRows : &isa_baseline::meanInner;
 #if GEARBOX_HAVE_ISA_REGIONS
@@ -72,53 +71,11 @@ void meanRun(const ReduceParams& p, int tasks, const float* x, float* o) {
   if (isa == Isa::kAvx512) fn = rows ? &isa_avx512::meanRows : &isa_avx512::meanInner;
 #endif
   detail::runRanges(tasks, p.outer, 1,
-                    [&](int64_t begin, int64_t end) { fn(p, x, o, begin, end); });
+                    [&](int64_t begin, int64_t end) { fn(p, x, o, begin, end, scale); });
 }
-
-// Axes that are not one run: walk every input element once and add it to its output.
-void meanGeneral(const ReduceParams& p, const float* x, float* o, int64_t outNumel) {
-  std::fill(o, o + outNumel, 0.0f);
-  Shape in;
-  for (int d = 0; d < p.rank; ++d) in.push(p.dims[d]);
-  int64_t count = 1;
-  for (int d = 0; d < p.rank; ++d)
-    if (p.mask >> d & 1) count *= p.dims[d];
-  ref::detail::forEachIndex(in, [&](const int64_t* idx) {
-    int64_t out = 0, inOff = 0;
-    for (int d = 0; d < p.rank; ++d) {
-      inOff = inOff * p.dims[d] + idx[d];
-      if (!(p.mask >> d & 1)) out = out * p.dims[d] + idx[d];
-    }
-    o[out] += x[inOff];
-  });
-  for (int64_t i = 0; i < outNumel; ++i) o[i] /= static_cast<float>(count);
-}
-
-}  // namespace
 
 void ref::refMean(const Attrs& attrs, std::span<const TensorView> ins, const TensorView& out) {
-  const Shape& s = ins[0].shape;
-  const int r = s.rank();
-  bool reduce[kMaxRank] = {};
-  int64_t count = 1;
-  for (int64_t a : attrs.ints(attr::Mean::axes)) {
-    reduce[a < 0 ? a + r : a] = true;
-  }
-  for (int d = 0; d < r; ++d)
-    if (reduce[d]) count *= s[d];
-  std::vector<double> acc(static_cast<size_t>(out.numel()), 0.0);
-  const float* x = ins[0].as<const float>();
-  detail::forEachIndex(s, [&](const int64_t* idx) {
-    int64_t o = 0, i = 0;
-    for (int d = 0; d < r; ++d) {
-      i = i * s[d] + idx[d];
-      if (!reduce[d]) o = o * s[d] + idx[d];
-    }
-    acc[static_cast<size_t>(o)] += x[i];
-  });
-  float* o = out.as<float>();
-  for (int64_t k = 0; k < out.numel(); ++k)
-    o[k] = static_cast<float>(acc[static_cast<size_t>(k)] / static_cast<double>(count));
+  kernels::detail::refReduce(attrs.ints(attr::Mean::axes), ins[0], out, /*mean=*/true);
 }
 
 bool runMean(const KernelSpec& spec, const void* const* in, void* out) {
@@ -127,9 +84,9 @@ bool runMean(const KernelSpec& spec, const void* const* in, void* out) {
   const float* x = static_cast<const float*>(in[0]);
   float* o = static_cast<float*>(out);
   if (p->general) {
-    meanGeneral(*p, x, o, spec.output.shape.numel());
+    detail::reduceGeneral(*p, x, o, spec.output.shape.numel(), /*mean=*/true);
   } else {
-    meanRun(*p, spec.tasks, x, o);
+    detail::reduceRun(*p, spec.tasks, x, o, 1.0f / static_cast<float>(p->reduce));
   }
   return true;
 }

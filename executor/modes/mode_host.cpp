@@ -446,6 +446,9 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
     views[g.inputs[i]] = TensorView{const_cast<void*>(t.data()), t.dtype(), t.shape()};
   }
   std::vector<Tensor> out(g.outputs.size());
+  // The call's input shapes: a reshape or expand target may name a graph input's symbol.
+  std::vector<Shape> inputShapes(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) inputShapes[i] = inputs[i].shape();
   size_t step = 0;
   try {
     for (NodeId n = 0; n < static_cast<NodeId>(g.nodes.size()); ++n) {
@@ -462,7 +465,7 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
         types[k] = TensorType{args[k].dtype, args[k].shape};
       }
       const TensorType outType =
-          inferNode(InferContext{node.kind, types, node.attrs, &g, n, {}, &node});
+          inferNode(InferContext{node.kind, types, node.attrs, &g, n, {}, &node, inputShapes});
       TensorView ov{nullptr, outType.dtype, outType.shape};
       const int oi = outputIndex[node.output];
       if (oi >= 0) {
@@ -479,7 +482,7 @@ std::vector<Tensor> SessionHost::runOpByOp(const Graph& g, const Plan* plan,
       // also pays host tiling and runs at the generic efficiency, at the runtime shapes.
       KernelKey runKey = makeKernelKey(node.kind, types, node.attrs, p_.kernels.threads());
       // Reshape: the target as inferred against the graph (it may name dims by symbol).
-      if (node.kind == OpKind::kReshape) resolveReshapeTarget(runKey, outType.shape);
+      if (node.attrs.shape) resolveReshapeTarget(runKey, outType.shape);
       if (kernels == OpKernels::kPlan) {
         spec = plan->steps[step].kernel;
       } else if (kernels == OpKernels::kEagerCompile) {

@@ -71,4 +71,65 @@ inline Shape broadcastShapes(const InferContext& ctx, size_t ia, const Shape& a,
   return out;
 }
 
+// The result of a NumPy-broadcast binary op (add, sub, mul, div, pow): both inputs share one
+// dtype, which `floatOnly` ops require to be f32.
+inline TensorType binaryType(const InferContext& ctx, std::string_view op, bool floatOnly) {
+  expectArity(ctx, 2);
+  const TensorType& a = ctx.inputs[0];
+  const TensorType& b = ctx.inputs[1];
+  if (a.dtype != b.dtype)
+    fail(ErrorKind::kShape, "{}: {} is {} but {} is {}; {} needs one dtype", ctx.where(),
+         inputLabel(ctx, 0), dtypeName(a.dtype), inputLabel(ctx, 1), dtypeName(b.dtype), op);
+  if (floatOnly && a.dtype != DType::kF32)
+    fail(ErrorKind::kShape, "{}: {} is {}; {} takes f32", ctx.where(), inputLabel(ctx, 0),
+         dtypeName(a.dtype), op);
+  return TensorType{a.dtype, broadcastShapes(ctx, 0, a.shape, 1, b.shape)};
+}
+
+// The result of a one-input f32 elementwise op (sigmoid, sqrt, erf, tanh, gelu): x's type.
+inline TensorType floatUnaryType(const InferContext& ctx, std::string_view op) {
+  expectArity(ctx, 1);
+  if (ctx.inputs[0].dtype != DType::kF32)
+    fail(ErrorKind::kShape, "{}: {} is {}; {} takes f32", ctx.where(), inputLabel(ctx, 0),
+         dtypeName(ctx.inputs[0].dtype), op);
+  return ctx.inputs[0];
+}
+
+// NumPy broadcasting of every input's shape (where: condition, x, y). A conflict names the two
+// inputs and their dims.
+inline Shape broadcastAll(const InferContext& ctx) {
+  int r = 0;
+  for (const TensorType& t : ctx.inputs) r = std::max(r, t.shape.rank());
+  Shape out;
+  for (int i = 0; i < r; ++i) {
+    int64_t d = 1;
+    size_t from = 0;  // the input d came from (a size other than 1)
+    int fromDim = 0;
+    for (size_t k = 0; k < ctx.inputs.size(); ++k) {
+      const Shape& s = ctx.inputs[k].shape;
+      const int j = i - (r - s.rank());
+      if (j < 0) continue;
+      const int64_t e = s[j];
+      if (e == 1 || e == d) continue;
+      if (d == 1) {
+        d = e;
+        from = k;
+        fromDim = j;
+      } else if (d >= 0 && e >= 0) {
+        fail(ErrorKind::kShape,
+             "{}: {} dim {} (size {}) and {} dim {} (size {}) cannot be broadcast", ctx.where(),
+             inputLabel(ctx, from), fromDim, d, inputLabel(ctx, k), j, e);
+      } else if (d < 0 && e >= 0) {
+        d = e;  // the unknown must be 1 or equal; checked again once concrete
+        from = k;
+        fromDim = j;
+      } else if (d < 0 && e < 0) {
+        d = kAnyDim;  // two different unknowns
+      }
+    }
+    out.push(d);
+  }
+  return out;
+}
+
 }  // namespace gearbox::ops

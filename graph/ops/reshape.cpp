@@ -2,16 +2,16 @@
 // contiguous tensor). The target's dims are
 //   >= 0   a size;
 //   -1     at most one: inferred so the element counts match;
-//   named  (e.g. B) the input's dim at the same position, whatever its size (ONNX Reshape's 0):
-//          `reshape(%x, shape=[B, 8, -1])` keeps x's leading dim. The name documents intent.
+//   named  (e.g. B) the input's dim declared B, else a graph input's dim declared B (its size in
+//          this call), else the input's dim at the same position, whatever its size (ONNX
+//          Reshape's 0): `reshape(%x, shape=[B, 8, -1])` keeps x's leading dim
+//          (graph/ops/reshape.h has the rule).
 // Element counts are checked as soon as the sizes are static (at definition for static inputs,
 // else when the graph is specialised to concrete shapes).
-#include "graph/ops/common.h"
+#include "graph/ops/reshape.h"
 
 namespace gearbox {
 namespace {
-
-constexpr int64_t kCopyInputDimMissing = INT64_MIN;
 
 // The -1 of a target when sizes are symbolic: named symbols of the target cancel the same
 // symbols of the input; if what is left is a static quotient, or exactly one symbol over equal
@@ -47,30 +47,6 @@ int64_t symbolicQuotient(const Shape& in, const Shape& out, int inferred) {
   return kAnyDim;
 }
 
-// A named dim or dim expression of the target, resolved against the input: first the input dim
-// the graph declares with the same symbol or expression (ShuffleNet's view(b, g, c / g, h, w)
-// names h and w wherever they are), then an expression over a symbol the input declares,
-// evaluated from that dim's size; otherwise the input's dim at the same position (ONNX's 0).
-// -1 when the position does not exist (an error for the caller to word).
-int64_t resolveNamed(const InferContext& ctx, const Shape& in, int i, int64_t d) {
-  if (ctx.graph && ctx.node && !ctx.node->inputs.empty()) {
-    const Shape& decl = ctx.graph->values[ctx.node->inputs[0]].type.shape;
-    if (decl.rank() == in.rank()) {
-      if (i < decl.rank() && decl[i] == d) return in[i];
-      for (int k = 0; k < decl.rank(); ++k)
-        if (decl[k] == d) return in[k];
-      if (const auto e = dimExpr(d)) {
-        for (int k = 0; k < decl.rank(); ++k) {
-          if (decl[k] != e->base) continue;
-          if (in[k] >= 0) return evalDim(d, in[k]);
-          if (in[k] == decl[k]) return d;  // still symbolic: the expression itself
-        }
-      }
-    }
-  }
-  return i < in.rank() ? in[i] : kCopyInputDimMissing;
-}
-
 }  // namespace
 
 TensorType inferReshape(const InferContext& ctx) {
@@ -100,8 +76,8 @@ TensorType inferReshape(const InferContext& ctx) {
       continue;
     }
     if (isSymbolDim(d)) {
-      d = resolveNamed(ctx, in.shape, i, d);
-      if (d == kCopyInputDimMissing)
+      d = ops::resolveNamedDim(ctx, in.shape, i, d, /*positional=*/true);
+      if (d == ops::kNamedDimMissing)
         fail(ErrorKind::kShape,
              "{}: attribute shape {}: dim {} is named ({}), which takes {} dim {}, but it has rank "
              "{} and does not declare that name",

@@ -262,9 +262,13 @@ class _Importer:
         self.poisoned = set()  # results of unsupported nodes: their consumers are not mapped
         self.attr_read = set()  # known values read as attributes (dropped if never emitted)
         self.dim_names = {}  # _Dim -> the IR name used for it in reshape targets
+        self.input_symbols = set()  # dim_param symbols of the graph inputs
         self.anon = 0
         self.unsupported = []  # (node name, op type, reason)
         self.folded = 0  # nodes evaluated here, not written
+        self.fused_inputs = {}  # id(last node of a fused pattern) -> the ONNX values it reads
+        self.fusions_written = {}  # gearbox op -> patterns written as it (layer_norm, gelu)
+        self.absorbed = 0  # nodes of fused patterns other than their last
 
     # ---- names, shapes, constants -------------------------------------------------------------
 
@@ -412,6 +416,9 @@ class _Importer:
                 continue
             self.set_out(vi.name, dims, elem)
             self.emitted.add(vi.name)
+            for d in dims:
+                if not _is_static(d):
+                    self.input_symbols.update(d.symbols())
             text = ", ".join(self.dim_text(d) for d in dims)
             inputs.append(f"{self.value(vi.name)}: {_DTYPES[elem]}[{text}]")
         for name, t in initializers.items():
@@ -426,10 +433,33 @@ class _Importer:
         for node in g.node:
             for n in node.input:
                 consumers.setdefault(n, []).append(node)
+        self.consumers = consumers
+        self.producer = {o: node for node in g.node for o in node.output if o}
+        graph_outputs = {o.name for o in g.output}
+        # Patterns written as one gearbox op (the decomposed LayerNorm, Gelu's erf and tanh
+        # forms): {id(last node): (op, fn)}, and every other node of a pattern is absorbed.
+        fusions, absorbed = _plan_fusions(self, graph_outputs)
         folded_nodes = set()
         for i, node in enumerate(g.node):
             label = node.name or f"node{i}"
             row = OPS.get(node.op_type)
+            if id(node) in absorbed:
+                folded_nodes.add(id(node))  # its constants are the fused op's business
+                continue
+            if id(node) in fusions:
+                op, fn = fusions[id(node)]
+                if any(n in self.poisoned for n in self.fused_inputs[id(node)]):
+                    self.poisoned.update(node.output)
+                    continue
+                try:
+                    if op not in self.ops:
+                        raise _Unsupported(f"needs gearbox op {op}, not in this build")
+                    fn(self, node)
+                    self.fusions_written[op] = self.fusions_written.get(op, 0) + 1
+                except _Unsupported as e:
+                    self.unsupported.append((label, node.op_type, str(e)))
+                    self.poisoned.update(node.output)
+                continue
             try:
                 for n in node.input:
                     if n and n not in self.shapes and n not in self.poisoned:
@@ -606,6 +636,11 @@ class _Importer:
                 # A build with dim expressions resolves a named target dim against the dim the
                 # input declares with the same expression, wherever it is (docs/IR.md).
                 tokens.append(expr)
+            elif expr is not None and self.graph_symbols() and set(d.symbols()) <= \
+                    self.input_symbols:
+                # A build that resolves a target's names against the graph inputs' symbols
+                # (docs/IR.md) takes seq and batch back from a [seq * batch, d] row block.
+                tokens.append(expr)
             else:
                 tokens.append("-1")
                 free += 1
@@ -619,6 +654,33 @@ class _Importer:
                 "graph t(%x: f32[2, (H - 1) / 2 + 1]) {\n"
                 "  %y = reshape(%x, shape=[(H - 1) / 2 + 1, 2])\n  return %y\n}\n")
         return self._dim_exprs
+
+    def graph_symbols(self):
+        """Whether this build's reshape resolves a target name against the graph inputs' symbols
+        (a [6] input reshaped to [B, 3] with B a graph input's symbol: positionally it would be
+        [6, 3], 18 elements, an error)."""
+        if not hasattr(self, "_graph_symbols"):
+            self._graph_symbols = self.supports(
+                "graph t(%x: f32[B, 2], %y: f32[6]) {\n"
+                "  %z = reshape(%y, shape=[B, 3])\n  return %z\n}\n")
+        return self._graph_symbols
+
+    def target_tokens(self, dims, what):
+        """An expand (or fill) target in the IR: sizes, and symbolic dims as the graph input
+        symbols' expressions, which expand resolves against the graph's inputs."""
+        tokens = []
+        for i, d in enumerate(dims):
+            if _is_static(d):
+                if d < 0:
+                    raise _Unsupported(f"{what}: dim {i} is {d}")
+                tokens.append(str(int(d)))
+                continue
+            expr = _ir_expr(d)
+            if expr is None or not set(d.symbols()) <= self.input_symbols:
+                raise _Unsupported(f"{what}: dim {i} = {_dim_str(d)} needs a dim expression over "
+                                   "one graph input symbol")
+            tokens.append(expr)
+        return tokens
 
     def emit_steps(self, node, src, steps, etype, k=0):
         """Writes reshape_call's steps; the last one is node.output[k]."""
@@ -812,7 +874,13 @@ def _sliced_dim(im, d, s, e, st):
 def _f_slice(im, node):
     a = im.known[node.input[0]]
     index = [slice(None)] * a.ndim
-    for s, e, ax, st in _normalize_slice(im, node, list(a.shape)):
+    try:
+        params = _normalize_slice(im, node, list(a.shape))
+    except _Unsupported as e:
+        if "needs a dim expression" in str(e):
+            return False  # bounds known only as dim expressions: written (_symbolic_slice)
+        raise
+    for s, e, ax, st in params:
         index[ax] = slice(s, e, st)
     return _fold_out(im, node, a[tuple(index)], im.etypes.get(node.input[0], 7))
 
@@ -826,6 +894,8 @@ def _f_reshape(im, node):
 
 
 def _f_constant_of_shape(im, node):
+    if not all(_is_static(d) for d in im.known[node.input[0]].reshape(-1)):
+        return False  # a shape of dim expressions (a causal mask's [seq, seq]): an expand
     shape = im.int_list(node, 0, "input")
     t = im.attr(node, "value")
     value = im.onnx.numpy_helper.to_array(t).reshape(-1) if t is not None else \
@@ -873,6 +943,70 @@ def _f_split(im, node):
     return True
 
 
+def _f_equal(im, node):
+    a, b = im.known[node.input[0]], im.known[node.input[1]]
+    if a.dtype != object and b.dtype != object:
+        return _fold_out(im, node, np.equal(a, b), 9)
+
+    def eq(x, y):
+        # A size is never negative: a dim expression differs from any negative number (torch's
+        # expand writes Where(Equal(shape, -1), ...)); equal expressions are equal.
+        if _is_static(x) and _is_static(y):
+            return int(x) == int(y)
+        if x == y:
+            return True
+        other = y if not _is_static(x) else x
+        if _is_static(other) and other < 0:
+            return False
+        raise _Unsupported(f"Equal of {_dim_str(x)} and {_dim_str(y)} depends on the sizes")
+
+    out = np.frompyfunc(eq, 2, 1)(a.astype(object), b.astype(object)).astype(bool)
+    return _fold_out(im, node, out, 9)
+
+
+def _f_where(im, node):
+    c, x, y = (im.known[n] for n in node.input[:3])
+    if c.dtype == object:
+        raise _Unsupported("a condition of dim expressions")
+    if x.dtype == object or y.dtype == object:
+        out = np.where(c.astype(bool), x.astype(object), y.astype(object))
+    else:
+        out = np.where(c.astype(bool), x, y)
+    return _fold_out(im, node, out, im.etypes.get(node.input[1], 7))
+
+
+def _f_expand(im, node):
+    a = im.known[node.input[0]]
+    shape = im.known[node.input[1]].reshape(-1)
+    if not all(_is_static(d) for d in shape):
+        return False  # a run-time size: written as an expand op
+    out = np.broadcast_to(a, np.broadcast_shapes(a.shape, tuple(int(d) for d in shape)))
+    return _fold_out(im, node, np.array(out), im.etypes.get(node.input[0], 7))
+
+
+def _f_numeric(fn):
+    """A unary or binary op on known numbers (never on dim expressions)."""
+
+    def fold(im, node):
+        arrs = [im.known[n] for n in node.input if n]
+        if any(a.dtype == object for a in arrs):
+            return False
+        out = np.asarray(fn(*arrs)).astype(arrs[0].dtype)
+        return _fold_out(im, node, out, im.etypes.get(node.input[0], 1))
+
+    return fold
+
+
+def _f_trilu(im, node):
+    a = im.known[node.input[0]]
+    if a.dtype == object:
+        return False
+    k = int(np.asarray(im.known[node.input[1]]).reshape(-1)[0]) if len(node.input) > 1 and \
+        node.input[1] else 0
+    out = np.triu(a, k) if im.attr(node, "upper", 1) else np.tril(a, k)
+    return _fold_out(im, node, out, im.etypes.get(node.input[0], 1))
+
+
 # ONNX op type -> the function evaluating it on known inputs (fold): these nodes are never written.
 FOLD = {
     "Constant": _f_constant,
@@ -891,6 +1025,12 @@ FOLD = {
     "Sub": _f_binary,
     "Mul": _f_binary,
     "Div": _f_binary,
+    "Equal": _f_equal,
+    "Where": _f_where,
+    "Expand": _f_expand,
+    "Pow": _f_numeric(np.power),
+    "Sqrt": _f_numeric(np.sqrt),
+    "Trilu": _f_trilu,
 }
 
 
@@ -946,10 +1086,14 @@ def _identity(im, node):
 
 def _cast(im, node):
     src, to = node.input[0], im.attr(node, "to")
-    if im.etypes.get(src) != to:
+    if im.etypes.get(src) == to:
+        _identity(im, node)
+        return
+    if to not in _DTYPES or im.etypes.get(src) not in _DTYPES:
         raise _Unsupported(f"to={to} of a run-time tensor of element type "
-                           f"{im.etypes.get(src)}; gearbox has no cast op")
-    _identity(im, node)
+                           f"{im.etypes.get(src)} (gearbox's cast takes f32, i32, i64)")
+    im.need("cast")
+    im.emit(node, f"cast({im.tensor(src)}, to={to})", im.shape(src), etype=to)
 
 
 def _matmul(im, node):
@@ -991,6 +1135,15 @@ def _gather(im, node):
     idx = im.const_of(indices)
     if indices in im.known and idx is None:
         raise _Unsupported("indices that are dim expressions")
+    idx_rank = idx.ndim if idx is not None else len(im.shape(indices, "indices"))
+    if idx_rank != 1 and "gather" in im.ops:
+        # N-D (an embedding's [batch, seq] ids) or 0-D indices: ONNX's Gather itself, negative
+        # indices included.
+        out = dims[:axis] + (list(idx.shape) if idx is not None else im.shape(indices)) + \
+            dims[axis + 1:]
+        attrs = f", axis={axis}" if axis else ""
+        im.emit(node, f"gather({im.tensor(data)}, {im.tensor(indices)}{attrs})", out)
+        return
     if idx is not None:
         idx_shape = list(idx.shape)
         if (idx < 0).any() or idx.ndim != 1:
@@ -1348,8 +1501,72 @@ def _slice_call(im, src, dims, params):
 
 def _slice(im, node):
     dims = im.shape(node.input[0])
-    call, out = _slice_call(im, im.tensor(node.input[0]), dims, _normalize_slice(im, node, dims))
+    try:
+        params = _normalize_slice(im, node, dims)
+    except _Unsupported as e:
+        if "needs a dim expression" not in str(e) or not _symbolic_slice(im, node, dims):
+            raise
+        return
+    call, out = _slice_call(im, im.tensor(node.input[0]), dims, params)
     im.emit(node, call, out)
+
+
+def _symbolic_slice(im, node, dims):
+    """A slice whose start or end is a dim expression, on one axis with step 1 (a position
+    table's rows [:seq] in a prefill, [past:past + 1] in a decode step): gearbox's slice takes
+    integer bounds, so the rows are selected by index_select with indices computed at run time
+    from the bounds' sizes: start + arange(end - start), where a size n is the sum of a ones
+    [n] (expand) and arange(n) the row sums of the strictly lower triangle of ones [n, n]
+    (trilu), both exact in f32 below 2^24. Their cost is charged like any op's: n^2 elements
+    for the arange, which a static length folds to a const. Returns False when the slice is
+    not of that form."""
+    starts, ends, axes, steps = _slice_params(im, node, len(dims))
+    if len(starts) != 1 or len(ends) != 1 or (steps is not None and list(steps) != [1]):
+        return False
+    ax = 0 if axes is None else int(axes[0])
+    if not -len(dims) <= ax < len(dims):
+        return False
+    ax %= len(dims)
+    s, e = starts[0], ends[0]
+    for b in (s, e):
+        if _is_static(b) and not 0 <= int(b) < _INT64_MAX // 2:
+            return False  # negative or to-the-end bounds with a symbolic other bound: refused
+    length = d_sub(e, s)
+    if _is_static(length) and int(length) < 0:
+        return False
+    im.need("expand", "reduce_sum", "trilu", "add", "cast", "index_select")
+    stem = node.output[0]
+    im.const_line(f"{stem}.one", np.array(1, np.float32), "slice bounds")
+    one = im.value(f"{stem}.one")
+
+    def size_of(n, what):  # [1] f32 holding the size n
+        if _is_static(n):
+            im.const_line(f"{stem}.{what}", np.array([int(n)], np.float32), "slice bounds")
+            return im.value(f"{stem}.{what}")
+        (tok,) = im.target_tokens([n], f"slice {what}")
+        ones = im.emit_tmp(f"{stem}.{what}_ones", f"expand({one}, shape=[{tok}])", [n], 1)
+        return im.emit_tmp(f"{stem}.{what}", f"reduce_sum({ones}, axes=[0], keepdims=1)", [1],
+                           1)
+
+    if _is_static(length):
+        im.const_line(f"{stem}.arange", np.arange(int(length), dtype=np.float32),
+                      "slice indices")
+        arange = im.value(f"{stem}.arange")
+    else:
+        tok = im.target_tokens([length], "slice length")[0]
+        sq = im.emit_tmp(f"{stem}.square", f"expand({one}, shape=[{tok}, {tok}])",
+                         [length, length], 1)
+        low = im.emit_tmp(f"{stem}.lower", f"trilu({sq}, upper=0, k=-1)", [length, length], 1)
+        arange = im.emit_tmp(f"{stem}.arange", f"reduce_sum({low}, axes=[1], keepdims=0)",
+                             [length], 1)
+    if not (_is_static(s) and int(s) == 0):
+        arange = im.emit_tmp(f"{stem}.rows", f"add({arange}, {size_of(s, 'start')})", [length],
+                             1)
+    idx = im.emit_tmp(f"{stem}.indices", f"cast({arange}, to=7)", [length], 7)
+    out = list(dims)
+    out[ax] = length
+    im.emit(node, f"index_select({im.tensor(node.input[0])}, {idx}, dim={ax})", out)
+    return True
 
 
 def _split_sizes(im, node, dims):
@@ -1433,6 +1650,480 @@ def _pad(im, node):
             out)
 
 
+# ---- transformer ops (issue 24) ----------------------------------------------------------------
+
+
+def _float_input(im, node, i=0, op=None):
+    name = node.input[i]
+    if im.etypes.get(name, 1) != 1:
+        raise _Unsupported(f"input {i} ({name}) has element type {im.etypes.get(name)}; gearbox "
+                           f"{op or node.op_type.lower()} takes f32")
+    return name
+
+
+def _float_unary(op):
+    def fn(im, node):
+        _float_input(im, node, 0, op)
+        im.emit(node, f"{op}({im.tensor(node.input[0])})", im.shape(node.input[0]))
+
+    return fn
+
+
+def _float_binary(op):
+    def fn(im, node):
+        for i in range(2):
+            _float_input(im, node, i, op)
+        a, b = node.input[0], node.input[1]
+        im.emit(node, f"{op}({im.tensor(a)}, {im.tensor(b)})", _broadcast(im.shape(a), im.shape(b)))
+
+    return fn
+
+
+def _pow(im, node):
+    # An integer exponent known at import becomes an f32 constant (ONNX allows mixed types);
+    # a run-time one would need a cast first.
+    _float_input(im, node, 0, "pow")
+    base, exp = node.input[0], node.input[1]
+    c = im.const_of(exp)
+    if c is not None and c.dtype != np.float32:
+        exp = exp + ".f32"
+        im.const_line(exp, c.astype(np.float32), f"exponent of {node.name}")
+    elif c is None:
+        _float_input(im, node, 1, "pow")
+    im.emit(node, f"pow({im.tensor(base)}, {im.tensor(exp)})",
+            _broadcast(im.shape(base), im.shape(node.input[1])))
+
+
+def _softmax(im, node):
+    x = _float_input(im, node, 0, "softmax")
+    dims = im.shape(x)
+    r = len(dims)
+    axis = im.attr(node, "axis", -1 if im.opset >= 13 else 1)
+    if not -r <= axis < r:
+        raise _Unsupported(f"axis={axis} outside rank {r}")
+    axis %= r
+    src = im.tensor(x)
+    if im.opset >= 13 or axis == r - 1:
+        im.emit(node, f"softmax({src}{'' if axis == r - 1 else f', axis={axis}'})", dims)
+        return
+    # Before opset 13 the input is coerced to 2-D at `axis` and normalised over everything after
+    # it: reshape to [prod(dims[:axis]), prod(dims[axis:])], softmax the rows, reshape back.
+    im.need("reshape")
+    flat = [_prod(dims[:axis]), _prod(dims[axis:])]
+    steps = im.reshape_call(src, dims, flat, "softmax's 2-D view")
+    cur = src
+    for j, (call, out) in enumerate(steps):
+        cur = im.emit_tmp(f"{node.output[0]}.rows{j}", call.replace("@", cur), out, 1)
+    cur = im.emit_tmp(f"{node.output[0]}.soft", f"softmax({cur})", flat, 1)
+    im.emit_steps(node, cur, im.reshape_call(cur, flat, dims, "softmax's 2-D view back"), 1)
+
+
+def _affine_input(im, name, group, what, node):
+    """LayerNorm's scale or bias as an IR tensor of the normalised group's shape: as it is when
+    it has that shape, else broadcast at import when it is a known constant."""
+    dims = im.shape(name, what)
+    if list(dims) == list(group):
+        return im.tensor(name)
+    c = im.const_of(name)
+    if c is None or not all(_is_static(d) for d in group):
+        raise _Unsupported(f"{what} {name} has shape [{', '.join(_dim_str(d) for d in dims)}], "
+                           f"not the normalised dims [{', '.join(_dim_str(d) for d in group)}]")
+    try:
+        full = np.ascontiguousarray(np.broadcast_to(c, [int(d) for d in group]))
+    except ValueError:
+        raise _Unsupported(f"{what} {name} of shape {list(c.shape)} does not broadcast to "
+                           f"{list(group)}") from None
+    im.const_line(f"{name}.{node.output[0]}", full.astype(np.float32), f"{what} of {node.name}")
+    return im.tensor(f"{name}.{node.output[0]}")
+
+
+def _layer_norm_call(im, node, x, axis, eps, scale, bias):
+    """layer_norm(x[, scale[, bias]], axis, epsilon) for node's output; axis in [-r, r)."""
+    dims = im.shape(x)
+    r = len(dims)
+    if not -r <= axis < r:
+        raise _Unsupported(f"axis={axis} outside rank {r}")
+    group = dims[axis % r:]
+    args = [im.tensor(x)]
+    if bias and not scale:  # gearbox's optional inputs are positional: scale first, ones
+        ones = f"{node.output[0]}.scale"
+        if not all(_is_static(d) for d in group):
+            raise _Unsupported("a bias without a scale over symbolic dims")
+        im.const_line(ones, np.ones([int(d) for d in group], np.float32), "LayerNorm scale")
+        scale = ones
+    for name, what in ((scale, "scale"), (bias, "bias")):
+        if name:
+            args.append(_affine_input(im, name, group, what, node))
+    attrs = "" if axis in (-1, r - 1) else f", axis={axis}"
+    im.emit(node, f"layer_norm({', '.join(args)}{attrs}, epsilon={_float(eps)})", dims, etype=1)
+
+
+def _layer_norm(im, node):
+    # ONNX LayerNormalization (opset 17). Its Mean and InvStdDev outputs (for training) are
+    # written, when something reads them, as the ops computing them (mean over the normalised
+    # dims, kept; 1 / sqrt(mean((x - mean)^2) + epsilon)): gearbox's layer_norm returns Y only.
+    x = _float_input(im, node, 0, "layer_norm")
+    scale = node.input[1] if len(node.input) > 1 and node.input[1] else None
+    bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    axis, eps = im.attr(node, "axis", -1), im.attr(node, "epsilon", 1e-5)
+    _layer_norm_call(im, node, x, axis, eps, scale, bias)
+    used = [k for k, o in enumerate(node.output[1:], 1)
+            if o and (o in im.consumers or any(o == g.name for g in im.graph.output))]
+    if not used:
+        return
+    im.need("mean", "sub", "mul", "add", "sqrt", "div")
+    dims = im.shape(x)
+    r = len(dims)
+    axes = list(range(axis % r, r))
+    kept = [1 if i in axes else d for i, d in enumerate(dims)]
+    stem = node.output[0]
+    call = f"axes={_ints(axes)}, keepdims=1"
+    mean = im.emit_tmp(node.output[1] if 1 in used else f"{stem}.mean",
+                       f"mean({im.tensor(x)}, {call})", kept, 1)
+    if 2 not in used:
+        return
+    d = im.emit_tmp(f"{stem}.centred", f"sub({im.tensor(x)}, {mean})", dims, 1)
+    sq = im.emit_tmp(f"{stem}.squared", f"mul({d}, {d})", dims, 1)
+    var = im.emit_tmp(f"{stem}.var", f"mean({sq}, {call})", kept, 1)
+    im.const_line(f"{stem}.epsilon", np.array(eps, np.float32), "LayerNorm epsilon")
+    e = im.emit_tmp(f"{stem}.var_eps", f"add({var}, {im.value(stem + '.epsilon')})", kept, 1)
+    sd = im.emit_tmp(f"{stem}.std", f"sqrt({e})", kept, 1)
+    im.const_line(f"{stem}.one", np.array(1, np.float32), "LayerNorm InvStdDev")
+    im.emit_tmp(node.output[2], f"div({im.value(stem + '.one')}, {sd})", kept, 1)
+
+
+def _reduce_sum(im, node):
+    x = _float_input(im, node, 0, "reduce_sum")
+    dims = im.shape(x)
+    axes = _axes_of(im, node, 1, "axes", len(dims))
+    keep = im.attr(node, "keepdims", 1)
+    if not axes:
+        if im.attr(node, "noop_with_empty_axes", 0):
+            _identity(im, node)  # ONNX: empty axes with noop_with_empty_axes=1 reduce nothing
+            return
+        axes = list(range(len(dims)))
+    out = [1 if i in axes else d for i, d in enumerate(dims)] if keep else \
+        [d for i, d in enumerate(dims) if i not in axes]
+    im.emit(node, f"reduce_sum({im.tensor(x)}, axes={_ints(axes)}, keepdims={keep})", out)
+
+
+def _where(im, node):
+    cond, x, y = node.input[:3]
+    c = im.const_of(cond)
+    if c is not None:
+        if c.dtype == np.bool_:  # gearbox has no bool dtype: a known mask becomes i32 0 / 1
+            im.attr_read.add(cond)  # the bool initializer itself is never written
+            cond = cond + ".i32"
+            im.const_line(cond, c.astype(np.int32), f"condition of {node.name}")
+    elif im.etypes.get(cond) == 9:
+        raise _Unsupported(f"condition {cond} is a run-time bool tensor (gearbox has no bool "
+                           "dtype; a condition known at import is written as i32)")
+    if im.etypes.get(x, 1) != im.etypes.get(y, 1):
+        raise _Unsupported("x and y of different element types")
+    dims = _broadcast(_broadcast(im.shape(node.input[0]), im.shape(x)), im.shape(y))
+    im.emit(node, f"where({im.tensor(cond)}, {im.tensor(x)}, {im.tensor(y)})", dims,
+            etype=im.etypes.get(x, 1))
+
+
+def _expand_dims(xdims, target):
+    out = []
+    r = max(len(xdims), len(target))
+    for i in range(r):
+        a = xdims[i - (r - len(xdims))] if i >= r - len(xdims) else 1
+        t = target[i - (r - len(target))] if i >= r - len(target) else 1
+        if _is_static(t) and t == 1:
+            out.append(a)
+        elif _is_static(a) and a == 1 or a == t:
+            out.append(t)
+        elif _is_static(a) and _is_static(t):
+            raise _Unsupported(f"dim {i}: {a} does not broadcast to {t}")
+        else:
+            out.append(t if not _is_static(t) else a)
+    return out
+
+
+def _expand(im, node):
+    target = im.attr_input(node, 1, "shape")
+    if target is None:
+        raise _Unsupported("no shape input")
+    target = list(target.reshape(-1))
+    dims = _expand_dims(im.shape(node.input[0]), target)
+    tokens = im.target_tokens(target, "shape")
+    im.emit(node, f"expand({im.tensor(node.input[0])}, shape=[{', '.join(tokens)}])", dims)
+
+
+def _constant_of_shape(im, node):
+    # A fill of a shape known only as dim expressions (a causal mask's [seq, seq]): the value as
+    # a scalar const, expanded (ConstantOfShape of numbers is folded).
+    shape = im.known.get(node.input[0])
+    if shape is None:
+        raise _Unsupported("a shape computed at run time; gearbox has no such op (folded only "
+                           "when its inputs are known at import)")
+    im.need("expand")
+    dims = list(shape.reshape(-1))
+    t = im.attr(node, "value")
+    value = im.onnx.numpy_helper.to_array(t).reshape(-1) if t is not None else \
+        np.zeros(1, np.float32)
+    etype = t.data_type if t is not None else 1
+    if np.dtype(value.dtype) not in _NP_DTYPES:
+        raise _Unsupported(f"value of element type {etype} (gearbox has f32, i32, i64)")
+    scalar = f"{node.output[0]}.value"
+    im.const_line(scalar, np.asarray(value[0], dtype=value.dtype), f"value of {node.name}")
+    tokens = im.target_tokens(dims, "shape")
+    im.emit(node, f"expand({im.tensor(scalar)}, shape=[{', '.join(tokens)}])", dims, etype=etype)
+
+
+def _trilu(im, node):
+    dims = im.shape(node.input[0])
+    if len(dims) < 2:
+        raise _Unsupported(f"input rank {len(dims)} (needs a matrix)")
+    k = im.attr_input(node, 1, "k")
+    k = 0 if k is None else int(np.asarray(k).reshape(-1)[0])
+    upper = im.attr(node, "upper", 1)
+    attrs = ("" if upper else ", upper=0") + (f", k={k}" if k else "")
+    im.emit(node, f"trilu({im.tensor(node.input[0])}{attrs})", dims)
+
+
+# ---- patterns written as one op ----------------------------------------------------------------
+#
+# torch.onnx.export decomposes LayerNorm before opset 17 and GELU before opset 20. The importer
+# recognises the exact graphs it writes (and the commonly hand-written orders of the same
+# products) and writes one layer_norm / gelu: one kernel and the cost terms of a norm instead of
+# eight elementwise and reduction ops. A pattern is taken only when every intermediate value
+# feeds the pattern alone (no other node, no graph output reads it); otherwise its nodes are
+# imported one by one, as the ops they are.
+
+
+def _static_value(im, name):
+    """The value of `name` if it is an initializer or a Constant node's, or an Identity of one
+    (torch shares equal initializers through Identity nodes), before the walk."""
+    if name in im.known and im.known[name].dtype != object:
+        return im.known[name]
+    node = im.producer.get(name)
+    for _ in range(16):  # an Identity chain, bounded
+        if node is None or node.op_type != "Identity":
+            break
+        if node.input[0] in im.known and im.known[node.input[0]].dtype != object:
+            return im.known[node.input[0]]
+        node = im.producer.get(node.input[0])
+    if node is not None and node.op_type == "Constant" and len(node.attribute) == 1:
+        a = node.attribute[0]
+        if a.name == "value":
+            return im.onnx.numpy_helper.to_array(a.t)
+        if a.name == "value_float":
+            return np.asarray(a.f, np.float32)
+    return None
+
+
+def _scalar(im, name):
+    v = _static_value(im, name)
+    if v is None or v.size != 1 or v.dtype.kind not in "fiu":
+        return None
+    return float(v.reshape(-1)[0])
+
+
+def _node_of(im, name, op_type):
+    n = im.producer.get(name)
+    return n if n is not None and n.op_type == op_type else None
+
+
+def _only_user(im, name, outputs):
+    """The one node reading `name` (None if another node or a graph output reads it)."""
+    users = {id(n): n for n in im.consumers.get(name, [])}
+    if len(users) != 1 or name in outputs:
+        return None
+    return next(iter(users.values()))
+
+
+def _split_const(im, node, value, tol):
+    """For a two-input node with one input a scalar constant close to `value`: the other input."""
+    for i in (0, 1):
+        c = _scalar(im, node.input[i])
+        if c is not None and abs(c - value) <= tol:
+            return node.input[1 - i]
+    return None
+
+
+def _gelu_tail(im, x, add1, outputs):
+    """After 1 + f(...) = add1: 0.5 * x * add1 in either order of the two products. Returns
+    (last node, absorbed product nodes) or None."""
+    m = _only_user(im, add1, outputs)
+    if m is None or m.op_type != "Mul" or len(m.input) != 2:
+        return None
+    other = m.input[0] if m.input[1] == add1 else m.input[1]
+    if other == x:  # torch: (x * add1) * 0.5
+        last = _only_user(im, m.output[0], outputs)
+        if last is not None and last.op_type == "Mul" and \
+                _split_const(im, last, 0.5, 1e-6) == m.output[0]:
+            return last, [m]
+        return None
+    half = _node_of(im, other, "Mul")  # HF BERT: (x * 0.5) * add1
+    if half is not None and _split_const(im, half, 0.5, 1e-6) == x and \
+            _only_user(im, half.output[0], outputs) is m:
+        return m, [half]
+    return None
+
+
+def _match_gelu_erf(im, erf, outputs):
+    pre = im.producer.get(erf.input[0])
+    if pre is None or _only_user(im, erf.input[0], outputs) is not erf:
+        return None
+    if pre.op_type == "Div" and abs((_scalar(im, pre.input[1]) or 0) - 2 ** 0.5) < 1e-5:
+        x = pre.input[0]
+    elif pre.op_type == "Mul":
+        x = _split_const(im, pre, 2 ** -0.5, 1e-5)
+    else:
+        return None
+    add1 = _only_user(im, erf.output[0], outputs)
+    if x is None or add1 is None or add1.op_type != "Add" or \
+            _split_const(im, add1, 1.0, 1e-6) != erf.output[0]:
+        return None
+    tail = _gelu_tail(im, x, add1.output[0], outputs)
+    if tail is None:
+        return None
+    last, more = tail
+    return last, [pre, erf, add1] + more, x, 0
+
+
+def _match_gelu_tanh(im, tanh, outputs):
+    # tanh(sqrt(2/pi) * (x + 0.044715 * x^3)), x^3 as x * (x * x) or Pow(x, 3).
+    scaled = im.producer.get(tanh.input[0])
+    if scaled is None or scaled.op_type != "Mul" or \
+            _only_user(im, tanh.input[0], outputs) is not tanh:
+        return None
+    inner = _split_const(im, scaled, (2 / np.pi) ** 0.5, 1e-5)
+    add = _node_of(im, inner, "Add") if inner else None
+    if add is None or _only_user(im, inner, outputs) is not scaled:
+        return None
+    for x, cubic in ((add.input[0], add.input[1]), (add.input[1], add.input[0])):
+        term = _node_of(im, cubic, "Mul")
+        cube_name = _split_const(im, term, 0.044715, 1e-6) if term is not None else None
+        cube = im.producer.get(cube_name) if cube_name else None
+        if cube is None or _only_user(im, cubic, outputs) is not add or \
+                _only_user(im, cube_name, outputs) is not term:
+            continue
+        nodes = [cube]
+        if cube.op_type == "Pow" and cube.input[0] == x and _scalar(im, cube.input[1]) == 3.0:
+            pass
+        elif cube.op_type == "Mul" and x in cube.input:
+            sq_name = cube.input[1] if cube.input[0] == x else cube.input[0]
+            sq = _node_of(im, sq_name, "Mul")
+            if sq is None or list(sq.input) != [x, x] or \
+                    _only_user(im, sq_name, outputs) is not cube:
+                continue
+            nodes.append(sq)
+        else:
+            continue
+        add1 = _only_user(im, tanh.output[0], outputs)
+        if add1 is None or add1.op_type != "Add" or \
+                _split_const(im, add1, 1.0, 1e-6) != tanh.output[0]:
+            return None
+        tail = _gelu_tail(im, x, add1.output[0], outputs)
+        if tail is None:
+            return None
+        last, more = tail
+        return last, nodes + [term, add, scaled, tanh, add1] + more, x, 1
+    return None
+
+
+def _reduce_axes_static(im, node):
+    axes = im.attr(node, "axes")
+    if axes is None and len(node.input) > 1 and node.input[1]:
+        v = _static_value(im, node.input[1])
+        axes = None if v is None else [int(a) for a in v.reshape(-1)]
+    return None if axes is None else list(axes)
+
+
+def _match_layer_norm(im, div, outputs):
+    # (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* scale] [+ bias], the means over the
+    # trailing dims (negative axes, so the rank need not be known yet).
+    d, s = div.input[0], div.input[1]
+    sqrt = _node_of(im, s, "Sqrt")
+    add = _node_of(im, sqrt.input[0], "Add") if sqrt is not None else None
+    if add is None:
+        return None
+    eps = None
+    for i in (0, 1):
+        if _scalar(im, add.input[i]) is not None:
+            eps, var = _scalar(im, add.input[i]), add.input[1 - i]
+    rm2 = _node_of(im, var, "ReduceMean") if eps is not None else None
+    sub = _node_of(im, d, "Sub")
+    if rm2 is None or sub is None:
+        return None
+    sq = im.producer.get(rm2.input[0])
+    if sq is None or not ((sq.op_type == "Pow" and sq.input[0] == d and
+                           _scalar(im, sq.input[1]) == 2.0) or
+                          (sq.op_type == "Mul" and list(sq.input) == [d, d])):
+        return None
+    x, mean = sub.input[0], sub.input[1]
+    rm1 = _node_of(im, mean, "ReduceMean")
+    if rm1 is None or rm1.input[0] != x:
+        return None
+    axes = _reduce_axes_static(im, rm1)
+    if axes is None or axes != _reduce_axes_static(im, rm2) or \
+            sorted(axes) != list(range(-len(axes), 0)):
+        return None
+    if rm1.output[0] in outputs or rm2.output[0] in outputs:
+        return None
+    for n in (rm1, rm2):
+        if im.attr(n, "keepdims", 1) != 1:
+            return None
+    users = {id(n) for n in im.consumers.get(d, [])}
+    if users != {id(sq), id(div)} or d in outputs:
+        return None
+    for name, user in ((mean, sub), (sq.output[0], rm2), (var, add), (add.output[0], sqrt),
+                       (s, div)):
+        if _only_user(im, name, outputs) is not user:
+            return None
+    nodes, last, scale, bias = [rm1, sub, sq, rm2, add, sqrt], div, None, None
+    mul = _only_user(im, div.output[0], outputs)
+    if mul is not None and mul.op_type == "Mul":
+        other = mul.input[1] if mul.input[0] == div.output[0] else mul.input[0]
+        if _static_value(im, other) is not None:
+            nodes.append(last)
+            last, scale = mul, other
+    add_b = _only_user(im, last.output[0], outputs)
+    if add_b is not None and add_b.op_type == "Add":
+        other = add_b.input[1] if add_b.input[0] == last.output[0] else add_b.input[0]
+        if _static_value(im, other) is not None:
+            nodes.append(last)
+            last, bias = add_b, other
+    return last, nodes, x, (min(axes), eps, scale, bias)
+
+
+def _plan_fusions(im, outputs):
+    """The patterns this build can write as one op: ({id(last node): (op, fn)}, {ids of the
+    other nodes})."""
+    fusions, absorbed = {}, set()
+    taken = set()
+
+    def take(match, op, emit):
+        last, nodes, x, arg = match
+        ids = {id(n) for n in nodes} | {id(last)}
+        if ids & taken:
+            return
+        taken.update(ids)
+        absorbed.update(id(n) for n in nodes)
+        reads = [x] + ([n for n in arg[2:] if n] if op == "layer_norm" else [])
+        im.fused_inputs[id(last)] = reads
+        fusions[id(last)] = (op, lambda im_, node: emit(im_, node, x, arg))
+        im.absorbed += len(nodes)
+
+    for node in im.graph.node:
+        if node.op_type == "Div" and "layer_norm" in im.ops:
+            m = _match_layer_norm(im, node, outputs)
+            if m:
+                take(m, "layer_norm", lambda im_, node, x, a: _layer_norm_call(
+                    im_, node, x, a[0], a[1], a[2], a[3]))
+        elif node.op_type in ("Erf", "Tanh") and "gelu" in im.ops:
+            m = (_match_gelu_erf if node.op_type == "Erf" else _match_gelu_tanh)(im, node, outputs)
+            if m:
+                take(m, "gelu", lambda im_, node, x, approx: im_.emit(
+                    node, f"gelu({im_.tensor(x)}{', approximate=1' if approx else ''})",
+                    im_.shape(x), etype=1))
+    return fusions, absorbed
+
+
 # ONNX op type -> (gearbox ops it needs, the function writing it). One row per op. Ops in FOLD
 # are evaluated at import when their inputs are known; their row here handles the other case.
 OPS = {
@@ -1442,7 +2133,7 @@ OPS = {
     "Sigmoid": (["sigmoid"], _unary("sigmoid")),
     "MatMul": (["matmul"], _matmul),
     "Gemm": (["matmul", "add"], _gemm),  # + mul, transpose where needed
-    "Gather": (["index_select"], _gather),
+    "Gather": (["index_select"], _gather),  # N-D indices: gather where the build has it
     "Concat": (["cat"], _concat),
     "Reshape": (["reshape"], _reshape),
     "Transpose": (["transpose"], _transpose),
@@ -1463,9 +2154,20 @@ OPS = {
     "Cast": ([], _cast),
     "Constant": ([], _f_constant),
     "Shape": ([], _not_folded("Shape of a value of unknown rank")),
-    "ConstantOfShape": ([], _not_folded("a shape computed at run time")),
-    "Sub": ([], _not_folded("Sub of a run-time tensor")),
-    "Div": ([], _not_folded("Div of a run-time tensor")),
+    "ConstantOfShape": ([], _constant_of_shape),  # expand of a scalar; folded when static
+    "Sub": (["sub"], _binary("sub")),
+    "Div": (["div"], _float_binary("div")),
+    "Pow": (["pow"], _pow),
+    "Sqrt": (["sqrt"], _float_unary("sqrt")),
+    "Erf": (["erf"], _float_unary("erf")),
+    "Tanh": (["tanh"], _float_unary("tanh")),
+    "Softmax": (["softmax"], _softmax),
+    "LayerNormalization": (["layer_norm"], _layer_norm),
+    "ReduceSum": (["reduce_sum"], _reduce_sum),
+    "Where": (["where"], _where),
+    "Expand": (["expand"], _expand),
+    "Trilu": (["trilu"], _trilu),
+    "Equal": ([], _not_folded("Equal of a run-time tensor (gearbox has no bool dtype)")),
 }
 
 

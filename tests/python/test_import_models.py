@@ -37,7 +37,8 @@ SIZE, BATCH = 64, 2
 # Every gearbox op the importer can write (python/gearbox/onnx_import.py's OPS rows): the
 # importer-only checks pretend the build has all of them, since they never run gearbox.
 ALL_OPS = sorted({op for needs, _ in onnx_import.OPS.values() for op in needs}
-                 | {"const", "squeeze", "unsqueeze", "reshape", "flatten"})
+                 | {"const", "squeeze", "unsqueeze", "reshape", "flatten", "gather", "cast",
+                    "expand", "layer_norm", "gelu"})
 
 # Per model: ONNX nodes of the export, then the IR it imports to (ops by kind; consts apart).
 # shufflenet: 700 of 886 nodes are shape arithmetic (Shape, Gather, Unsqueeze, Concat, Div,
@@ -632,6 +633,42 @@ def _batch_norm(F, torch, a, kw):
     return F.batch_norm(x, mean, var, scale, bias, False, 0.0, kw.get("epsilon", 1e-5))
 
 
+def _layer_norm(F, torch, a, kw):
+    x = a[0]
+    axis = kw.get("axis", -1) % x.dim()
+    shape = list(x.shape[axis:])
+    return F.layer_norm(x, shape, a[1] if len(a) > 1 else None, a[2] if len(a) > 2 else None,
+                        kw.get("epsilon", 1e-5))
+
+
+def _expand(F, torch, a, kw):
+    # Target names are graph input symbols or expressions of them ('/' floors).
+    symbols = kw["_symbols"]
+    dims = [eval(d.replace("/", "//"), {}, dict(symbols)) if isinstance(d, str) else d
+            for d in kw["shape"]]
+    x = a[0]
+    shape = torch.broadcast_shapes(tuple(x.shape), tuple(dims))
+    return x.expand(shape).contiguous()
+
+
+def _cast(F, torch, a, kw):
+    to = {1: torch.float32, 6: torch.int32, 7: torch.int64}[kw["to"]]
+    return a[0].to(to)
+
+
+def _gather(F, torch, a, kw):
+    data, idx = a[0], a[1].long()
+    axis = kw.get("axis", 0) % data.dim()
+    idx = torch.where(idx < 0, idx + data.shape[axis], idx)
+    out = torch.index_select(data, axis, idx.reshape(-1))
+    return out.reshape(list(data.shape[:axis]) + list(idx.shape) + list(data.shape[axis + 1:]))
+
+
+def _trilu(F, torch, a, kw):
+    k = kw.get("k", 0)
+    return torch.triu(a[0], k) if kw.get("upper", 1) else torch.tril(a[0], k)
+
+
 _OPS = {
     "add": lambda F, torch, a, kw: a[0] + a[1],
     "mul": lambda F, torch, a, kw: a[0] * a[1],
@@ -657,4 +694,21 @@ _OPS = {
     "squeeze": _squeeze,
     "unsqueeze": _unsqueeze,
     "pad": _pad,
+    "sub": lambda F, torch, a, kw: a[0] - a[1],
+    "div": lambda F, torch, a, kw: a[0] / a[1],
+    "pow": lambda F, torch, a, kw: torch.pow(a[0], a[1]),
+    "sqrt": lambda F, torch, a, kw: torch.sqrt(a[0]),
+    "erf": lambda F, torch, a, kw: torch.erf(a[0]),
+    "tanh": lambda F, torch, a, kw: torch.tanh(a[0]),
+    "gelu": lambda F, torch, a, kw: F.gelu(a[0], approximate="tanh" if kw.get("approximate")
+                                           else "none"),
+    "softmax": lambda F, torch, a, kw: torch.softmax(a[0], kw.get("axis", -1)),
+    "layer_norm": _layer_norm,
+    "reduce_sum": lambda F, torch, a, kw: a[0].sum(dim=kw["axes"],
+                                                    keepdim=bool(kw.get("keepdims", 1))),
+    "where": lambda F, torch, a, kw: torch.where(a[0] != 0, a[1], a[2]),
+    "expand": _expand,
+    "cast": _cast,
+    "gather": _gather,
+    "trilu": _trilu,
 }

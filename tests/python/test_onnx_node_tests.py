@@ -47,13 +47,17 @@ NODE_PREFIXES = {
     "Slice": ["slice"], "Split": ["split"], "Squeeze": ["squeeze"], "Unsqueeze": ["unsqueeze"],
     "Pad": ["pad", "constant_pad"], "Identity": ["identity"], "Cast": ["cast"],
     "Constant": ["constant"], "Shape": ["shape"], "ConstantOfShape": ["constantofshape"],
+    # issue 24
+    "Pow": ["pow"], "Sqrt": ["sqrt"], "Erf": ["erf"], "Tanh": ["tanh"], "Softmax": ["softmax"],
+    "LayerNormalization": ["layer_normalization"], "ReduceSum": ["reduce_sum"],
+    "Where": ["where"], "Expand": ["expand"], "Trilu": ["tril", "triu"], "Equal": ["equal"],
 }
 
 # Inputs gearbox takes as attributes: (op type, input index). Frozen in the [frozen] variant.
 PARAM_INPUTS = {("Reshape", 1), ("Slice", 1), ("Slice", 2), ("Slice", 3), ("Slice", 4),
                 ("Split", 1), ("Squeeze", 1), ("Unsqueeze", 1), ("Pad", 1), ("Pad", 2),
                 ("Pad", 3), ("Clip", 1), ("Clip", 2), ("ConstantOfShape", 0),
-                ("ReduceMean", 1)}
+                ("ReduceMean", 1), ("ReduceSum", 1), ("Expand", 1), ("Trilu", 1)}
 
 # Why a case fails: (the ONNX feature it needs, a text its failure must contain, so a listed case
 # failing for another reason is caught too).
@@ -69,8 +73,12 @@ CAST_TO = ("Cast to a type gearbox lacks (float16, bfloat16, float64, string)", 
 WINDOW_RANK = ("1-D and 3-D windows (gearbox conv2d and pools are 2-D)", "takes 2-D kernels only")
 TRAINING = ("BatchNormalization training_mode=1", "training_mode=1")
 ARGMAX = ("MaxPool's Indices output", "the Indices output")
-NO_SUB_DIV = ("Sub / Div of run-time tensors: gearbox has no sub or div op (they are folded on "
-              "shapes only)", "gearbox has no such op")
+BOOL = ("bool tensors (gearbox has no bool dtype)", "element type 9")
+RUNTIME_BOOL = ("a bool result computed at run time (gearbox has no bool dtype)",
+                "gearbox has no bool dtype")
+UINT32 = ("uint32 / uint64 tensors", "element type 1")
+INT_POW = ("Pow with an integer base or a run-time integer exponent (gearbox's pow is f32)",
+           "gearbox pow takes f32")
 RUNTIME_FILL = ("ConstantOfShape of a run-time shape", "a shape computed at run time")
 EMPTY = ("an empty tensor from allowzero=1", "allowzero=1 with a 0 in shape")
 BIG_POOL_PADS = ("pool pads larger than half the kernel (gearbox's pools take PyTorch's limit)",
@@ -79,9 +87,9 @@ BIG_POOL_PADS = ("pool pads larger than half the kernel (gearbox's pools take Py
 EXPECTED_FAIL = {
     "test_add_uint8": UINT8,
     "test_averagepool_1d_default": WINDOW_RANK,
-    "test_averagepool_3d_default": WINDOW_RANK,
     "test_averagepool_2d_pads": BIG_POOL_PADS,
     "test_averagepool_2d_pads_count_include_pad": BIG_POOL_PADS,
+    "test_averagepool_3d_default": WINDOW_RANK,
     "test_batchnorm_epsilon_training_mode": TRAINING,
     "test_batchnorm_example_training_mode": TRAINING,
     "test_cast_BFLOAT16_to_FLOAT": F16,
@@ -110,19 +118,40 @@ EXPECTED_FAIL = {
     "test_constantofshape_float_ones": RUNTIME_FILL,
     "test_constantofshape_int_shape_zero": RUNTIME_FILL,
     "test_constantofshape_int_zeros": RUNTIME_FILL,
-    "test_div": NO_SUB_DIV,
-    "test_div_bcast": NO_SUB_DIV,
-    "test_div_example": NO_SUB_DIV,
     "test_div_uint8": UINT8,
+    "test_equal": RUNTIME_BOOL,
+    "test_equal_bcast": RUNTIME_BOOL,
+    "test_expand_dim_changed": RUNTIME_SHAPE,
+    "test_expand_dim_unchanged": RUNTIME_SHAPE,
     "test_identity_opt": OPTIONAL,
     "test_identity_sequence": OPTIONAL,
     "test_maxpool_1d_default": WINDOW_RANK,
+    "test_maxpool_2d_pads": BIG_POOL_PADS,
     "test_maxpool_2d_uint8": UINT8,
     "test_maxpool_3d_default": WINDOW_RANK,
-    "test_maxpool_2d_pads": BIG_POOL_PADS,
     "test_maxpool_with_argmax_2d_precomputed_pads": ARGMAX,
     "test_maxpool_with_argmax_2d_precomputed_strides": ARGMAX,
     "test_mul_uint8": UINT8,
+    "test_pow_types_float": INT_POW,
+    "test_pow_types_float32_int32": INT_POW,
+    "test_pow_types_float32_int64": INT_POW,
+    "test_pow_types_float32_uint32": UINT32,
+    "test_pow_types_float32_uint64": UINT32,
+    "test_pow_types_int": INT_POW,
+    "test_pow_types_int32_float32": INT_POW,
+    "test_pow_types_int32_int32": INT_POW,
+    "test_pow_types_int64_float32": INT_POW,
+    "test_pow_types_int64_int64": INT_POW,
+    "test_reduce_sum_default_axes_keepdims_example": RUNTIME_SHAPE,
+    "test_reduce_sum_default_axes_keepdims_random": RUNTIME_SHAPE,
+    "test_reduce_sum_do_not_keepdims_example": RUNTIME_SHAPE,
+    "test_reduce_sum_do_not_keepdims_random": RUNTIME_SHAPE,
+    "test_reduce_sum_empty_axes_input_noop_example": RUNTIME_SHAPE,
+    "test_reduce_sum_empty_axes_input_noop_random": RUNTIME_SHAPE,
+    "test_reduce_sum_keepdims_example": RUNTIME_SHAPE,
+    "test_reduce_sum_keepdims_random": RUNTIME_SHAPE,
+    "test_reduce_sum_negative_axes_keepdims_example": RUNTIME_SHAPE,
+    "test_reduce_sum_negative_axes_keepdims_random": RUNTIME_SHAPE,
     "test_reshape_allowzero_reordered": RUNTIME_SHAPE,
     "test_reshape_allowzero_reordered[frozen]": EMPTY,
     "test_reshape_extended_dims": RUNTIME_SHAPE,
@@ -148,10 +177,20 @@ EXPECTED_FAIL = {
     "test_split_zero_size_splits": RUNTIME_SHAPE,
     "test_squeeze": RUNTIME_SHAPE,
     "test_squeeze_negative_axes": RUNTIME_SHAPE,
-    "test_sub": NO_SUB_DIV,
-    "test_sub_bcast": NO_SUB_DIV,
-    "test_sub_example": NO_SUB_DIV,
     "test_sub_uint8": UINT8,
+    "test_tril_neg": RUNTIME_SHAPE,
+    "test_tril_out_neg": RUNTIME_SHAPE,
+    "test_tril_out_pos": RUNTIME_SHAPE,
+    "test_tril_pos": RUNTIME_SHAPE,
+    "test_tril_square_neg": RUNTIME_SHAPE,
+    "test_tril_zero": RUNTIME_SHAPE,
+    "test_triu_neg": RUNTIME_SHAPE,
+    "test_triu_one_row": RUNTIME_SHAPE,
+    "test_triu_out_neg_out": RUNTIME_SHAPE,
+    "test_triu_out_pos": RUNTIME_SHAPE,
+    "test_triu_pos": RUNTIME_SHAPE,
+    "test_triu_square_neg": RUNTIME_SHAPE,
+    "test_triu_zero": RUNTIME_SHAPE,
     "test_unsqueeze_axis_0": RUNTIME_SHAPE,
     "test_unsqueeze_axis_1": RUNTIME_SHAPE,
     "test_unsqueeze_axis_2": RUNTIME_SHAPE,
@@ -159,6 +198,8 @@ EXPECTED_FAIL = {
     "test_unsqueeze_three_axes": RUNTIME_SHAPE,
     "test_unsqueeze_two_axes": RUNTIME_SHAPE,
     "test_unsqueeze_unsorted_axes": RUNTIME_SHAPE,
+    "test_where_example": BOOL,
+    "test_where_long_example": BOOL,
 }
 
 

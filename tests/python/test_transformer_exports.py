@@ -7,17 +7,15 @@ gpt_prefill and gpt_decode (KV cache in and out), small configs, seeded.
   2. The exports compute what torch computes at the traced shape and at others (size 1, and
      batch 3 / seq 11 / past 9): run by scripts/onnx_numpy_eval.py, independent of gearbox.
      Tolerance rtol = atol = 1e-4 (float32; softmax, erf and matmul round differently).
-  3. gearbox: until the transformer ops land (the "xops" branch: softmax, layer_norm, gelu,
-     gather for embeddings, batched matmul, trilu, and the folding of torch's shape
-     arithmetic), the import fails, naming unsupported ONNX ops. Two tests say so and FLIP when
-     those ops land: test_import_fails_until_transformer_ops_land starts failing (delete it),
-     and test_gearbox_runs_transformer_in_every_mode, a strict xfail on the import error only,
-     starts passing, which strict turns into a failure (delete the marker). Neither hides a
-     failure: any other error in the second is a real failure.
+  3. gearbox: each export imports (the transformer ops and the importer's folding of torch's
+     shape arithmetic), runs in every mode and matches torch's outputs at the traced shape
+     (rtol = atol = 1e-4), and `gearbox compare --check-reference` over a trace of other
+     shapes agrees with the reference executor in every mode.
 Skipped without python3-torch / python3-onnx."""
 import importlib.util
+import json
 import os
-import re
+import subprocess
 import sys
 
 import numpy as np
@@ -178,29 +176,6 @@ def test_prefill_cache_feeds_decode():
     np.testing.assert_allclose(v2, vf, rtol=RTOL, atol=ATOL)
 
 
-# The ONNX ops gearbox's importer refuses today and the xops branch maps.
-PENDING_OPS = {"Softmax", "Erf", "Tanh", "Pow", "Sqrt", "Sub", "Div", "Trilu",
-               "ConstantOfShape", "Gather", "Shape", "MatMul", "ReduceMean", "Where", "Expand",
-               "Cast"}
-
-
-@pytest.mark.parametrize("name", em.TRANSFORMERS)
-def test_import_fails_until_transformer_ops_land(name, exports, tmp_path):
-    """FLIPS when the transformer ops land (module docstring): then delete this test."""
-    with pytest.raises(onnx_import.ImportFailure) as e:
-        onnx_import.import_model(exports[name], str(tmp_path / f"{name}.gbx"))
-    msg = str(e.value)
-    assert "unsupported node(s)" in msg, msg
-    named = set(re.findall(r"\S+ \((\w+): ", msg))  # "node (OpType: why)"
-    assert named and named <= PENDING_OPS | {"Gather", "Slice", "Reshape", "Concat",
-                                             "Unsqueeze", "Transpose", "Add", "Mul"}, named
-    assert named & PENDING_OPS, msg
-    assert os.listdir(tmp_path) == []  # nothing written
-
-
-@pytest.mark.xfail(strict=True, raises=onnx_import.ImportFailure,
-                   reason="the transformer ops are not in this build (the xops branch adds "
-                          "them); strict: a pass fails until this marker is removed")
 @pytest.mark.parametrize("name", em.TRANSFORMERS)
 def test_gearbox_runs_transformer_in_every_mode(name, exports, tmp_path):
     """The acceptance of issue 24: the import runs in every mode and matches torch's outputs
@@ -223,3 +198,31 @@ def test_gearbox_runs_transformer_in_every_mode(name, exports, tmp_path):
         got = s.run(*inputs)
         for k, a, e in zip(out_names, got, expect, strict=True):
             np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=f"{mode} {k}")
+
+
+# Traces of shapes other than the traced one (size 1 included): every dynamic dim moves.
+TRACES = {
+    "bert_encoder": [{"input_ids": [b, s], "attention_mask": [b, s]}
+                     for b, s in ((2, 5), (1, 1), (3, 11), (2, 5))],
+    "gpt_prefill": [{"input_ids": [b, s]} for b, s in ((2, 5), (1, 1), (3, 11), (2, 5))],
+    "gpt_decode": [{"input_ids": [b, 1], "past_k": [2, b, 4, p, 8], "past_v": [2, b, 4, p, 8]}
+                   for b, p in ((2, 5), (1, 1), (3, 9), (2, 6))],
+}
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_check_reference_agrees(name, exports, tmp_path, cli, env):
+    """`gearbox compare --check-reference`: every mode's outputs match the reference executor's
+    over a trace of other shapes (gears: the traced shapes, exactly)."""
+    gbx = tmp_path / f"{name}.gbx"
+    onnx_import.import_model(exports[name], str(gbx))
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(c) + "\n" for c in TRACES[name]))
+    proc = subprocess.run([cli, "compare", str(gbx), "--trace", str(trace), "--check-reference",
+                           "--repeat", "1", "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    modes = json.loads((tmp_path / "r.json").read_text())["modes"]
+    assert set(modes) == {m for m in gearbox.MODES if m != "geared"}
+    for mode, m in modes.items():
+        assert m["reference_check"]["ok"], mode

@@ -1,0 +1,338 @@
+// Issue 24's ops beyond the kernel differential tests (kernels_test.cpp): the IR text round
+// trip, shape inference on symbolic dims and the errors that name op, input, dim and
+// attribute; a reshape or expand target naming the graph inputs' symbols; attention-shaped
+// batched matmuls through every mode; each op's padding rule (gears/padding.cpp); the MODELED
+// cost terms, exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "compiler/kernel_cost.h"
+#include "compiler/kernel_spec.h"
+#include "compiler/specialize.h"
+#include "executor/modes/mode_table.h"
+#include "executor/session.h"
+#include "expect_error.h"
+#include "gears/padding.h"
+#include "graph/text.h"
+
+namespace gearbox {
+namespace {
+
+using testing_util::errorOf;
+
+Graph graphOf(const std::string& inputs, const std::string& body) {
+  return parseGraph("graph g(" + inputs + ") {\n" + body + "\n}\n", "m.gbx");
+}
+
+// The inferred type of %y in `%y = <stmt>` over the given inputs.
+std::string typeOf(const std::string& inputs, const std::string& stmt) {
+  const Graph g = graphOf(inputs, "  %y = " + stmt + "\n  return %y");
+  return g.value(g.outputs[0]).type.toString();
+}
+
+std::string shapeError(const std::string& inputs, const std::string& stmt) {
+  return errorOf([&] { typeOf(inputs, stmt); }, ErrorKind::kShape);
+}
+
+TEST(TransformerOps, TextRoundTripLeavesDefaultsOut) {
+  const std::string text =
+      "graph g(%ids: i64[B, S], %t: f32[1000, 8]) {\n"
+      "  %x = gather(%t, %ids)\n"
+      "  %s = softmax(%x)\n"
+      "  %s0 = softmax(%s, axis=0)\n"
+      "  %n = layer_norm(%s0, epsilon=1e-12)\n"
+      "  %m = layer_norm(%n, axis=1)\n"
+      "  %g = gelu(%m, approximate=1)\n"
+      "  %e = gelu(%g)\n"
+      "  %r = reduce_sum(%e, axes=[-1], keepdims=0)\n"
+      "  %c = cast(%r, to=7)\n"
+      "  %w = where(%c, %r, %r)\n"
+      "  %u = trilu(%w, upper=0, k=-1)\n"
+      "  %v = trilu(%u)\n"
+      "  %f = expand(%v, shape=[2, B, S])\n"
+      "  return %f\n"
+      "}\n";
+  const Graph g = parseGraph(text, "m.gbx");
+  EXPECT_EQ(printGraph(g), text);
+  EXPECT_EQ(g.value(g.outputs[0]).type.toString(), "f32[2, B, S]");
+}
+
+TEST(TransformerOps, ExpressionsWithAFactorRoundTrip) {
+  // The printer writes a * S as `4*B`; the parser reads an expression that starts with one.
+  const std::string text =
+      "graph g(%x: f32[S, B, 128]) {\n"
+      "  %y = reshape(%x, shape=[S, 4*B, 32])\n"
+      "  return %y\n"
+      "}\n";
+  const Graph g = parseGraph(text, "m.gbx");
+  EXPECT_EQ(g.value(g.outputs[0]).type.toString(), "f32[S, 4*B, 32]");
+  EXPECT_EQ(printGraph(g), text);
+  EXPECT_EQ(typeOf("%x: f32[2*B + 1]", "relu(%x)"), "f32[2*B + 1]");
+}
+
+TEST(TransformerOps, SymbolicShapes) {
+  // An embedding: [B, S] ids into a [V, D] table give [B, S, D]; a 0-D id drops the dim.
+  EXPECT_EQ(typeOf("%t: f32[1000, 128], %x: i64[B, S]", "gather(%t, %x)"), "f32[B, S, 128]");
+  EXPECT_EQ(typeOf("%t: f32[4, 5], %x: i32[]", "gather(%t, %x, axis=-1)"), "f32[4]");
+  EXPECT_EQ(typeOf("%t: f32[3, 9, 2], %x: i64[2, 2]", "gather(%t, %x, axis=1)"), "f32[3, 2, 2, 2]");
+  // Attention: [B, H, S, D] x [B, H, D, S] and the broadcast of a [S, S] mask.
+  EXPECT_EQ(typeOf("%q: f32[B, 4, S, 32], %k: f32[B, 4, 32, S]", "matmul(%q, %k)"),
+            "f32[B, 4, S, S]");
+  EXPECT_EQ(typeOf("%q: f32[B, 4, S, 32], %k: f32[32, S]", "matmul(%q, %k)"), "f32[B, 4, S, S]");
+  EXPECT_EQ(typeOf("%c: i32[1, S], %x: f32[B, S], %z: f32[]", "where(%c, %x, %z)"), "f32[B, S]");
+  EXPECT_EQ(typeOf("%x: f32[B, S, 8]", "reduce_sum(%x, axes=[0, 2])"), "f32[1, S, 1]");
+  EXPECT_EQ(typeOf("%x: f32[B, S, 8], %z: f32[8]", "sub(%x, %z)"), "f32[B, S, 8]");
+  EXPECT_EQ(typeOf("%x: f32[B, S, 8], %z: f32[]", "pow(%x, %z)"), "f32[B, S, 8]");
+  EXPECT_EQ(typeOf("%x: i32[B, S]", "cast(%x, to=1)"), "f32[B, S]");
+  // Expand: a name in the target is a graph input's symbol; 1 keeps the input's dim.
+  EXPECT_EQ(typeOf("%x: f32[], %ids: i64[B, S]", "expand(%x, shape=[S, S])"), "f32[S, S]");
+  EXPECT_EQ(typeOf("%x: f32[3, 1], %ids: i64[B, S]", "expand(%x, shape=[1, 1, S])"),
+            "f32[1, 3, S]");
+  EXPECT_EQ(typeOf("%x: f32[H], %ids: i64[H]", "expand(%x, shape=[2, (H - 1) / 2 + 1, H])"),
+            "f32[2, (H + 1) / 2, H]");
+}
+
+TEST(TransformerOps, ErrorsNameOpInputDimAndAttribute) {
+  EXPECT_EQ(shapeError("%x: f32[2, 3], %s: f32[4]", "layer_norm(%x, %s)"),
+            "m.gbx:2: op %y = layer_norm: input 0 (%x) dim 1 is 3 but input 1 (%s) dim 0 is 4 "
+            "(scale has the normalised dims' shape)");
+  EXPECT_EQ(shapeError("%x: f32[2, 3], %s: f32[2, 3]", "layer_norm(%x, %s)"),
+            "m.gbx:2: op %y = layer_norm: input 1 (%s) has rank 2 but the normalised dims [1, 2) "
+            "of input 0 (%x) are [3]; scale must have their shape");
+  EXPECT_EQ(shapeError("%x: f32[2, 3]", "layer_norm(%x, epsilon=-1)"),
+            "m.gbx:2: op %y = layer_norm: attribute epsilon is -1, expected a finite number >= 0");
+  EXPECT_EQ(shapeError("%x: f32[2, 3]", "softmax(%x, axis=2)"),
+            "m.gbx:2: op %y = softmax: attribute axis: axis 2 is out of range for input 0 (%x) of "
+            "rank 2 (expected [-2, 1])");
+  EXPECT_EQ(shapeError("%x: i32[2, 3]", "softmax(%x)"),
+            "m.gbx:2: op %y = softmax: input 0 (%x) is i32; softmax takes f32");
+  EXPECT_EQ(shapeError("%x: i32[2, 3], %z: i32[3]", "div(%x, %z)"),
+            "m.gbx:2: op %y = div: input 0 (%x) is i32; div takes f32");
+  EXPECT_EQ(shapeError("%x: f32[2, 3], %z: f32[4]", "sub(%x, %z)"),
+            "m.gbx:2: op %y = sub: input 0 (%x) dim 1 (size 3) and input 1 (%z) dim 0 (size 4) "
+            "cannot be broadcast");
+  EXPECT_EQ(shapeError("%t: f32[10, 4], %i: f32[3]", "gather(%t, %i)"),
+            "m.gbx:2: op %y = gather: input 1 (%i) must be i32 or i64, got f32");
+  EXPECT_EQ(shapeError("%t: f32[10, 4, 2, 2], %i: i64[2, 2, 2, 2]", "gather(%t, %i)"),
+            "m.gbx:2: op %y = gather: input 0 (%t) of rank 4 gathered by input 1 (%i) of rank 4 "
+            "would have rank 7, above the maximum 6");
+  EXPECT_EQ(
+      errorOf([&] { typeOf("%t: f32[0, 4], %i: i64[2, 3]", "gather(%t, %i)"); }, ErrorKind::kIndex),
+      "m.gbx:2: op %y = gather: input 1 (%i) has 6 entries but input 0 (%t) dim 0 is 0, so "
+      "every index is out of range");
+  EXPECT_EQ(shapeError("%c: i32[2], %x: f32[3], %z: f32[3]", "where(%c, %x, %z)"),
+            "m.gbx:2: op %y = where: input 0 (%c) dim 0 (size 2) and input 1 (%x) dim 0 (size 3) "
+            "cannot be broadcast");
+  EXPECT_EQ(shapeError("%c: i32[3], %x: f32[3], %z: i32[3]", "where(%c, %x, %z)"),
+            "m.gbx:2: op %y = where: input 1 (%x) is f32 but input 2 (%z) is i32; where needs one "
+            "dtype for x and y");
+  EXPECT_EQ(shapeError("%x: f32[3, 2]", "expand(%x, shape=[4, 3])"),
+            "m.gbx:2: op %y = expand: input 0 (%x) dim 0 (size 3) cannot be broadcast to "
+            "attribute shape [4, 3] dim 0 (size 4)");
+  EXPECT_EQ(shapeError("%x: f32[3]", "expand(%x, shape=[T, 3])"),
+            "m.gbx:2: op %y = expand: attribute shape [T, 3]: dim 0 is named (T), but neither "
+            "input 0 (%x) nor a graph input declares that name");
+  EXPECT_EQ(shapeError("%x: f32[3]", "cast(%x, to=9)"),
+            "m.gbx:2: op %y = cast: attribute to is 9; expected an ONNX element type gearbox has: "
+            "1 (f32), 6 (i32) or 7 (i64)");
+  EXPECT_EQ(shapeError("%x: f32[3]", "trilu(%x)"),
+            "m.gbx:2: op %y = trilu: input 0 (%x) has rank 1; trilu needs rank >= 2 (a matrix or "
+            "a batch of them)");
+  EXPECT_EQ(shapeError("%x: f32[3, 3]", "gelu(%x, approximate=2)"),
+            "m.gbx:2: op %y = gelu: attribute approximate is 2, expected 0 (erf) or 1 (tanh)");
+  EXPECT_EQ(shapeError("%x: f32[3, 3]", "reduce_sum(%x, axes=[1, -1])"),
+            "m.gbx:2: op %y = reduce_sum: attribute axes names dim 1 twice");
+}
+
+// Runs `g` in every mode (geared with exact gears on every geared dim of `shapes`) and checks
+// each call against the reference executor.
+void expectEveryModeMatches(const Graph& g, const std::vector<InputSignature>& calls) {
+  for (Mode mode : modes(ModeSet::kWithoutGears)) {
+    SessionOptions o;
+    o.mode = mode;
+    Session s(g, o);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const auto in = makeInputs(g, calls[i], 7 + i);
+      const auto out = s.run(in);
+      const auto ref = referenceRun(g, in);
+      ASSERT_EQ(out.size(), ref.size());
+      for (size_t k = 0; k < out.size(); ++k) {
+        ASSERT_EQ(out[k].shape(), ref[k].shape()) << modeName(mode) << " call " << i;
+        EXPECT_LE(maxAbsDiff(out[k], ref[k]), 1e-5) << modeName(mode) << " call " << i;
+      }
+    }
+  }
+}
+
+TEST(TransformerOps, ReshapeTakesGraphSymbolsBackFromAProduct) {
+  // MultiheadAttention's out_proj: [S, B, 8] flattened to [S * B, 8] rows, a matmul, then back
+  // to [S, B, 8]. The product of two symbols has no dim of its own; each symbol is a graph
+  // input's, so the target names them.
+  const Graph g = graphOf("%x: f32[S, B, 8], %w: f32[8, 8]",
+                          "  %rows = reshape(%x, shape=[-1, 8])\n"
+                          "  %m = matmul(%rows, %w)\n"
+                          "  %y = reshape(%m, shape=[S, B, 8])\n"
+                          "  return %y");
+  EXPECT_EQ(g.value(g.outputs[0]).type.toString(), "f32[S, B, 8]");
+  expectEveryModeMatches(g, {{{3, 2, 8}, {8, 8}}, {{5, 2, 8}, {8, 8}}, {{3, 1, 8}, {8, 8}}});
+  // The key holds the sizes the names resolved to: no symbol, whatever the spelling.
+  const auto types = specializeTypes(g, {{3, 2, 8}, {8, 8}});
+  KernelKey key;
+  makeKernelKeyInto(key, g, types, 2);
+  EXPECT_EQ(key.attrs.shape->toString(), "[3, 2, 8]");
+}
+
+TEST(TransformerOps, ExpandOfAGraphSymbolMakesACausalMask) {
+  const Graph g = graphOf("%x: f32[B, S, S]",
+                          "  %ninf = const f32[] [-inf]\n"
+                          "  %full = expand(%ninf, shape=[S, S])\n"
+                          "  %mask = trilu(%full, k=1)\n"
+                          "  %y = add(%x, %mask)\n"
+                          "  return %y");
+  EXPECT_EQ(g.value(g.outputs[0]).type.toString(), "f32[B, S, S]");
+  expectEveryModeMatches(g, {{{2, 4, 4}}, {{2, 7, 7}}, {{1, 1, 1}}});
+  SessionOptions o;
+  Session s(g, o);
+  Tensor x(DType::kF32, {1, 3, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.as<float>()[i] = 1;
+  const std::vector<Tensor> in{x};
+  const auto out = s.run(in);
+  const float* y = out[0].as<float>();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float expected[] = {1, -inf, -inf, 1, 1, -inf, 1, 1, 1};
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(y[i], expected[i]) << i;
+}
+
+TEST(TransformerOps, AttentionScoresInEveryMode) {
+  // [B, H, S, D] x [B, H, D, S]: the batch (B * H) of GEMMs, the static plan's offsets and the
+  // generic kernel's agree with the reference; softmax over the keys.
+  const Graph g = graphOf("%q: f32[B, 4, S, 8], %k: f32[B, 4, 8, S], %v: f32[B, 4, S, 8]",
+                          "  %s = matmul(%q, %k)\n"
+                          "  %p = softmax(%s)\n"
+                          "  %y = matmul(%p, %v)\n"
+                          "  return %y");
+  std::vector<InputSignature> calls;
+  for (auto [b, s] : {std::pair{2, 5}, {2, 9}, {1, 1}, {3, 5}})
+    calls.push_back({{b, 4, s, 8}, {b, 4, 8, s}, {b, 4, s, 8}});
+  expectEveryModeMatches(g, calls);
+  const auto spec = compileKernelSpec(makeKernelKey(
+      OpKind::kMatMul, {{DType::kF32, {2, 4, 5, 8}}, {DType::kF32, {2, 4, 8, 5}}}, {}));
+  const auto& p = std::get<MatMulParams>(spec->params);
+  EXPECT_EQ(p.batch, 8);
+  EXPECT_EQ(p.m, 5);
+  EXPECT_EQ(p.n, 5);
+  EXPECT_EQ(p.k, 8);
+  EXPECT_EQ(p.aOffsets[7], 7 * 40);
+  EXPECT_EQ(p.bOffsets[7], 7 * 40);
+}
+
+// ---- padding rules ---------------------------------------------------------------------------
+
+std::string paddingError(const Graph& g, std::vector<InputDim> padded) {
+  return errorOf([&] { analyzePadding(g, padded); }, ErrorKind::kGear);
+}
+
+TEST(TransformerOps, SoftmaxAndNormsRefuseAPaddedReducedDim) {
+  const Graph attention = graphOf("%s: f32[B, S, S]", "  %y = softmax(%s)\n  return %y");
+  EXPECT_EQ(paddingError(attention, {{0, 2}}),
+            "m.gbx:2: op %y = softmax: cannot pad input 's' dim 2: input 0 (%s) dim 2 is padded "
+            "and softmax normalises along it, so the padded positions would enter every real "
+            "result along it (gearbox has no valid-length mask)");
+  // The batch and the query rows may be padded: each row is normalised on its own.
+  const PaddingPlan rows = analyzePadding(attention, std::vector<InputDim>{{0, 0}, {0, 1}});
+  ASSERT_EQ(rows.outputs[0].size(), 2u);
+  const Graph norm =
+      graphOf("%x: f32[B, S, 8], %g: f32[8]", "  %y = layer_norm(%x, %g)\n  return %y");
+  EXPECT_EQ(analyzePadding(norm, std::vector<InputDim>{{0, 1}}).outputs[0][0].dim, 1);
+  EXPECT_EQ(paddingError(norm, {{0, 2}}),
+            "m.gbx:2: op %y = layer_norm: cannot pad input 'x' dim 2: input 0 (%x) dim 2 is "
+            "padded and layer_norm normalises over it, so the padded positions would enter every "
+            "real result along it (gearbox has no valid-length mask)");
+}
+
+TEST(TransformerOps, ReduceSumOverZeroPaddingIsLegalAndOverOtherPaddingNot) {
+  const Graph sum = graphOf("%x: f32[B, S]", "  %y = reduce_sum(%x, axes=[1])\n  return %y");
+  EXPECT_TRUE(analyzePadding(sum, std::vector<InputDim>{{0, 1}}).outputs[0].empty());
+  const Graph shifted = graphOf("%x: f32[B, S], %c: f32[]",
+                                "  %e = erf(%x)\n  %s = sub(%e, %c)\n"
+                                "  %y = reduce_sum(%s, axes=[1])\n  return %y");
+  EXPECT_EQ(paddingError(shifted, {{0, 1}}),
+            "m.gbx:4: op %y = reduce_sum: cannot pad input 'x' dim 1: input 0 (%s) dim 1 is "
+            "padded and reduce_sum adds it up, but its padding is no longer zero (an op before "
+            "wrote into it)");
+}
+
+TEST(TransformerOps, GatherExpandAndTriluPaddingRules) {
+  // Padded ids read real row 0: padded, not zero, so a later contraction over it is refused.
+  const Graph embed = graphOf("%t: f32[10, 4], %ids: i64[B, S], %w: f32[S, 3]",
+                              "  %x = gather(%t, %ids)\n"
+                              "  %xt = transpose(%x, perm=[0, 2, 1])\n"
+                              "  %y = matmul(%xt, %w)\n  return %y");
+  EXPECT_NE(paddingError(embed, {{1, 1}, {2, 0}}).find("is no longer zero"), std::string::npos);
+  const Graph table =
+      graphOf("%t: f32[V, 4], %ids: i64[S]", "  %y = gather(%t, %ids)\n  return %y");
+  EXPECT_EQ(paddingError(table, {{0, 0}}),
+            "m.gbx:2: op %y = gather: cannot pad input 't' dim 0: input 0 (%t) is read by index "
+            "along dim 0, which is padded; an index >= the real size would read padding instead "
+            "of failing");
+  const Graph mask = graphOf("%x: f32[B, S, S]",
+                             "  %one = const f32[] [1]\n  %m = expand(%one, shape=[S, S])\n"
+                             "  %y = add(%x, %m)\n  return %y");
+  EXPECT_EQ(paddingError(mask, {{0, 1}, {0, 2}}),
+            "m.gbx:3: op %m = expand: cannot pad input 'x' dim 1: expand makes dim 0 of size S "
+            "from input 0 (%one)'s size-1 dim, so its padded positions would hold copies of real "
+            "values");
+  const Graph tri = graphOf("%x: f32[B, S, S]", "  %y = trilu(%x, k=1)\n  return %y");
+  EXPECT_EQ(analyzePadding(tri, std::vector<InputDim>{{0, 1}, {0, 2}}).outputs[0].size(), 2u);
+}
+
+// ---- MODELED cost terms -----------------------------------------------------------------------
+
+KernelCost costOf(OpKind k, std::vector<TensorType> in, Attrs a = {}) {
+  return kernelCost(makeKernelKey(k, std::move(in), a));
+}
+
+TEST(TransformerOps, CostTermsAreBandwidthAndTranscendentalCounts) {
+  const TensorType x{DType::kF32, {2, 4, 8, 8}};  // 512 elements, 2048 bytes
+  // Softmax: (max, sub, exp, add, scale) per element + a division per row of 8.
+  KernelCost c = costOf(OpKind::kSoftmax, {x});
+  EXPECT_EQ(c.flops, 512 * (4 + flops::kExp) + 64);
+  EXPECT_EQ(c.bytes, 2 * 2048);
+  // LayerNorm with scale and bias over rows of 8: 8 flops per element, 5 per row.
+  const TensorType row{DType::kF32, {8}};
+  c = costOf(OpKind::kLayerNorm, {x, row, row});
+  EXPECT_EQ(c.flops, 512 * 8 + 64 * 5);
+  EXPECT_EQ(c.bytes, 2048 + 32 + 32 + 2048);
+  c = costOf(OpKind::kErf, {x});
+  EXPECT_EQ(c.flops, 512 * flops::kErf);
+  EXPECT_EQ(c.bytes, 4096);
+  Attrs tanhForm;
+  tanhForm.setInt(attr::Gelu::approximate, 1);
+  EXPECT_EQ(costOf(OpKind::kGelu, {x}).flops, 512 * (flops::kErf + 4));
+  EXPECT_EQ(costOf(OpKind::kGelu, {x}, tanhForm).flops, 512 * (flops::kTanh + 8));
+  // A gather of [2, 7] ids from a [1000, 16] table copies 14 rows of 64 bytes.
+  c = costOf(OpKind::kGather,
+             {TensorType{DType::kF32, {1000, 16}}, TensorType{DType::kI64, {2, 7}}});
+  EXPECT_EQ(c.flops, 0);
+  EXPECT_EQ(c.bytes, 2 * 14 * 64 + 14 * 8);
+  // Expand writes its output: [1, 8] to [6, 8].
+  Attrs to;
+  to.shape = Shape{6, 8};
+  c = costOf(OpKind::kExpand, {TensorType{DType::kF32, {1, 8}}}, to);
+  EXPECT_EQ(c.bytes, 32 + 6 * 32);
+  // Every new op's compile cost states its source.
+  for (OpKind k :
+       {OpKind::kSub, OpKind::kDiv, OpKind::kPow, OpKind::kSqrt, OpKind::kErf, OpKind::kTanh,
+        OpKind::kGelu, OpKind::kSoftmax, OpKind::kLayerNorm, OpKind::kReduceSum, OpKind::kWhere,
+        OpKind::kExpand, OpKind::kCast, OpKind::kGather, OpKind::kTrilu}) {
+    const CompileCostTerms t = compileCostTerms(k);
+    EXPECT_GT(t.baseUs, 0) << opKernelName(k);
+    EXPECT_GT(t.baseSource.size(), 10u) << opKernelName(k);
+  }
+}
+
+}  // namespace
+}  // namespace gearbox
