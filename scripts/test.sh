@@ -4,14 +4,19 @@
 # under ThreadSanitizer, then the fuzz harnesses (corpus + crash replay and a short smoke).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's header says how long the run has taken so far: CI's budget is 45 minutes on two
+# cores, and these are where it goes.
+start=$SECONDS
+stage() { printf '== %s (at %dm%02ds) ==\n' "$1" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)); }
 bash scripts/install-deps.sh
 jobs=${GEARBOX_JOBS:-$(nproc)}
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 for flavour in release asan; do
-  echo "== gearbox tests: $flavour =="
+  stage "gearbox tests: $flavour"
   bash scripts/build.sh "$flavour"
   dir=build; [ "$flavour" = asan ] && dir=build-asan
+  stage "gearbox tests: $flavour built, running the gtest suite"
   if [ "$flavour" = release ]; then
     # One process per test (ctest): each test starts from a fresh process at least once per run.
     ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600
@@ -21,13 +26,14 @@ for flavour in release asan; do
     bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$jobs" "$dir/tests"
   fi
   # ---- package step (issue 13): pytest, install + out-of-tree consumer, shared build ----
-  if [ "$flavour" = release ]; then bash scripts/test-package.sh build; fi
+  if [ "$flavour" = release ]; then stage "package step"; bash scripts/test-package.sh build; fi
   # ---- end of package step ----
   # The peers bench (issue 23), a smoke run: the MLP at batch 1 in every gearbox mode, ONNX
   # Runtime and PyTorch, threads 1 and 2, one call each; it checks that the three agree and
   # that nothing compiled while timed, and asserts no timing. install-peers.sh fails, not skips,
   # when npm cannot reach the registry (it says why).
   if [ "$flavour" = release ]; then
+    stage "peers smoke"
     bash scripts/install-peers.sh
     /usr/bin/python3 bench/peers/peers.py --smoke --build build
   fi
@@ -35,6 +41,7 @@ for flavour in release asan; do
   # runs of test_import_models.py (minutes each in a Debug + ASan build; run them with
   # `bash scripts/test-python-asan.sh`, every file, when the budget allows).
   if [ "$flavour" = asan ]; then
+    stage "pytest against the ASan + UBSan module"
     bash scripts/test-python-asan.sh build-asan --ignore=tests/python/test_import_models.py tests/python
   fi
 done
@@ -42,10 +49,23 @@ done
 # lookups, the stream device, kernel_meta, sessions in every mode, the parallel gear compile and
 # the bundle precompile). The tsan build runs gearbox's parallelFor on std::threads, not oneTBB:
 # Debian's libtbb is not built with TSan (compiler/parallel_for.h, docs/hardening.md).
-echo "== gearbox tests: tsan =="
+stage "gearbox tests: tsan"
 bash scripts/build.sh tsan
+stage "gearbox tests: tsan built, running the thread tests"
+tsan_filter=${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Threads.*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}
+# The TSan binary holds only some test files (tests/CMakeLists.txt, THREAD_TEST_SRC): the filter
+# must select the same tests in it as in the full Release suite, or a thread test was added to a
+# file the list does not name.
+list_tests() { "$1" --gtest_list_tests --gtest_filter="$tsan_filter" | grep -c '^  '; }
+want=$(list_tests build/bin/gearbox_tests)
+have=$(TSAN_OPTIONS=report_bugs=0 list_tests build-tsan/bin/gearbox_thread_tests)
+if [ "$want" != "$have" ]; then
+  echo "tsan: the filter selects $want tests in gearbox_tests but $have in gearbox_thread_tests;" \
+    "add the file holding the missing ones to THREAD_TEST_SRC in tests/CMakeLists.txt" >&2
+  exit 1
+fi
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
-build-tsan/bin/gearbox_tests --gtest_filter="${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}"
-echo "== gearbox fuzz: replay + ${FUZZ_SECONDS:-10}s smoke per target =="
+build-tsan/bin/gearbox_thread_tests --gtest_filter="$tsan_filter"
+stage "gearbox fuzz: replay + ${FUZZ_SECONDS:-10}s smoke per target"
 bash scripts/fuzz.sh
-echo "== gearbox tests: all flavours passed =="
+stage "gearbox tests: all flavours passed"
