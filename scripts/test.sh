@@ -52,7 +52,7 @@ done
 stage "gearbox tests: tsan"
 bash scripts/build.sh tsan
 stage "gearbox tests: tsan built, running the thread tests"
-tsan_filter=${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Threads.*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}
+tsan_filter=${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}
 # The TSan binary holds only some test files (tests/CMakeLists.txt, THREAD_TEST_SRC): the filter
 # must select the same tests in it as in the full Release suite, or a thread test was added to a
 # file the list does not name.
