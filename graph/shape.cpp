@@ -125,14 +125,18 @@ int64_t dimFloorDiv(int64_t d, int64_t div) {
   return internExpr(r);
 }
 
-int64_t evalDim(int64_t d, int64_t baseValue) {
+std::optional<int64_t> evalDimExact(int64_t d, int64_t baseValue) {
   if (d >= 0) return d;
   const auto e = dimExpr(d);
   if (!e || baseValue < 0) return kAnyDim;
   int64_t v = 0;
   if (__builtin_mul_overflow(e->a, baseValue, &v) || __builtin_add_overflow(v, e->b, &v))
-    return kAnyDim;
+    return std::nullopt;
   return floorDiv(v, e->c);
+}
+
+int64_t evalDim(int64_t d, int64_t baseValue) {
+  return evalDimExact(d, baseValue).value_or(kAnyDim);
 }
 
 std::string symbolName(int64_t dim) {

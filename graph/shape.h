@@ -51,7 +51,12 @@ int64_t dimAffine(int64_t d, int64_t mul, int64_t add);
 // floor(d / div), div >= 1.
 int64_t dimFloorDiv(int64_t d, int64_t div);
 // The value of expression dim `d` once its base symbol is `baseValue`; a size for a size.
+// kAnyDim when it is not known (-1, a negative base) or overflows int64.
 int64_t evalDim(int64_t d, int64_t baseValue);
+// evalDim for a caller that must tell why there is no value: floor((a * baseValue + b) / c)
+// exactly, which may be negative ((H - 1) / 2 at H = 0); nullopt when a * baseValue + b
+// overflows int64; kAnyDim, as evalDim, for -1 or a negative base.
+std::optional<int64_t> evalDimExact(int64_t d, int64_t baseValue);
 
 class Shape {
  public:

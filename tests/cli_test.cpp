@@ -232,6 +232,24 @@ TEST(Cli, BadInputExitsTwoAndWritesNothing) {
   EXPECT_EQ(r.output, "gearbox: shape error: " + dir.file("bad2.jsonl") +
                           ":1: input 'x1' dim 1: declared 2, got 3\n");
 
+  // A target dim expression that overflows int64 at the call's size: a shape error naming the
+  // file:line, the op, the attribute and the dim, before anything is written.
+  {
+    std::ofstream m(dir.file("huge.gbx"));
+    m << "graph g(%x: f32[B, 2]) {\n"
+         "  %y = expand(%x, shape=[4611686018427387904*B, B, 2])\n"
+         "  return %y\n"
+         "}\n";
+  }
+  saveNpy(dir.file("b2.npy"), Tensor(DType::kF32, {2, 2}));
+  r = runGearbox("eval " + shellQuote(dir.file("huge.gbx")) +
+                 " --input x=" + shellQuote(dir.file("b2.npy")) + " --out " + shellQuote(out));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.output, "gearbox: shape error: " + dir.file("huge.gbx") +
+                          ":2: op %y = expand: attribute shape [4611686018427387904*B, B, 2]: dim "
+                          "0 (4611686018427387904*B) overflows int64 at B = 2\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+
   // Unknown option, unknown mode.
   EXPECT_EQ(runGearbox(kSeedRun + " --mode turbo").exitCode, 2);
   EXPECT_EQ(runGearbox(kSeedRun + " --frobnicate").exitCode, 2);

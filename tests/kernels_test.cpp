@@ -9,10 +9,13 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <ostream>
+#include <sstream>
 #include <unordered_set>
 
 #include "compiler/kernel_spec.h"
@@ -1288,15 +1291,18 @@ void checkOptimized(const OpCase& c, const std::vector<Tensor>& ins, const Tenso
 // Every case runs on every ISA this machine has (compiler/cpu_isa.h): the kernels compiled per
 // ISA (GEMM, elementwise, mean, transpose) each against the reference, spec compiled under that
 // ISA.
-TEST_P(KernelDiff, OptimizedMatchesReference) {
-  const OpCase& c = GetParam();
-  const std::vector<Tensor> ins = makeInputs(c);
-  const Tensor expected = runReference(c, ins);
+void checkOnEveryIsa(const OpCase& c, const std::vector<Tensor>& ins, const Tensor& expected) {
   for (Isa isa : availableIsas()) {
     SCOPED_TRACE(fmt::format("isa {}", isaName(isa)));
     ScopedIsaOverride forced(isa);
     checkOptimized(c, ins, expected);
   }
+}
+
+TEST_P(KernelDiff, OptimizedMatchesReference) {
+  const OpCase& c = GetParam();
+  const std::vector<Tensor> ins = makeInputs(c);
+  checkOnEveryIsa(c, ins, runReference(c, ins));
 }
 
 void checkOptimized(const OpCase& c, const std::vector<Tensor>& ins, const Tensor& expected) {
@@ -1338,11 +1344,15 @@ void checkOptimized(const OpCase& c, const std::vector<Tensor>& ins, const Tenso
 // time: a generic spec derives the same parameters as a static one, checked above.
 class KernelGenericDiff : public ::testing::TestWithParam<OpCase> {};
 
+void checkGeneric(const OpCase& c, const std::vector<Tensor>& ins, const Tensor& expected);
+
 TEST_P(KernelGenericDiff, GenericSpecMatchesReference) {
   const OpCase& c = GetParam();
   const std::vector<Tensor> ins = makeInputs(c);
-  const Tensor expected = runReference(c, ins);
+  checkGeneric(c, ins, runReference(c, ins));
+}
 
+void checkGeneric(const OpCase& c, const std::vector<Tensor>& ins, const Tensor& expected) {
   // Every dim unknown: the kernel can decide nothing until it sees the views.
   std::vector<TensorType> dynamic = typesOf(ins);
   for (TensorType& t : dynamic)
@@ -1370,6 +1380,105 @@ std::vector<OpCase> smallCases() {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, KernelDiff, ::testing::ValuesIn(allCases()), paramName);
 INSTANTIATE_TEST_SUITE_P(Kernels, KernelGenericDiff, ::testing::ValuesIn(smallCases()), paramName);
+
+// ---- random shapes for the ops the table above covers with fixed shapes only -----------------
+//
+// expand, cast, gather, trilu and reduce_sum: one test each over a few seeded random cases
+// (kept out of the parameterised table, whose every case is a test of its own), optimized vs
+// reference on every ISA and the shape-generic spec, like a table case. Each set must hold a
+// dim of size 1 and an odd size above 1, so a generator change cannot quietly lose them.
+//
+// `count` cases from make(rng, j), the shapes drawn from Rng(seed), the data from seeds after it.
+void expectRandomCasesMatch(uint64_t seed, int count,
+                            const std::function<OpCase(Rng&, int)>& make) {
+  Rng rng(seed);
+  bool sawOne = false, sawOdd = false;
+  auto see = [&](const Shape& s) {
+    for (int64_t d : s) {
+      sawOne |= d == 1;
+      sawOdd |= d > 1 && d % 2 == 1;
+    }
+  };
+  for (int j = 0; j < count; ++j) {
+    OpCase c = make(rng, j);
+    c.name = fmt::format("random{}", j);
+    c.seed = seed * 100 + static_cast<uint64_t>(j);
+    for (const Shape& s : c.shapes) see(s);
+    if (c.shape) see(*c.shape);
+    std::ostringstream what;
+    PrintTo(c, &what);
+    SCOPED_TRACE(what.str());
+    const std::vector<Tensor> ins = makeInputs(c);
+    const Tensor expected = runReference(c, ins);
+    checkOnEveryIsa(c, ins, expected);
+    checkGeneric(c, ins, expected);
+  }
+  EXPECT_TRUE(sawOne) << "no dim of size 1 among the random shapes";
+  EXPECT_TRUE(sawOdd) << "no odd size among the random shapes";
+}
+
+TEST(KernelRandomShapes, Expand) {
+  // New leading dims, size-1 dims of x broadcast up, target 1s that keep x's dims.
+  expectRandomCasesMatch(2800, 8, [](Rng& rng, int j) {
+    const Shape x = randomShape(rng, 0, 4);
+    Shape target;
+    for (int64_t lead = rng.uniform(0, 2); lead > 0; --lead) target.push(randomDim(rng));
+    for (int64_t d : x)
+      target.push(d == 1 ? (rng.chance(2) ? 1 : randomDim(rng)) : rng.chance(4) ? 1 : d);
+    OpCase c{"", OpKind::kExpand, kAllDTypes[j % 3], {x}, {}};
+    c.shape = target;
+    return c;
+  });
+}
+
+TEST(KernelRandomShapes, Cast) {
+  // Every (from, to) pair once.
+  expectRandomCasesMatch(2900, 9, [](Rng& rng, int j) {
+    OpCase c{"", OpKind::kCast, kAllDTypes[j % 3], {randomShape(rng, 0, 4)}, {}};
+    c.typed.setInt(attr::Cast::to, std::array<int64_t, 3>{1, 6, 7}[j / 3]);
+    return c;
+  });
+}
+
+TEST(KernelRandomShapes, Gather) {
+  expectRandomCasesMatch(3000, 8, [](Rng& rng, int j) {
+    Shape data = randomShape(rng, 1, 3);
+    const int64_t axis = rng.uniform(-data.rank(), data.rank() - 1);
+    const int a = data.wrapDim(axis, "test");
+    if (data[a] == 0) data[a] = rng.uniform(1, 9);  // indices need a row to point at
+    OpCase c{"", OpKind::kGather,   kAllDTypes[j % 3], {data, randomShape(rng, 0, 2)},
+             {}, kIndexTypes[j % 2]};
+    c.typed.setInt(attr::Gather::axis, axis);
+    return c;
+  });
+}
+
+TEST(KernelRandomShapes, Trilu) {
+  // k from below the first column to past the last one.
+  expectRandomCasesMatch(3100, 8, [](Rng& rng, int j) {
+    const Shape x = randomShape(rng, 2, 4);
+    const int64_t rows = x[x.rank() - 2], cols = x[x.rank() - 1];
+    OpCase c{"", OpKind::kTrilu, kAllDTypes[j % 3], {x}, {}};
+    c.typed.setInt(attr::Trilu::upper, j % 2);
+    c.typed.setInt(attr::Trilu::k, rng.uniform(-rows - 1, cols + 1));
+    return c;
+  });
+}
+
+TEST(KernelRandomShapes, ReduceSum) {
+  // A random non-empty set of axes, negative or not, kept or dropped.
+  expectRandomCasesMatch(3200, 8, [](Rng& rng, int j) {
+    const Shape x = randomShape(rng, 1, 4);
+    std::vector<int64_t> axes;
+    for (int d = 0; d < x.rank(); ++d)
+      if (rng.chance(2)) axes.push_back(rng.chance(2) ? d - x.rank() : d);
+    if (axes.empty()) axes.push_back(rng.uniform(0, x.rank() - 1));
+    OpCase c{"", OpKind::kReduceSum, DType::kF32, {x}, {}};
+    c.typed.setInts(attr::ReduceSum::axes, axes);
+    c.typed.setInt(attr::ReduceSum::keepdims, j % 2);
+    return c;
+  });
+}
 
 // ---- index errors ---------------------------------------------------------------------------
 

@@ -103,7 +103,18 @@ TEST(TransformerOps, ErrorsNameOpInputDimAndAttribute) {
             "m.gbx:2: op %y = layer_norm: input 1 (%s) has rank 2 but the normalised dims [1, 2) "
             "of input 0 (%x) are [3]; scale must have their shape");
   EXPECT_EQ(shapeError("%x: f32[2, 3]", "layer_norm(%x, epsilon=-1)"),
-            "m.gbx:2: op %y = layer_norm: attribute epsilon is -1, expected a finite number >= 0");
+            "m.gbx:2: op %y = layer_norm: attribute epsilon is -1, expected a number >= 0 that is "
+            "finite as an f32 (at most 3.4028235e+38; the kernels add it as one)");
+  // A finite double that is inf as the f32 the kernels add (every output would be 0).
+  EXPECT_EQ(shapeError("%x: f32[2, 3]", "layer_norm(%x, epsilon=1e300)"),
+            "m.gbx:2: op %y = layer_norm: attribute epsilon is 1e+300, expected a number >= 0 that "
+            "is finite as an f32 (at most 3.4028235e+38; the kernels add it as one)");
+  EXPECT_NE(shapeError("%x: f32[2, 3]", "layer_norm(%x, epsilon=inf)").find("epsilon is inf"),
+            std::string::npos);
+  EXPECT_NE(shapeError("%x: f32[2, 3]", "layer_norm(%x, epsilon=3.4028236e38)").find("epsilon"),
+            std::string::npos);
+  // FLT_MAX as the importer spells it (the shortest f32 text, above FLT_MAX as a double).
+  EXPECT_EQ(typeOf("%x: f32[2, 3]", "layer_norm(%x, epsilon=3.4028235e38)"), "f32[2, 3]");
   EXPECT_EQ(shapeError("%x: f32[2, 3]", "softmax(%x, axis=2)"),
             "m.gbx:2: op %y = softmax: attribute axis: axis 2 is out of range for input 0 (%x) of "
             "rank 2 (expected [-2, 1])");
@@ -145,6 +156,39 @@ TEST(TransformerOps, ErrorsNameOpInputDimAndAttribute) {
             "m.gbx:2: op %y = gelu: attribute approximate is 2, expected 0 (erf) or 1 (tanh)");
   EXPECT_EQ(shapeError("%x: f32[3, 3]", "reduce_sum(%x, axes=[1, -1])"),
             "m.gbx:2: op %y = reduce_sum: attribute axes names dim 1 twice");
+}
+
+// The shape error of specialising `%y = <stmt>` over the given inputs to the call's shapes.
+std::string specializeError(const std::string& inputs, const std::string& stmt,
+                            const InputSignature& call) {
+  const Graph g = graphOf(inputs, "  %y = " + stmt + "\n  return %y");
+  return errorOf([&] { specializeTypes(g, call); }, ErrorKind::kShape);
+}
+
+TEST(TransformerOps, ATargetExpressionPastInt64OrBelowZeroIsAShapeErrorNamingTheDim) {
+  // Symbolic, the graph is fine; at B = 2 the factor 2^62 overflows int64. It used to become the
+  // unknown dim -1 (f32[-1, 2, 2]) and fail later without saying where or why.
+  EXPECT_EQ(typeOf("%x: f32[B, 2]", "expand(%x, shape=[4611686018427387904*B, B, 2])"),
+            "f32[4611686018427387904*B, B, 2]");
+  EXPECT_EQ(
+      specializeError("%x: f32[B, 2]", "expand(%x, shape=[4611686018427387904*B, B, 2])", {{2, 2}}),
+      "m.gbx:2: op %y = expand: attribute shape [4611686018427387904*B, B, 2]: dim 0 "
+      "(4611686018427387904*B) overflows int64 at B = 2");
+  EXPECT_EQ(
+      specializeError("%x: f32[B, 2]", "reshape(%x, shape=[4611686018427387904*B, -1])", {{2, 2}}),
+      "m.gbx:2: op %y = reshape: attribute shape [4611686018427387904*B, -1]: dim 0 "
+      "(4611686018427387904*B) overflows int64 at B = 2");
+  // Below zero: -2 would have read as a named symbol.
+  EXPECT_EQ(specializeError("%x: f32[B, 2]", "expand(%x, shape=[B - 3, B, 2])", {{1, 2}}),
+            "m.gbx:2: op %y = expand: attribute shape [B - 3, B, 2]: dim 0 (B - 3) is -2 at B = 1, "
+            "below 0");
+  // A graph input's symbol the node's input does not carry takes the same check.
+  EXPECT_EQ(specializeError("%x: f32[], %ids: i64[S]", "expand(%x, shape=[4611686018427387904*S])",
+                            {{}, {4}}),
+            "m.gbx:2: op %y = expand: attribute shape [4611686018427387904*S]: dim 0 "
+            "(4611686018427387904*S) overflows int64 at S = 4");
+  const Graph n = graphOf("%x: f32[B, 2]", "  %y = expand(%x, shape=[B - 3, B, 2])\n  return %y");
+  EXPECT_EQ(specializeTypes(n, {{4, 2}})[n.outputs[0]].toString(), "f32[1, 4, 2]");
 }
 
 // Runs `g` in every mode (geared with exact gears on every geared dim of `shapes`) and checks

@@ -1,25 +1,13 @@
 // IndexSelect: the compiler's hooks (compiler/ops/op_hooks.h). The input is viewed as
-// [outer, dimSize, inner] and the output as [outer, count, inner]: whole rows are copied.
-#include "compiler/ops/op_hooks.h"
+// [outer, dimSize, inner] and the output as [outer, count, inner]: whole rows are copied, with
+// gather's params, compile step and checks (compiler/ops/gather.h) for a 1-D index.
+#include "compiler/ops/gather.h"
 
 namespace gearbox::ops {
 
 void compileIndexSelect(KernelSpec& spec) {
-  const KernelKey& key = spec.key;
-  const int d = static_cast<int>(key.attrs.dim.value_or(0));
-  const double esize = static_cast<double>(dtypeSize(key.dtype));
-  const double outBytes = static_cast<double>(spec.output.shape.numel()) * esize;
-  const Shape& in = key.inputs[0].shape;
-  GatherParams p;
-  p.outer = product(in, 0, d);
-  p.dimSize = in[d];
-  p.count = key.inputs[1].shape[0];
-  p.inner = product(in, d + 1, in.rank());
-  p.indexType = key.inputs[1].dtype;
-  p.streamingStores = useStreamingStores(outBytes, p.inner * esize);
-  spec.params = p;
-  spec.work = 2 * outBytes + static_cast<double>(p.count * dtypeSize(p.indexType));
-  spec.tasks = decideTasks(spec.work, kParallelByteThreshold);
+  compileRowGather(spec, static_cast<int>(spec.key.attrs.dim.value_or(0)),
+                   spec.key.inputs[1].shape[0]);
 }
 
 KernelCost kernelCostIndexSelect(const KernelKey& key) {
@@ -36,36 +24,14 @@ CompileCostTerms compileCostIndexSelect() {
 }
 
 void paramsToJsonIndexSelect(const KernelSpec& spec, Json& p) {
-  const GatherParams& v = paramsAs<GatherParams>(spec);
-  p["outer"] = v.outer;
-  p["dim_size"] = v.dimSize;
-  p["count"] = v.count;
-  p["inner"] = v.inner;
-  p["index_dtype"] = dtypeKernelName(v.indexType);
+  rowGatherParamsToJson(spec, p);
 }
-
 void paramsFromJsonIndexSelect(const Json& p, KernelSpec& spec) {
-  const std::string where = "kernel.params";
-  const ErrorKind io = ErrorKind::kIo;
-  GatherParams g;
-  g.outer = getInt(p, "outer", where, io);
-  g.dimSize = getInt(p, "dim_size", where, io);
-  g.count = getInt(p, "count", where, io);
-  g.inner = getInt(p, "inner", where, io);
-  g.indexType = dtypeField(p, "index_dtype", where, io);
-  spec.params = g;
+  rowGatherParamsFromJson(p, spec);
 }
-
 void checkParamsIndexSelect(const KernelSpec& s) {
-  const GatherParams& g = paramsAs<GatherParams>(s);
-  const Shape& in = s.key.inputs[0].shape;
-  const int d = static_cast<int>(s.key.attrs.dim.value_or(-1));
-  if (d < 0 || d >= in.rank() || s.key.inputs[1].shape.rank() != 1 ||
-      g.outer != dimsProduct(in, 0, d) || g.dimSize != in[d] ||
-      g.inner != dimsProduct(in, d + 1, in.rank()) || g.count != s.key.inputs[1].shape[0] ||
-      g.indexType != s.key.inputs[1].dtype ||
-      checkedProduct({g.outer, g.count, g.inner}) != s.output.shape.numel())
-    paramsMismatch(s);
+  if (s.key.inputs[1].shape.rank() != 1) paramsMismatch(s);
+  checkRowGatherParams(s, static_cast<int>(s.key.attrs.dim.value_or(-1)), s.key.inputs[1].shape[0]);
 }
 
 std::string opInfoInputNameIndexSelect(size_t i, size_t) {

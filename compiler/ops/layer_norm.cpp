@@ -1,29 +1,12 @@
 // LayerNorm: the compiler's hooks (compiler/ops/op_hooks.h). x is viewed as [outer, n] rows,
 // n the product of the normalised dims; scale and bias (when given) are rows of n.
-#include "compiler/ops/window_params.h"
+#include "compiler/ops/norm.h"
 
 namespace gearbox::ops {
-namespace {
-
-constexpr FieldList<NormParams, 5> kNormFields{{
-    {"outer", &NormParams::outer},
-    {"n", &NormParams::n},
-    {"inner", &NormParams::inner},
-    {"scale", &NormParams::scale},
-    {"bias", &NormParams::bias},
-}};
-
-int normAxis(const KernelKey& key) {
-  const int r = key.inputs[0].shape.rank();
-  const int64_t a = key.attrs.i(attr::LayerNorm::axis);
-  return static_cast<int>(a < 0 ? a + r : a);
-}
-
-}  // namespace
 
 void compileLayerNorm(KernelSpec& spec) {
   const Shape& x = spec.key.inputs[0].shape;
-  const int axis = normAxis(spec.key);
+  const int axis = keyAxis(spec.key, attr::LayerNorm::axis);
   NormParams p;
   p.outer = product(x, 0, axis);
   p.n = product(x, axis, x.rank());
@@ -43,7 +26,7 @@ KernelCost kernelCostLayerNorm(const KernelKey& key) {
   const TensorType& x = key.inputs[0];
   const double bytes = elementBytes(x);
   const double numel = bytes / static_cast<double>(dtypeSize(x.dtype));
-  const int axis = normAxis(key);
+  const int axis = keyAxis(key, attr::LayerNorm::axis);
   double rows = 1;
   for (int d = 0; d < axis && d < x.shape.rank(); ++d)
     rows *= x.shape[d] >= 0 ? static_cast<double>(x.shape[d]) : 1.0;
@@ -61,10 +44,10 @@ CompileCostTerms compileCostLayerNorm() {
 }
 
 void paramsToJsonLayerNorm(const KernelSpec& spec, Json& j) {
-  flatToJson(paramsAs<NormParams>(spec), kNormFields, j);
+  normParamsToJson(spec, j);
 }
 void paramsFromJsonLayerNorm(const Json& j, KernelSpec& spec) {
-  spec.params = flatFromJson(j, kNormFields);
+  normParamsFromJson(j, spec);
 }
 void checkParamsLayerNorm(const KernelSpec& spec) {
   checkByRecompile<NormParams>(spec, compileLayerNorm);

@@ -1,26 +1,14 @@
 // Softmax: the compiler's hooks (compiler/ops/op_hooks.h). The input is viewed as
 // [outer, n, inner] around the softmax axis; the kernel normalises each of the outer * inner
 // lines of n elements (contiguous when the axis is the last, as in attention).
-#include "compiler/ops/window_params.h"
+#include "compiler/ops/norm.h"
 
 namespace gearbox::ops {
-namespace {
-
-constexpr FieldList<NormParams, 5> kNormFields{{
-    {"outer", &NormParams::outer},
-    {"n", &NormParams::n},
-    {"inner", &NormParams::inner},
-    {"scale", &NormParams::scale},
-    {"bias", &NormParams::bias},
-}};
-
-}  // namespace
 
 void compileSoftmax(KernelSpec& spec) {
   const Shape& x = spec.key.inputs[0].shape;
   const int r = x.rank();
-  const int64_t a = spec.key.attrs.i(attr::Softmax::axis);
-  const int axis = static_cast<int>(a < 0 ? a + r : a);
+  const int axis = keyAxis(spec.key, attr::Softmax::axis);
   NormParams p;
   p.outer = product(x, 0, axis);
   p.n = x[axis];
@@ -40,8 +28,7 @@ KernelCost kernelCostSoftmax(const KernelKey& key) {
   const double bytes = elementBytes(x);
   const double numel = bytes / static_cast<double>(dtypeSize(x.dtype));
   const int r = x.shape.rank();
-  const int64_t a = key.attrs.i(attr::Softmax::axis);
-  const int axis = static_cast<int>(a < 0 ? a + r : a);
+  const int axis = keyAxis(key, attr::Softmax::axis);
   const double n =
       axis >= 0 && axis < r && x.shape[axis] > 0 ? static_cast<double>(x.shape[axis]) : 1.0;
   return KernelCost{numel * (4 + flops::kExp) + numel / n, 2 * bytes};
@@ -53,10 +40,10 @@ CompileCostTerms compileCostSoftmax() {
 }
 
 void paramsToJsonSoftmax(const KernelSpec& spec, Json& j) {
-  flatToJson(paramsAs<NormParams>(spec), kNormFields, j);
+  normParamsToJson(spec, j);
 }
 void paramsFromJsonSoftmax(const Json& j, KernelSpec& spec) {
-  spec.params = flatFromJson(j, kNormFields);
+  normParamsFromJson(j, spec);
 }
 void checkParamsSoftmax(const KernelSpec& spec) {
   checkByRecompile<NormParams>(spec, compileSoftmax);

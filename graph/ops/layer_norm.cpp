@@ -4,6 +4,7 @@
 // shifted by bias, both of the group's shape (x.shape[axis:]). f32. The optional Mean and
 // InvStdDev outputs of ONNX are not produced (training only).
 #include <cmath>
+#include <limits>
 
 #include "graph/ops/axes.h"
 
@@ -18,10 +19,16 @@ TensorType inferLayerNorm(const InferContext& ctx) {
   const int r = x.shape.rank();
   const int axis =
       ops::wrapAxis(ctx, "axis", ctx.attrs.i(attr::LayerNorm::axis), r, ops::inputLabel(ctx, 0));
+  // The kernels add epsilon as an f32 (as every framework does): a double that rounds to inf
+  // there (1e300) would make every output 0. Doubles below FLT_MAX + half its ulp round to a
+  // finite f32 (FLT_MAX's shortest spelling, 3.4028235e38, is above FLT_MAX as a double).
   const double eps = ctx.attrs.f(attr::LayerNorm::epsilon);
-  if (!(eps >= 0) || !std::isfinite(eps))
-    fail(ErrorKind::kShape, "{}: attribute epsilon is {}, expected a finite number >= 0",
-         ctx.where(), formatAttrFloat(eps));
+  const double f32Overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+  if (!(eps >= 0) || !(eps < f32Overflow))
+    fail(ErrorKind::kShape,
+         "{}: attribute epsilon is {}, expected a number >= 0 that is finite as an f32 (at most "
+         "{}; the kernels add it as one)",
+         ctx.where(), formatAttrFloat(eps), std::numeric_limits<float>::max());
   // scale and bias: exactly the normalised group's shape.
   for (size_t i = 1; i < ctx.inputs.size(); ++i) {
     const Shape& s = ctx.inputs[i].shape;

@@ -8,6 +8,22 @@ namespace gearbox::ops {
 // Returned by resolveNamedDim when the name resolves to nothing.
 constexpr int64_t kNamedDimMissing = INT64_MIN;
 
+// The value of target dim i, the expression `d`, once its symbol is `size`. A value past int64
+// or below 0 (B - 5 at B = 2) is no size: an error naming the attribute and the dim, never the
+// unknown dim -1 (a specialised graph holding -1 fails later, far from the cause) and never a
+// negative number (which would read as a symbol).
+inline int64_t evalTargetDim(const InferContext& ctx, int i, int64_t d, int64_t size) {
+  const auto v = evalDimExact(d, size);
+  if (v && *v >= 0) return *v;
+  const std::string target = ctx.attrs.shape ? ctx.attrs.shape->toString() : "?";
+  const std::string symbol = symbolName(dimExpr(d)->base);
+  if (!v)
+    fail(ErrorKind::kShape, "{}: attribute shape {}: dim {} ({}) overflows int64 at {} = {}",
+         ctx.where(), target, i, dimToString(d), symbol, size);
+  fail(ErrorKind::kShape, "{}: attribute shape {}: dim {} ({}) is {} at {} = {}, below 0",
+       ctx.where(), target, i, dimToString(d), *v, symbol, size);
+}
+
 // A named dim or dim expression `d` at position i of the target of a node whose input 0 has
 // the (call's) shape `in`. In order:
 //   1. the input dim the graph declares with the same symbol or expression (ShuffleNet's
@@ -31,7 +47,7 @@ inline int64_t resolveNamedDim(const InferContext& ctx, const Shape& in, int i, 
       if (expr) {
         for (int k = 0; k < decl.rank(); ++k) {
           if (decl[k] != expr->base) continue;
-          if (in[k] >= 0) return evalDim(d, in[k]);
+          if (in[k] >= 0) return evalTargetDim(ctx, i, d, in[k]);
           if (in[k] == decl[k]) return d;  // still symbolic: the expression itself
         }
       }
@@ -47,7 +63,7 @@ inline int64_t resolveNamedDim(const InferContext& ctx, const Shape& in, int i, 
                            ctx.inputShapes[k][j] >= 0;
         if (!known) return d;  // the graph as declared, or a still symbolic signature
         const int64_t size = ctx.inputShapes[k][j];
-        return decl[j] == d ? size : evalDim(d, size);
+        return decl[j] == d ? size : evalTargetDim(ctx, i, d, size);
       }
     }
   }

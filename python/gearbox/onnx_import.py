@@ -42,6 +42,13 @@ _DTYPES = {1: "f32", 6: "i32", 7: "i64"}  # onnx.TensorProto FLOAT, INT32, INT64
 _NP_DTYPES = {np.dtype("float32"): "f32", np.dtype("int32"): "i32", np.dtype("int64"): "i64"}
 _ONNX_NP = {1: np.float32, 6: np.int32, 7: np.int64, 11: np.float64, 9: np.bool_}
 _INT64_MAX = 2**63 - 1
+# The largest constant the importer makes itself, by folding (an Expand or ConstantOfShape of
+# known sizes, a broadcast, a Concat) or for a written op (a broadcast LayerNorm scale): an
+# initializer's limit (_check_tensor), since a folded value is held here and, when a written op
+# reads it, written as a .npy the CLI reads back under the same limit. Checked on the result's
+# shape before any array is made: Expand of a 4-byte scalar to [1e5, 1e5] is a 40 GB array
+# otherwise, allocated before anything could fail.
+MAX_CONSTANT_BYTES = _safe_io.MAX_INPUT_FILE_BYTES
 
 
 # gearbox.Error's kinds and the CLI's wording of them (graph/error.h, errorKindName).
@@ -125,8 +132,8 @@ def _atom_str(atom):
 
 
 def _dim_str(d):
-    if isinstance(d, int):
-        return str(d)
+    if isinstance(d, (int, np.integer)):
+        return str(int(d))
     parts = []
     for atom, c in d.terms:
         text = _atom_str(atom)
@@ -438,26 +445,43 @@ class _Importer:
         graph_outputs = {o.name for o in g.output}
         # Patterns written as one gearbox op (the decomposed LayerNorm, Gelu's erf and tanh
         # forms): {id(last node): (op, fn)}, and every other node of a pattern is absorbed.
-        fusions, absorbed = _plan_fusions(self, graph_outputs)
+        members = _plan_fusions(self, graph_outputs)
         folded_nodes = set()
         for i, node in enumerate(g.node):
             label = node.name or f"node{i}"
             row = OPS.get(node.op_type)
-            if id(node) in absorbed:
+            fusion = members.get(id(node))
+            if fusion is not None and not fusion.checked:
+                # The pattern's first node: x's shape is known now, so whether the pattern's
+                # constants keep it (a size-1 constant of a higher rank broadcasts the result
+                # up, which the fused op would not). If not, its nodes are imported one by one.
+                fusion.checked = True
+                if not _fusion_keeps_shape(self, fusion):
+                    for n in fusion.nodes:
+                        members.pop(id(n), None)
+                    self.absorbed -= len(fusion.nodes) - 1
+                    fusion = None
+            if fusion is not None and fusion.last is not node:
                 folded_nodes.add(id(node))  # its constants are the fused op's business
                 continue
-            if id(node) in fusions:
-                op, fn = fusions[id(node)]
+            if fusion is not None:
+                op = fusion.op
                 if any(n in self.poisoned for n in self.fused_inputs[id(node)]):
                     self.poisoned.update(node.output)
                     continue
                 try:
                     if op not in self.ops:
                         raise _Unsupported(f"needs gearbox op {op}, not in this build")
-                    fn(self, node)
+                    fusion.emit(self, node)
                     self.fusions_written[op] = self.fusions_written.get(op, 0) + 1
                 except _Unsupported as e:
                     self.unsupported.append((label, node.op_type, str(e)))
+                    self.poisoned.update(node.output)
+                except ImportFailure:
+                    raise
+                except Exception as e:  # as for a row below: named, not a traceback
+                    self.unsupported.append((label, node.op_type, f"malformed for the {op} "
+                                             f"pattern: {type(e).__name__}: {str(e)[:200]}"))
                     self.poisoned.update(node.output)
                 continue
             try:
@@ -699,6 +723,31 @@ def _np_fn(f):
     return np.frompyfunc(f, 2, 1)
 
 
+def _check_constant_size(shape, dtype, what="folding it"):
+    """_Unsupported (so the error names the node) when an array of `shape` and `dtype` would pass
+    MAX_CONSTANT_BYTES. Object arrays (dim expressions) count 8 bytes an element, their pointers."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    size = count * (8 if np.dtype(dtype) == object else np.dtype(dtype).itemsize)
+    if size > MAX_CONSTANT_BYTES:
+        raise _Unsupported(f"{what} makes a constant of shape {[int(d) for d in shape]} "
+                           f"({count} elements, {size} bytes), above the limit of "
+                           f"{MAX_CONSTANT_BYTES} bytes for a constant (an initializer's)")
+
+
+def _broadcast_result(arrs):
+    """The dtype-independent broadcast shape of known inputs, checked against the constant limit
+    before NumPy makes it (two [65536, 1] and [1, 65536] constants broadcast to 16 GB)."""
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrs))
+    except ValueError:
+        raise _Unsupported(f"inputs of shapes {[list(a.shape) for a in arrs]} do not "
+                           "broadcast") from None
+    _check_constant_size(shape, max((a.dtype for a in arrs), key=lambda t: t.itemsize))
+    return shape
+
+
 def _as_known(a, etype):
     """A folded result: numeric arrays keep their dtype; object arrays of plain ints become
     numbers again (so a later tensor use writes a const of the right dtype)."""
@@ -759,6 +808,7 @@ def _f_cast(im, node):
         if to not in (6, 7):
             raise _Unsupported(f"to={to} of dim expressions")
         return _fold_out(im, node, a, to)
+    _check_constant_size(a.shape, _ONNX_NP[to])
     return _fold_out(im, node, a.astype(_ONNX_NP[to]), to)
 
 
@@ -804,6 +854,8 @@ def _f_concat(im, node):
     arrs = [im.known[n] for n in node.input]
     if any(x.dtype == object for x in arrs):
         arrs = [x.astype(object) for x in arrs]
+    # The result holds every input's elements: Concat(x, x) chains double a value each time.
+    _check_constant_size([sum(x.size for x in arrs)], arrs[0].dtype)
     a = np.concatenate(arrs, axis=im.attr(node, "axis"))
     return _fold_out(im, node, a, im.etypes.get(node.input[0], 7))
 
@@ -816,6 +868,7 @@ def _f_gather(im, node):
     size = data.shape[axis]
     if (idx < -size).any() or (idx >= size).any():
         raise _Unsupported(f"an index outside [-{size}, {size})")
+    _check_constant_size(data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)
     a = np.take(data, np.where(idx < 0, idx + size, idx), axis=axis)
     return _fold_out(im, node, a, im.etypes.get(node.input[0], 7))
 
@@ -901,6 +954,9 @@ def _f_constant_of_shape(im, node):
     value = im.onnx.numpy_helper.to_array(t).reshape(-1) if t is not None else \
         np.zeros(1, np.float32)
     etype = t.data_type if t is not None else 1
+    if any(d < 0 for d in shape):
+        raise _Unsupported(f"a negative dim in shape {shape}")
+    _check_constant_size(shape, value.dtype)
     return _fold_out(im, node, np.full(shape, value[0], dtype=value.dtype), etype)
 
 
@@ -917,6 +973,7 @@ _SYM_BINARY = {"Add": d_add, "Sub": d_sub, "Mul": d_mul, "Div": _trunc_div}
 def _f_binary(im, node):
     a, b = im.known[node.input[0]], im.known[node.input[1]]
     etype = im.etypes.get(node.input[0], 7)
+    _broadcast_result([a, b])
     if a.dtype != object and b.dtype != object:
         if node.op_type == "Div" and np.issubdtype(a.dtype, np.integer):
             out = _np_fn(_trunc_div)(a.astype(object), b.astype(object))
@@ -945,6 +1002,7 @@ def _f_split(im, node):
 
 def _f_equal(im, node):
     a, b = im.known[node.input[0]], im.known[node.input[1]]
+    _broadcast_result([a, b])
     if a.dtype != object and b.dtype != object:
         return _fold_out(im, node, np.equal(a, b), 9)
 
@@ -968,6 +1026,7 @@ def _f_where(im, node):
     c, x, y = (im.known[n] for n in node.input[:3])
     if c.dtype == object:
         raise _Unsupported("a condition of dim expressions")
+    _broadcast_result([c, x, y])
     if x.dtype == object or y.dtype == object:
         out = np.where(c.astype(bool), x.astype(object), y.astype(object))
     else:
@@ -980,7 +1039,15 @@ def _f_expand(im, node):
     shape = im.known[node.input[1]].reshape(-1)
     if not all(_is_static(d) for d in shape):
         return False  # a run-time size: written as an expand op
-    out = np.broadcast_to(a, np.broadcast_shapes(a.shape, tuple(int(d) for d in shape)))
+    if any(int(d) < 0 for d in shape):
+        raise _Unsupported(f"a negative dim in shape {[int(d) for d in shape]}")
+    try:
+        out_shape = np.broadcast_shapes(a.shape, tuple(int(d) for d in shape))
+    except ValueError:
+        raise _Unsupported(f"input of shape {list(a.shape)} does not broadcast to "
+                           f"{[int(d) for d in shape]}") from None
+    _check_constant_size(out_shape, a.dtype)
+    out = np.broadcast_to(a, out_shape)
     return _fold_out(im, node, np.array(out), im.etypes.get(node.input[0], 7))
 
 
@@ -991,6 +1058,7 @@ def _f_numeric(fn):
         arrs = [im.known[n] for n in node.input if n]
         if any(a.dtype == object for a in arrs):
             return False
+        _broadcast_result(arrs)
         out = np.asarray(fn(*arrs)).astype(arrs[0].dtype)
         return _fold_out(im, node, out, im.etypes.get(node.input[0], 1))
 
@@ -1511,15 +1579,24 @@ def _slice(im, node):
     im.emit(node, call, out)
 
 
+# The largest dim _symbolic_slice selects from: f32 holds every integer up to 2^24 exactly.
+MAX_F32_SLICE_DIM = 2**24
+
+
 def _symbolic_slice(im, node, dims):
     """A slice whose start or end is a dim expression, on one axis with step 1 (a position
     table's rows [:seq] in a prefill, [past:past + 1] in a decode step): gearbox's slice takes
     integer bounds, so the rows are selected by index_select with indices computed at run time
     from the bounds' sizes: start + arange(end - start), where a size n is the sum of a ones
     [n] (expand) and arange(n) the row sums of the strictly lower triangle of ones [n, n]
-    (trilu), both exact in f32 below 2^24. Their cost is charged like any op's: n^2 elements
-    for the arange, which a static length folds to a const. Returns False when the slice is
-    not of that form."""
+    (trilu). Their cost is charged like any op's: n^2 elements for the arange, which a static
+    length folds to a const. Returns False when the slice is not of that form.
+
+    The indices are computed in f32 (reduce_sum is f32 only), whose integers are exact up to
+    2^24 = 16,777,216 and whose rounding is monotonic. So the sliced dim must be static and at
+    most 2^24 (MAX_F32_SLICE_DIM): then every index below it is exact, and an index at or past
+    it stays at or past it, an index error at run time as it would be in i64. A symbolic or
+    larger dim is refused, naming the limit."""
     starts, ends, axes, steps = _slice_params(im, node, len(dims))
     if len(starts) != 1 or len(ends) != 1 or (steps is not None and list(steps) != [1]):
         return False
@@ -1534,6 +1611,15 @@ def _symbolic_slice(im, node, dims):
     length = d_sub(e, s)
     if _is_static(length) and int(length) < 0:
         return False
+    size = dims[ax]
+    if not _is_static(size) or int(size) > MAX_F32_SLICE_DIM:
+        raise _Unsupported(
+            f"a slice of dim {ax} ({_dim_str(size)}) with bounds known only as dim expressions "
+            f"([{_dim_str(s)}:{_dim_str(e)}]) is written as index_select with indices computed "
+            f"in f32, exact for a static dim of at most 2^24 = {MAX_F32_SLICE_DIM}")
+    if _is_static(length) and int(length) > int(size):
+        raise _Unsupported(f"the slice [{_dim_str(s)}:{_dim_str(e)}] selects {int(length)} rows "
+                           f"of dim {ax}, which has {int(size)}")
     im.need("expand", "reduce_sum", "trilu", "add", "cast", "index_select")
     stem = node.output[0]
     im.const_line(f"{stem}.one", np.array(1, np.float32), "slice bounds")
@@ -1728,6 +1814,7 @@ def _affine_input(im, name, group, what, node):
     if c is None or not all(_is_static(d) for d in group):
         raise _Unsupported(f"{what} {name} has shape [{', '.join(_dim_str(d) for d in dims)}], "
                            f"not the normalised dims [{', '.join(_dim_str(d) for d in group)}]")
+    _check_constant_size(group, np.float32, f"broadcasting {what} {name}")
     try:
         full = np.ascontiguousarray(np.broadcast_to(c, [int(d) for d in group]))
     except ValueError:
@@ -1737,8 +1824,28 @@ def _affine_input(im, name, group, what, node):
     return im.tensor(f"{name}.{node.output[0]}")
 
 
-def _layer_norm_call(im, node, x, axis, eps, scale, bias):
-    """layer_norm(x[, scale[, bias]], axis, epsilon) for node's output; axis in [-r, r)."""
+# Doubles from here up round to inf as an f32 (FLT_MAX + half its ulp ties to even, upward):
+# gearbox's layer_norm takes an epsilon below it (graph/ops/layer_norm.cpp), its kernels add it
+# as an f32.
+_F32_OVERFLOW = 2.0**128 - 2.0**103
+
+
+def _check_epsilon(eps, what):
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise _Unsupported(f"{what} is {eps!r}, not a number") from None
+    if not 0 < e < _F32_OVERFLOW:
+        raise _Unsupported(f"{what} is {e!r}, expected a number > 0 that is finite as an f32 (at "
+                           f"most {np.finfo(np.float32).max}; gearbox's layer_norm adds it as "
+                           "one)")
+    return e
+
+
+def _layer_norm_call(im, node, x, axis, eps, scale, bias, eps_what="attribute epsilon"):
+    """layer_norm(x[, scale[, bias]], axis, epsilon) for node's output; axis in [-r, r).
+    eps_what names where epsilon came from, for the error when it is not a usable one."""
+    eps = _check_epsilon(eps, eps_what)
     dims = im.shape(x)
     r = len(dims)
     if not -r <= axis < r:
@@ -1749,6 +1856,7 @@ def _layer_norm_call(im, node, x, axis, eps, scale, bias):
         ones = f"{node.output[0]}.scale"
         if not all(_is_static(d) for d in group):
             raise _Unsupported("a bias without a scale over symbolic dims")
+        _check_constant_size(group, np.float32, "a bias without a scale (a scale of ones)")
         im.const_line(ones, np.ones([int(d) for d in group], np.float32), "LayerNorm scale")
         scale = ones
     for name, what in ((scale, "scale"), (bias, "bias")):
@@ -1826,19 +1934,23 @@ def _where(im, node):
 
 
 def _expand_dims(xdims, target):
+    """Expand's output dims, as gearbox's inferExpand (graph/ops/expand.cpp) infers them: a
+    target 1 keeps x's dim, an x dim of 1 takes the target's, and where one side is a size and
+    the other a symbol the size wins (the symbol must be 1 or equal at run time), so the dims
+    recorded here are the ones the written model has."""
     out = []
     r = max(len(xdims), len(target))
     for i in range(r):
         a = xdims[i - (r - len(xdims))] if i >= r - len(xdims) else 1
         t = target[i - (r - len(target))] if i >= r - len(target) else 1
-        if _is_static(t) and t == 1:
+        if a == t or (_is_static(t) and t == 1):
             out.append(a)
-        elif _is_static(a) and a == 1 or a == t:
+        elif _is_static(a) and a == 1:
             out.append(t)
         elif _is_static(a) and _is_static(t):
             raise _Unsupported(f"dim {i}: {a} does not broadcast to {t}")
         else:
-            out.append(t if not _is_static(t) else a)
+            out.append(t if _is_static(t) else a if _is_static(a) else t)
     return out
 
 
@@ -2046,6 +2158,7 @@ def _match_layer_norm(im, div, outputs):
     for i in (0, 1):
         if _scalar(im, add.input[i]) is not None:
             eps, var = _scalar(im, add.input[i]), add.input[1 - i]
+            eps_what = f"epsilon (input {i}, {add.input[i]}, of Add node '{add.name or '?'}')"
     rm2 = _node_of(im, var, "ReduceMean") if eps is not None else None
     sub = _node_of(im, d, "Sub")
     if rm2 is None or sub is None:
@@ -2088,40 +2201,89 @@ def _match_layer_norm(im, div, outputs):
         if _static_value(im, other) is not None:
             nodes.append(last)
             last, bias = add_b, other
-    return last, nodes, x, (min(axes), eps, scale, bias)
+    return last, nodes, x, (min(axes), eps, scale, bias, eps_what)
+
+
+class _Fusion:
+    """A pattern planned as one op: its nodes (the last one written as `op` by `emit`), the value
+    x it applies to, and the constants it reads, checked against x's rank when the walk reaches
+    its first node (_fusion_keeps_shape)."""
+
+    __slots__ = ("op", "last", "nodes", "x", "consts", "emit", "checked")
+
+    def __init__(self, op, last, nodes, x, consts, emit):
+        self.op, self.last, self.nodes, self.x = op, last, nodes, x
+        self.consts, self.emit, self.checked = consts, emit, False
+
+
+def _pattern_constants(nodes, x):
+    """The values a pattern's nodes read that neither x nor another of its nodes makes: its
+    constants (and LayerNorm's scale and bias). ReduceMean's axes input is an attribute."""
+    made = {o for n in nodes for o in n.output}
+    return [name for n in nodes for name in (n.input[:1] if n.op_type == "ReduceMean" else n.input)
+            if name and name != x and name not in made]
+
+
+def _fusion_keeps_shape(im, fusion):
+    """Whether the pattern's result has x's shape, as the fused op's has: every constant it
+    reads has at most x's rank. The matchers take constants of one element (and a scale or
+    bias of any shape); broadcasting one of a higher rank, ([1, 1, 1] against x of rank 2)
+    prepends dims to the result. True while x's rank is unknown (the op then says so)."""
+    dims = im.shapes.get(fusion.x)
+    if dims is None:
+        return True
+    for name in fusion.consts:
+        v = _static_value(im, name)
+        if v is not None and v.ndim > len(dims):
+            return False
+    return True
 
 
 def _plan_fusions(im, outputs):
-    """The patterns this build can write as one op: ({id(last node): (op, fn)}, {ids of the
-    other nodes})."""
-    fusions, absorbed = {}, set()
-    taken = set()
+    """The patterns this build can write as one op: {id(node): _Fusion} for every node of each."""
+    members = {}
 
     def take(match, op, emit):
         last, nodes, x, arg = match
-        ids = {id(n) for n in nodes} | {id(last)}
-        if ids & taken:
+        everything = nodes + [last]
+        if any(id(n) in members for n in everything):
             return
-        taken.update(ids)
-        absorbed.update(id(n) for n in nodes)
-        reads = [x] + ([n for n in arg[2:] if n] if op == "layer_norm" else [])
+        f = _Fusion(op, last, everything, x, _pattern_constants(everything, x),
+                    lambda im_, node: emit(im_, node, x, arg))
+        for n in everything:
+            members[id(n)] = f
+        reads = [x] + ([n for n in arg[2:4] if n] if op == "layer_norm" else [])
         im.fused_inputs[id(last)] = reads
-        fusions[id(last)] = (op, lambda im_, node: emit(im_, node, x, arg))
         im.absorbed += len(nodes)
 
-    for node in im.graph.node:
+    for i, node in enumerate(im.graph.node):
         if node.op_type == "Div" and "layer_norm" in im.ops:
-            m = _match_layer_norm(im, node, outputs)
-            if m:
-                take(m, "layer_norm", lambda im_, node, x, a: _layer_norm_call(
-                    im_, node, x, a[0], a[1], a[2], a[3]))
+            op, matcher = "layer_norm", _match_layer_norm
         elif node.op_type in ("Erf", "Tanh") and "gelu" in im.ops:
-            m = (_match_gelu_erf if node.op_type == "Erf" else _match_gelu_tanh)(im, node, outputs)
-            if m:
-                take(m, "gelu", lambda im_, node, x, approx: im_.emit(
-                    node, f"gelu({im_.tensor(x)}{', approximate=1' if approx else ''})",
-                    im_.shape(x), etype=1))
-    return fusions, absorbed
+            op, matcher = "gelu", _match_gelu_erf if node.op_type == "Erf" else _match_gelu_tanh
+        else:
+            continue
+        try:
+            m = matcher(im, node, outputs)
+        except (_Unsupported, ImportFailure):
+            raise
+        except Exception as e:
+            # A node the matcher cannot read (a constant of an element type onnx cannot
+            # convert, axes that are not integers): named, not a traceback without a node.
+            raise ImportFailure(
+                "parse", f"node '{(node.name or f'node{i}')[:80]}' ({node.op_type}): malformed "
+                         f"where the {op} pattern was matched from it: {type(e).__name__}: "
+                         f"{str(e)[:200]}") from None
+        if not m:
+            continue
+        if op == "layer_norm":
+            take(m, op, lambda im_, node, x, a: _layer_norm_call(
+                im_, node, x, a[0], a[1], a[2], a[3], a[4]))
+        else:
+            take(m, op, lambda im_, node, x, approx: im_.emit(
+                node, f"gelu({im_.tensor(x)}{', approximate=1' if approx else ''})",
+                im_.shape(x), etype=1))
+    return members
 
 
 # ONNX op type -> (gearbox ops it needs, the function writing it). One row per op. Ops in FOLD

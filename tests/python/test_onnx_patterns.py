@@ -274,3 +274,144 @@ def test_position_table_sliced_by_a_symbolic_length(which, tmp_path):
         text, _ = _run_both(path, tmp_path, [x, e], [want])
     assert "slice(" not in text and "index_select(%pos" in text
     assert ("trilu(" in text) == (which == "prefix")
+
+
+# ---- review findings (the importer's transformer mappings) --------------------------------------
+
+
+def _import_error(path):
+    with pytest.raises(onnx_import.ImportFailure) as e:
+        from test_import_models import import_text
+        import_text(path)
+    return str(e.value)
+
+
+def test_folding_past_the_constant_limit_names_the_node_before_allocating(tmp_path):
+    """Expand, ConstantOfShape and a broadcasting Add of known inputs are folded at import; a
+    result above the limit of a constant (an initializer's, 4 GiB) is refused before NumPy makes
+    it (these would be 40, 40 and 32 GB), naming the node."""
+    limit = onnx_import.MAX_CONSTANT_BYTES
+    cases = {
+        "expand": [_const("shape", [100000, 100000], np.int64),
+                   helper.make_node("Expand", ["one", "shape"], ["y"], name="big_expand")],
+        "fill": [_const("shape", [100000, 100000], np.int64),
+                 helper.make_node("ConstantOfShape", ["shape"], ["y"], name="big_fill",
+                                  value=numpy_helper.from_array(np.ones(1, np.float32)))],
+        "add": [_const("col", np.zeros((65536, 1)), np.int64),
+                _const("row", np.zeros((1, 65536)), np.int64),
+                helper.make_node("Add", ["col", "row"], ["y"], name="big_add")],
+    }
+    for which, nodes in cases.items():
+        path = _model(tmp_path, [_const("one", 1.0)] + nodes, [], [YOUT], name=which)
+        msg = _import_error(path)
+        assert f"big_{which} (" in msg and f"above the limit of {limit} bytes" in msg, msg
+    # Below the limit the same fold still happens.
+    nodes = [_const("one", 1.0), _const("shape", [3, 2], np.int64),
+             helper.make_node("Expand", ["one", "shape"], ["e"]),
+             helper.make_node("Add", ["x", "e"], ["y"])]
+    xin = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2])
+    path = _model(tmp_path, nodes, [xin], [YOUT], name="small")
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    text, _ = _run_both(path, tmp_path, [x], [x + 1])
+    assert "expand(" not in text
+
+
+def _symbolic_slice_model(tmp_path, table_dims, name):
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), _const("i1", [1], np.int64),
+             helper.make_node("Gather", ["s", "i1"], ["len"]), _const("zero", [0], np.int64),
+             helper.make_node("Slice", ["pos", "zero", "len"], ["y"], name="rows")]
+    xin = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])
+    pos = helper.make_tensor_value_info("pos", TensorProto.FLOAT, table_dims)
+    return _model(tmp_path, nodes, [xin, pos], [YOUT], name=name)
+
+
+def test_a_symbolic_slice_of_a_dim_past_f32s_exact_integers_is_refused(tmp_path):
+    """The slice's indices are computed in f32 (reduce_sum), exact up to 2^24: a sliced dim that
+    is symbolic or above 2^24 could select the wrong rows, so it is refused, naming the limit."""
+    for dims, name in (([2**24 + 1, 4], "huge"), (["rows", 4], "symbolic")):
+        msg = _import_error(_symbolic_slice_model(tmp_path, dims, name))
+        assert "rows (Slice: a slice of dim 0" in msg and "2^24 = 16777216" in msg, msg
+    # At 2^24 exactly it is written (import only: the table would be 256 MB).
+    from test_import_models import import_text
+    text, _ = import_text(_symbolic_slice_model(tmp_path, [2**24, 4], "limit"))
+    assert "index_select(%pos" in text
+
+
+def test_expand_records_the_dims_gearbox_infers(tmp_path):
+    """Where x's dim is a size and the target's a symbol (or the other way), gearbox's expand
+    infers the size (graph/ops/expand.cpp): the importer's record of the output must too, or the
+    shapes it folds downstream are not the model's. x [3, 4] to [n, 4] is [3, 4] (n is 1 or 3);
+    v [n, 4] to [3, 4] is [3, 4]."""
+    nodes = [helper.make_node("Shape", ["v"], ["s"]), _const("i0", [0], np.int64),
+             helper.make_node("Gather", ["s", "i0"], ["n"]), _const("four", [4], np.int64),
+             helper.make_node("Concat", ["n", "four"], ["target"], axis=0),
+             helper.make_node("Expand", ["x", "target"], ["ex"]),
+             _const("t34", [3, 4], np.int64), helper.make_node("Expand", ["v", "t34"], ["ev"]),
+             helper.make_node("Add", ["ex", "ev"], ["y"])]
+    xin = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+    vin = helper.make_tensor_value_info("v", TensorProto.FLOAT, ["n", 4])
+    path = _model(tmp_path, nodes, [xin, vin], [YOUT])
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for n in (1, 3):
+        v = np.ones((n, 4), np.float32)
+        _, im = _run_both(path, tmp_path, [x, v], [x + np.broadcast_to(v, (3, 4))])
+    assert im.shapes["ex"] == [3, 4] and im.shapes["ev"] == [3, 4]
+    assert im.shapes["y"] == [3, 4]
+
+
+def test_a_pattern_constant_of_a_higher_rank_than_x_is_not_fused(tmp_path):
+    """0.5 as a [1, 1, 1, 1] constant makes the GELU of x [batch, seq, 8] a [1, batch, seq, 8]
+    tensor; gelu(x) would keep rank 3. Such a pattern is imported node by node (and matches
+    NumPy); of rank <= x's it is still one gelu / layer_norm."""
+    def gelu(half_shape, eps_shape, name):
+        nodes = [_const("sqrt2", np.sqrt(2.0)), helper.make_node("Div", ["x", "sqrt2"], ["u"]),
+                 helper.make_node("Erf", ["u"], ["e"]), _const("one", 1.0),
+                 helper.make_node("Add", ["e", "one"], ["a"]),
+                 _const("half", np.full(half_shape, 0.5)),
+                 helper.make_node("Mul", ["x", "a"], ["m"]),
+                 helper.make_node("Mul", ["m", "half"], ["g"])]
+        nodes += [n for n in _ln_nodes(x="g", affine=False) if n.output[0] != "eps"]
+        nodes.insert(len(nodes) - 3, _const("eps", np.full(eps_shape, 1e-5)))
+        return _model(tmp_path, nodes, [XIN], [YOUT], name=name)
+
+    g = _gelu_ref(X)
+    text, _ = _run_both(gelu([1, 1, 1, 1], [], "high_half"), tmp_path, [X],
+                        [_ln_ref(g.reshape(1, 2, 5, 8))])
+    assert "gelu" not in op_counts(text) and op_counts(text)["layer_norm"] == 1, text
+    text, _ = _run_both(gelu([], [1, 1, 1, 1], "high_eps"), tmp_path, [X],
+                        [_ln_ref(g).reshape(1, 2, 5, 8)])
+    assert "layer_norm" not in op_counts(text) and op_counts(text)["gelu"] == 1, text
+    text, _ = _run_both(gelu([1, 1, 1], [1, 1], "ok"), tmp_path, [X], [_ln_ref(g)])
+    assert op_counts(text) == {"gelu": 1, "layer_norm": 1}, text
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, float("inf"), float("nan"), 1e300])
+def test_layer_norm_epsilon_is_checked_at_import_naming_the_node(eps, tmp_path):
+    """ONNX's LayerNormalization attribute (an f32: 1e300 is inf there) and the decomposed
+    form's constant (here an f64 holding 1e300, finite but inf as the f32 the kernel adds): not
+    > 0 and finite as an f32 is an error naming the node, not a model that fails to verify
+    (or divides by sqrt(0))."""
+    ln = helper.make_node("LayerNormalization", ["x", "w"], ["y"], name="ln", axis=-1,
+                          epsilon=eps)
+    path = _model(tmp_path, [ln], [XIN], [YOUT], [numpy_helper.from_array(W, "w")], opset=17,
+                  name="ln17")
+    msg = _import_error(path)
+    assert "ln (LayerNormalization: attribute epsilon is " in msg and "finite as an f32" in msg, \
+        msg
+    nodes = [n if n.output[0] != "eps" else _const("eps", eps, np.float64)
+             for n in _ln_nodes(affine=False)]
+    msg = _import_error(_model(tmp_path, nodes, [XIN], [YOUT], name="decomposed"))
+    assert "div (Div: epsilon (input 1, eps, of Add node 'add_eps') is " in msg, msg
+
+
+def test_an_exception_in_a_pattern_matcher_names_the_node(tmp_path):
+    """ReduceMean's axes (opset 18, an input) as a float constant holding NaN: the LayerNorm
+    matcher cannot read them. The error names the node it matched from, not just the Python
+    exception."""
+    nodes = _ln_nodes(affine=False)
+    nodes = [_const("axes", [np.nan])] + [
+        helper.make_node("ReduceMean", [n.input[0], "axes"], n.output, name=n.name)
+        if n.op_type == "ReduceMean" else n for n in nodes]
+    msg = _import_error(_model(tmp_path, nodes, [XIN], [YOUT], opset=18))
+    assert "node 'div' (Div): malformed where the layer_norm pattern was matched from it: " \
+           "ValueError" in msg, msg
