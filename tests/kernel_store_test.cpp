@@ -249,6 +249,15 @@ std::vector<KeyCase> keyCases() {
                                 a.setInt(attr::Trilu::upper, 0);
                                 return a;
                               }())},
+      // The fused attention (fuse-attention): a padding mask broadcast over heads and rows.
+      {"AttentionMasked",
+       makeKernelKey(OpKind::kAttention,
+                     {f32({2, 3, 5, 4}), f32({2, 3, 7, 4}), f32({2, 3, 7, 6}), f32({2, 1, 1, 7})},
+                     [] {
+                       Attrs a;
+                       a.setFloat(attr::Attention::scale, 0.5);
+                       return a;
+                     }())},
   };
 }
 
