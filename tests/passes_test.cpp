@@ -347,9 +347,10 @@ TEST(PassPipeline, ChannelShuffleBecomesAGatherAndFuses) {
   ASSERT_GT(transposes, 0);
   PassPipeline p = defaultPipeline();
   const PassReport r = p.run(g);
-  ASSERT_TRUE(r.passes[2].changed);
-  EXPECT_EQ(r.passes[2].details.size(), static_cast<size_t>(transposes));
-  EXPECT_NE(r.passes[2].details[0].find("channel shuffle of %"), std::string::npos);
+  ASSERT_EQ(r.passes[3].name, "shuffle-to-index-select");
+  ASSERT_TRUE(r.passes[3].changed);
+  EXPECT_EQ(r.passes[3].details.size(), static_cast<size_t>(transposes));
+  EXPECT_NE(r.passes[3].details[0].find("channel shuffle of %"), std::string::npos);
   EXPECT_EQ(countKind(g, OpKind::kTranspose), 0);
   EXPECT_EQ(countKind(g, OpKind::kReshape), 0);
   EXPECT_EQ(countKind(g, OpKind::kCat), 0);

@@ -14,6 +14,7 @@
 #include "compiler/specialize.h"
 #include "driver/run_report.h"
 #include "driver/trace.h"
+#include "graph/error.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"

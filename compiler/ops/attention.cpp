@@ -57,8 +57,11 @@ void compileAttention(KernelSpec& spec) {
     p.mask = 1;
     p.maskRowStride = strideOfScoreDim(r - 2);
     p.maskColStride = strideOfScoreDim(r - 1);
-    p.maskOffsets.resize(static_cast<size_t>(p.batch));
-    for (int64_t b = 0; b < p.batch; ++b) {
+    // One offset per batch item, as MatMul keeps one per batch: none when the output is empty
+    // (the kernel then reads no mask), so the table never outgrows the output it serves.
+    const bool reads = p.sq > 0 && p.dv > 0;
+    p.maskOffsets.resize(reads ? static_cast<size_t>(p.batch) : 0);
+    for (int64_t b = 0; reads && b < p.batch; ++b) {
       int64_t rem = b, off = 0;
       for (int d = r - 3; d >= 0; --d) {
         off += rem % q[d] * strideOfScoreDim(d);
