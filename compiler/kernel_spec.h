@@ -278,6 +278,22 @@ struct TriluParams {
   bool operator==(const TriluParams&) const = default;
 };
 
+// Attention: `batch` items of q [sq, d], k [sk, d], v [sk, dv] and out [sq, dv], contiguous and
+// in step (the batch dims are shared). The mask, when there is one (mask = 1), is read for item
+// b, row i, key j at maskOffsets[b] + i * maskRowStride + j * maskColStride (stride 0 where it
+// broadcasts). Work items are blocks of rowBlock query rows of one batch item; qk and pv are
+// the blocking of the two GEMMs of a block, [rowBlock, d] x [d, sk] and [rowBlock, sk] x
+// [sk, dv], chosen for `isa` (compiler/ops/attention.cpp).
+struct AttentionParams {
+  int64_t batch = 1, sq = 0, sk = 0, d = 0, dv = 0;
+  int64_t mask = 0;
+  std::vector<int64_t> maskOffsets;
+  int64_t maskRowStride = 0, maskColStride = 0;
+  int64_t rowBlock = 1;
+  Isa isa = Isa::kBaseline;
+  GemmBlocking qk, pv;
+};
+
 struct KernelSpec {
   KernelKey key;
   std::string name;
@@ -288,7 +304,7 @@ struct KernelSpec {
   std::variant<std::monostate, AddParams, MatMulParams, GatherParams, CatParams, CatGatherParams,
                ElementwiseParams, TransposeParams, ConvParams, PoolParams, ReduceParams,
                SliceParams, PadParams, BatchNormParams, NormParams, WhereParams, ExpandParams,
-               TriluParams>
+               TriluParams, AttentionParams>
       params;
 };
 

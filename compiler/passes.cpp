@@ -1,10 +1,14 @@
 #include "compiler/passes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "graph/error.h"
 #include "graph/ops/slice.h"
@@ -373,6 +377,223 @@ bool FoldBatchNormIntoConv::run(Graph& g) {
   return changed;
 }
 
+// ---- scaled-dot-product attention -> one attention node -----------------------------------
+
+namespace {
+
+// perm with its last two entries swapped: the transpose that also swaps the last two dims.
+Shape swapLastTwo(Shape perm) {
+  const int r = perm.rank();
+  std::swap(perm[r - 2], perm[r - 1]);
+  return perm;
+}
+
+bool isIdentityPerm(const Shape& perm) {
+  for (int i = 0; i < perm.rank(); ++i)
+    if (perm[i] != i) return false;
+  return true;
+}
+
+// Two shapes of one rank with the same batch dims (all but the last two; symbols compared as
+// symbols).
+bool sameBatch(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i + 2 < a.rank(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+bool AttentionFusion::run(Graph& g) {
+  details_.clear();
+  const auto users = usersOf(g);
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+  auto producerOf = [&](ValueId v) -> const Node* {
+    const NodeId p = g.values[v].producer;
+    return p == kNoNode ? nullptr : &g.nodes[p];
+  };
+  // The value of a one-element f32 constant (any rank), or nothing.
+  auto scalarConst = [&](ValueId v) -> std::optional<double> {
+    const Node* p = producerOf(v);
+    if (!p || p->kind != OpKind::kConst || !p->constant || p->constant->dtype() != DType::kF32 ||
+        p->constant->numel() != 1)
+      return std::nullopt;
+    return static_cast<double>(p->constant->as<float>()[0]);
+  };
+  // v is read only by node `user` and not returned, so the fused kernel need not write it.
+  auto only = [&](ValueId v, NodeId user) { return onlyFeeds(g, users, returned, v, user); };
+
+  bool changed = false;
+  std::vector<bool> keep(g.nodes.size(), true);
+  for (NodeId sm = 0; sm < static_cast<NodeId>(g.nodes.size()); ++sm) {
+    // Walk back from a softmax over the last axis, sm = softmax(x): x = add(y, mask) or
+    // add(mask, y) (optional); y = mul(s, c), mul(c, s) or div(s, c) with c a one-element
+    // constant (optional); s = matmul(q, kt). Forward: the softmax's one user is matmul(sm, v).
+    const Node& soft = g.nodes[sm];
+    if (soft.kind != OpKind::kSoftmax || !keep[sm]) continue;
+    const ValueId smv = soft.output;
+    const Shape scores = g.values[smv].type.shape;
+    const int r = scores.rank();
+    const int64_t axis = soft.attrs.i(attr::Softmax::axis);
+    if (r < 2 || (axis < 0 ? axis + r : axis) != r - 1) continue;
+    if (returned[smv] || users[smv].size() != 1) continue;
+    const NodeId mm2 = users[smv][0];
+    if (g.nodes[mm2].kind != OpKind::kMatMul || g.nodes[mm2].inputs[0] != smv ||
+        g.nodes[mm2].inputs[1] == smv)
+      continue;
+    const ValueId vv = g.nodes[mm2].inputs[1];
+    std::vector<NodeId> chain = {sm};  // the nodes between the matmuls, softmax first
+    ValueId x = soft.inputs[0];
+    // Each step keeps the scores' shape: neither the mask nor the scale broadcasts them up.
+    auto step = [&](ValueId in, std::initializer_list<OpKind> kinds) -> const Node* {
+      const Node* p = producerOf(in);
+      if (!p || !only(in, chain.back()) || g.values[in].type.shape != scores) return nullptr;
+      for (OpKind k : kinds)
+        if (p->kind == k) return p;
+      return nullptr;
+    };
+    std::optional<ValueId> mask;
+    if (const Node* add = step(x, {OpKind::kAdd})) {
+      // The chain's side is the one that continues towards the matmul: a scale or the matmul,
+      // read by this add only. (Both sides may qualify; the sum is the same either way.)
+      const NodeId an = g.values[x].producer;
+      auto chainSide = [&](ValueId in) {
+        const Node* p = producerOf(in);
+        return p &&
+               (p->kind == OpKind::kMul || p->kind == OpKind::kDiv || p->kind == OpKind::kMatMul) &&
+               onlyFeeds(g, users, returned, in, an) && g.values[in].type.shape == scores;
+      };
+      const ValueId a = add->inputs[0], b = add->inputs[1];
+      const int side = chainSide(a) ? 0 : chainSide(b) ? 1 : -1;
+      if (side >= 0) {
+        mask = add->inputs[1 - side];
+        chain.push_back(an);
+        x = add->inputs[side];
+      }
+    }
+    double scale = 1;
+    std::string scaleText = "no scale";
+    if (const Node* sc = step(x, {OpKind::kMul, OpKind::kDiv})) {
+      const ValueId a = sc->inputs[0], b = sc->inputs[1];
+      std::optional<double> c = scalarConst(b);
+      ValueId s = a;
+      if (!c && sc->kind == OpKind::kMul) {
+        c = scalarConst(a);
+        s = b;
+      }
+      const double value = c ? (sc->kind == OpKind::kDiv ? 1.0 / *c : *c) : 0.0;
+      // A constant that would broadcast the scores up is no scale of them; a division by 0 is
+      // no finite scale.
+      if (c && std::isfinite(value) && g.values[s].type.shape == scores) {
+        scale = value;
+        scaleText = fmt::format("{} {}", opTextName(sc->kind), formatAttrFloat(*c));
+        chain.push_back(g.values[x].producer);
+        x = s;
+      }
+    }
+    const Node* qk = step(x, {OpKind::kMatMul});
+    if (!qk) continue;
+    const NodeId mm1 = g.values[x].producer;
+    const ValueId qv = qk->inputs[0], ktv = qk->inputs[1];
+    const Shape& q = g.values[qv].type.shape;
+    const Shape& kt = g.values[ktv].type.shape;
+    const Shape& v = g.values[vv].type.shape;
+    // One rank and the same batch dims for q, k^T and v (the kernel walks them in step; a
+    // broadcast batch stays unfused), and f32 (the softmax's input is).
+    if (q.rank() != r || !sameBatch(q, kt) || !sameBatch(q, v) ||
+        g.values[qv].type.dtype != DType::kF32 || g.values[vv].type.dtype != DType::kF32 ||
+        (mask && g.values[*mask].type.dtype != DType::kF32))
+      continue;
+
+    // What the attention replaces, named before the rewrites change the nodes.
+    std::string replaced = fmt::format("matmul %{}", g.values[x].name);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+      replaced += fmt::format(", {} %{}", opTextName(g.nodes[*it].kind),
+                              g.values[g.nodes[*it].output].name);
+    replaced += fmt::format(", matmul %{}", g.values[g.nodes[mm2].output].name);
+
+    // Every check has passed; the rewrites follow. The attention takes k as [..., S_k, D], the
+    // matmul read k^T [..., D, S_k]: a transpose that only swapped the last two dims goes; one
+    // that does more (an export's split of the heads, [B, S, H, D] -> [B, H, D, S]) loses the
+    // swap, or goes too when the same input already has a transpose by the remaining perm
+    // before the attention (gpt_prefill's present_k); k^T from anything else gets the swap
+    // from the first matmul's node, which turns into that transpose.
+    ValueId kv = -1;
+    std::string kText;
+    const NodeId ktn = g.values[ktv].producer;
+    if (ktn != kNoNode && g.nodes[ktn].kind == OpKind::kTranspose && only(ktv, mm1)) {
+      const ValueId src = g.nodes[ktn].inputs[0];
+      const Shape perm = swapLastTwo(*g.nodes[ktn].attrs.perm);
+      if (isIdentityPerm(perm)) {
+        kv = src;
+        kText = fmt::format("k^T %{}'s transpose removed", g.values[ktv].name);
+      } else {
+        for (NodeId u : users[src]) {
+          const Node& t = g.nodes[u];
+          if (u != ktn && u < mm2 && keep[u] && t.kind == OpKind::kTranspose && t.attrs.perm &&
+              *t.attrs.perm == perm) {
+            kv = t.output;
+            kText = fmt::format("k^T %{}'s transpose removed (%{} holds k)", g.values[ktv].name,
+                                g.values[kv].name);
+            break;
+          }
+        }
+        if (kv < 0) {
+          Node& t = g.nodes[ktn];
+          t.attrs.perm = perm;
+          g.values[ktv].type = inferNode(
+              InferContext{t.kind, std::vector{g.values[src].type}, t.attrs, &g, ktn, {}, &t});
+          kv = ktv;
+          kText = fmt::format("k^T %{}'s transpose now writes k (perm={})", g.values[ktv].name,
+                              perm.toString());
+        }
+      }
+      if (kv != ktv) keep[ktn] = false;
+    }
+    if (kv < 0) {
+      Node& t = g.nodes[mm1];
+      t.kind = OpKind::kTranspose;
+      t.inputs = {ktv};
+      t.attrs = Attrs{};
+      Shape perm;
+      for (int i = 0; i < r; ++i) perm.push(i);
+      t.attrs.perm = swapLastTwo(perm);
+      g.values[t.output].type = inferNode(
+          InferContext{t.kind, std::vector{g.values[ktv].type}, t.attrs, &g, mm1, {}, &t});
+      std::string name = g.values[ktv].name + ".k";
+      for (int i = 2; g.findValue(name) >= 0; ++i)
+        name = fmt::format("{}.k{}", g.values[ktv].name, i);
+      g.values[t.output].name = name;
+      kv = t.output;
+      kText = fmt::format("k = %{}, a transpose of k^T %{}", name, g.values[ktv].name);
+    } else {
+      keep[mm1] = false;
+    }
+    for (NodeId c : chain) keep[c] = false;
+
+    Node& att = g.nodes[mm2];
+    att.kind = OpKind::kAttention;
+    att.inputs = {qv, kv, vv};
+    if (mask) att.inputs.push_back(*mask);
+    att.attrs = Attrs{};
+    att.attrs.setFloat(attr::Attention::scale, scale);
+    std::vector<TensorType> types;
+    for (ValueId in : att.inputs) types.push_back(g.values[in].type);
+    g.values[att.output].type =
+        inferNode(InferContext{att.kind, types, att.attrs, &g, mm2, {}, &att});
+    details_.push_back(
+        fmt::format("%{} = attention(%{}, %{}, %{}{}, scale={}) replaces {} ({}); {}",
+                    g.values[att.output].name, g.values[qv].name, g.values[kv].name,
+                    g.values[vv].name, mask ? ", %" + g.values[*mask].name : std::string(),
+                    formatAttrFloat(scale), replaced, scaleText, kText));
+    changed = true;
+  }
+  if (changed) removeNodes(g, keep);
+  return changed;
+}
+
 // ---- pipeline -------------------------------------------------------------------------------
 
 std::vector<std::string> PassReport::fired() const {
@@ -418,16 +639,38 @@ PassReport PassPipeline::run(Graph& g, const PassObserver& observer) {
   return report;
 }
 
-PassPipeline defaultPipeline() {
+PassPipeline defaultPipeline(std::span<const std::string> disabled) {
+  std::vector<std::unique_ptr<Pass>> all;
+  all.push_back(std::make_unique<DeadCodeElimination>());
+  all.push_back(std::make_unique<FoldBatchNormIntoConv>());
+  all.push_back(std::make_unique<AttentionFusion>());
+  all.push_back(std::make_unique<ChannelShuffleToIndexSelect>());
+  all.push_back(std::make_unique<SliceOfIndexSelect>());
+  all.push_back(std::make_unique<DeadCodeElimination>());
+  all.push_back(std::make_unique<CatIndexSelectFusion>());
+  all.push_back(std::make_unique<DeadCodeElimination>());
+  for (const std::string& name : disabled) {
+    const bool known =
+        std::any_of(all.begin(), all.end(), [&](const auto& pass) { return pass->name() == name; });
+    if (!known)
+      fail(ErrorKind::kConfig, "unknown pass '{}' to disable (the passes: {})", name,
+           fmt::join(defaultPassNames(), ", "));
+  }
   PassPipeline p;
-  p.add(std::make_unique<DeadCodeElimination>());
-  p.add(std::make_unique<FoldBatchNormIntoConv>());
-  p.add(std::make_unique<ChannelShuffleToIndexSelect>());
-  p.add(std::make_unique<SliceOfIndexSelect>());
-  p.add(std::make_unique<DeadCodeElimination>());
-  p.add(std::make_unique<CatIndexSelectFusion>());
-  p.add(std::make_unique<DeadCodeElimination>());
+  for (auto& pass : all)
+    if (std::find(disabled.begin(), disabled.end(), pass->name()) == disabled.end())
+      p.add(std::move(pass));
   return p;
+}
+
+std::vector<std::string> defaultPassNames() {
+  // Distinct names in pipeline order (dce runs three times).
+  return {"dce",
+          "fold-batch-norm",
+          "fuse-attention",
+          "shuffle-to-index-select",
+          "slice-of-index-select",
+          "fuse-cat-index-select"};
 }
 
 }  // namespace gearbox

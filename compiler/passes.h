@@ -1,8 +1,9 @@
 #pragma once
 // Graph-to-graph passes run once on a graph before any mode compiles it (docs/passes.md).
 //
-//   PassPipeline p = defaultPipeline();   // dce, fold-batch-norm, shuffle-to-index-select,
-//                        // slice-of-index-select, dce, fuse-cat-index-select, dce
+//   PassPipeline p = defaultPipeline();   // dce, fold-batch-norm, fuse-attention,
+//                        // shuffle-to-index-select, slice-of-index-select, dce,
+//                        // fuse-cat-index-select, dce
 //   PassReport r = p.run(graph);          // verifyGraph after every pass
 //
 // Every pass keeps the names of graph inputs and outputs (`gearbox eval` writes <name>.npy),
@@ -11,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +87,21 @@ class FoldBatchNormIntoConv final : public Pass {
   bool run(Graph& g) override;
 };
 
+// Scaled-dot-product attention -> one `attention` node (docs/passes.md): softmax over the last
+// axis of matmul(q, k^T), optionally scaled by a one-element constant (mul or div) and
+// optionally plus a mask (add), whose one user is matmul(., v), with q, k^T and v of one rank
+// and the same batch dims, and no intermediate used elsewhere or returned. The second matmul's
+// node becomes attention(q, k, v[, mask], scale) (its value and name stay). k is k^T's
+// transpose with the last two dims swapped back: the transpose that made k^T is removed or
+// loses that swap; without one, the first matmul's node becomes the swap. The other nodes are
+// removed. Eager and dynamic modes then launch one kernel where they launched five or six,
+// and the [S_q, S_k] scores are never written.
+class AttentionFusion final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-attention"; }
+  bool run(Graph& g) override;
+};
+
 // Inserts a constant node before node `before` (later nodes move up one place) and returns its
 // value; the name is made unique with a suffix.
 ValueId insertConstBefore(Graph& g, NodeId before, Tensor data, const std::string& name);
@@ -123,9 +140,15 @@ class PassPipeline {
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
-// dce, fuse-cat-index-select, dce: the first DCE keeps fusion from considering users that
-// are dead anyway, the second removes the Cats that fusion left without users.
-PassPipeline defaultPipeline();
+// dce, fold-batch-norm, fuse-attention, shuffle-to-index-select, slice-of-index-select, dce,
+// fuse-cat-index-select, dce: the first DCE keeps the rewrites from counting users that are
+// dead anyway, the others remove what the rewrites left without users. A pass named in
+// `disabled` is left out (every occurrence of it: "dce" drops all three), which is how a user
+// compares fused and unfused graphs pass by pass (--disable-pass); an unknown name is
+// Error(kConfig) listing the passes.
+PassPipeline defaultPipeline(std::span<const std::string> disabled = {});
+// The default pipeline's pass names, each once, in order.
+std::vector<std::string> defaultPassNames();
 
 // Removes the nodes with keep[node] == false and every value they produced, renumbering the
 // remaining nodes and values densely in their original order. The caller guarantees that no

@@ -118,6 +118,7 @@ void loadCompareInputs(CompareRun& c) {
     SuggestOptions so;
     so.references = false;
     so.runPasses = !o.noPasses;
+    so.disabledPasses = o.disablePasses;
     so.merge = parseMergePolicy(o.merge);
     // The gears for the run's own fallback; error (the default) pads: a suggestion whose every
     // size is a gear would be static mode's compiles.

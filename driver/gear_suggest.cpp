@@ -82,13 +82,15 @@ double launchSyncUs(const CostModel& c, int64_t graphLaunches, int64_t graphKern
 
 class GearCoster {
  public:
-  GearCoster(const Graph& g, const InputSignature& first, const CostModel& cost, bool runPasses)
+  GearCoster(const Graph& g, const InputSignature& first, const CostModel& cost, bool runPasses,
+             std::span<const std::string> disabledPasses = {})
       : cost_(cost),
         // The dynamic fallback leaves dynamic what dynamic mode does (GearedMode's policy).
         fallbackDims_(DynamicDimPolicy::Start::kDeclared, {}, {}) {
     Graph copy = g;
     verifyGraph(copy);
-    if (runPasses) defaultPipeline().run(copy);  // what Session does before any mode
+    // What Session does before any mode.
+    if (runPasses) defaultPipeline(disabledPasses).run(copy);
     graph_ = std::make_shared<const Graph>(std::move(copy));
     // One plan gives the steps (the nodes that launch a kernel); every other shape reuses the
     // step list with its own specialised types, as a padded call's model does.
@@ -823,12 +825,14 @@ GearCandidate evaluate(GearCoster& coster, const Histogram& h, std::string name,
 // Reference modes run over the trace without executing kernels (--model-only): their counters
 // and MODELED figures are exact (docs/cost-model.md).
 GearCandidate referenceMode(const Graph& g, const std::vector<InputSignature>& trace,
-                            const CostModel& cost, Mode mode, bool runPasses) {
+                            const CostModel& cost, Mode mode, bool runPasses,
+                            const std::vector<std::string>& disabledPasses) {
   SessionOptions o;
   o.mode = mode;
   o.cost = cost;
   o.modelOnly = true;
   o.runPasses = runPasses;
+  o.disabledPasses = disabledPasses;
   o.historyLimit = 16;
   Session session(g, o);
   // Data is never read in model-only mode: per input, one zero buffer as large as the largest
@@ -1167,8 +1171,10 @@ void addCandidates(const Graph& g, const std::vector<InputSignature>& trace, con
                                          : std::vector<int64_t>{smallest[k], largest[k]};
       }));
   if (options.references) {
-    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kDynamic, options.runPasses));
-    s.candidates.push_back(referenceMode(g, trace, cost, Mode::kAuto, options.runPasses));
+    s.candidates.push_back(
+        referenceMode(g, trace, cost, Mode::kDynamic, options.runPasses, options.disabledPasses));
+    s.candidates.push_back(
+        referenceMode(g, trace, cost, Mode::kAuto, options.runPasses, options.disabledPasses));
   }
   applyBudgets(g, h, options, s);
   size_t best = 0;
@@ -1345,7 +1351,7 @@ GearSuggestion suggestGears(const Graph& g, const std::vector<InputSignature>& t
          "--pad-to)",
          options.maxGears);
   const Histogram h = buildHistogram(g, trace);
-  GearCoster coster(g, h.base, cost, options.runPasses);
+  GearCoster coster(g, h.base, cost, options.runPasses, options.disabledPasses);
   GearSuggestion s;
   s.symbols = h.symbols;
   s.merge = options.merge;

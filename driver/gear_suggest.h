@@ -72,6 +72,7 @@ struct SuggestOptions {
   MergePolicy merge = MergePolicy::kZip;
   bool references = true;  // run dynamic and auto (model-only) for the reference rows
   bool runPasses = true;
+  std::vector<std::string> disabledPasses;  // --disable-pass: as SessionOptions's
   // Budgets (0: none). A gear set above one is not allowed; the suggestion is the best set
   // within both. --max-memory defaults to the device profile's memory capacity.
   int64_t maxMemoryBytes = 0;           // --max-memory: MODELED device memory (GearCandidate)

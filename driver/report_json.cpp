@@ -30,6 +30,7 @@ nlohmann::ordered_json configJson(const SessionOptions& s, const RunOptions* o) 
   c["device_profile"] = s.cost.name;
   c["model_only"] = s.modelOnly;
   c["passes"] = s.runPasses;
+  if (!s.disabledPasses.empty()) c["disabled_passes"] = s.disabledPasses;
   c["kernel_cache_capacity"] = s.kernelCacheCapacity;
   c["plan_cache_capacity"] = s.planCacheCapacity;
   c["threads"] = s.threads;

@@ -35,6 +35,7 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   SessionOptions s;
   s.mode = mode;
   s.runPasses = !o.noPasses;
+  s.disabledPasses = o.disablePasses;
   s.device = o.device == "stream" ? DeviceKind::kStream : DeviceKind::kInline;
   if (!o.costModel.empty() && !o.deviceProfile.empty())
     fail(ErrorKind::kConfig, "give --device-profile or --cost-model, not both");

@@ -124,14 +124,15 @@ std::pair<std::string, std::string> suggestFor(
   // error (the default) pads, as compare's --gears suggest does.
   const GearFallback fallback =
       o.gearFallback == "error" ? GearFallback::kPad : parseGearFallback(o.gearFallback);
-  const std::string key =
-      fmt::format("{}|{}|{}|{}|{}|{}", o.deviceProfile, o.costModel,
-                  fmt::join(o.costOverrides, ";"), o.merge, o.noPasses, gearFallbackName(fallback));
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", o.deviceProfile, o.costModel,
+                                      fmt::join(o.costOverrides, ";"), o.merge, o.noPasses,
+                                      fmt::join(o.disablePasses, ";"), gearFallbackName(fallback));
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   SuggestOptions so;
   so.references = false;
   so.runPasses = !o.noPasses;
+  so.disabledPasses = o.disablePasses;
   so.merge = parseMergePolicy(o.merge);
   so.fallback = fallback;
   const GearSuggestion sug = suggestGears(g, trace, cost, so);

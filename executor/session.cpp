@@ -56,7 +56,7 @@ Session::Session(Graph graph, SessionOptions options)
                        options_.accumulatedRecompileLimit) {
   verifyGraph(graph);
   if (options_.runPasses) {
-    passReport_ = defaultPipeline().run(graph);
+    passReport_ = defaultPipeline(options_.disabledPasses).run(graph);
     stats_.passesFired = passReport_.fired();
   }
   graph_ = std::make_shared<const Graph>(std::move(graph));

@@ -103,6 +103,9 @@ struct SessionOptions {
   // Runs the default pass pipeline (compiler/passes.h) once on the graph before any mode
   // compiles it, so every mode sees the optimized graph; false keeps the graph as given.
   bool runPasses = true;
+  // Passes of the default pipeline left out by name (--disable-pass; every occurrence of a
+  // name); an unknown name is Error(kConfig) when the session is built.
+  std::vector<std::string> disabledPasses;
   // Options of the mode itself, by name (reduce-overhead: capture_limit). The mode reads the
   // ones it takes when the session is built; one it does not take is an Error(kConfig).
   std::map<std::string, std::string> modeOptions;

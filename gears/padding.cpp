@@ -469,6 +469,62 @@ class Analyzer {
     for (Tag& t : out) t.zero = false;
   }
 
+  // Attention: what its unfused chain (matmul, scale, mask add, softmax, matmul) would allow.
+  // The head size D is contracted in q k^T: padded in both q and k and still zero there (zeros
+  // add nothing), or in neither, as matmul's K. The keys S_k are what the softmax normalises
+  // over: refused in k, v and the mask, as softmax refuses its normalised dim. The batch dims
+  // and the query rows S_q are independent items and rows, padded in the output where any
+  // operand pads them (not zero: a softmax row sums to 1). D_v comes from v: P v of a zero
+  // column of v is zero.
+  void visitAttention(NodeId n, const Node& node, Tags& out) {
+    const ValueId q = node.inputs[0], k = node.inputs[1], v = node.inputs[2];
+    const int r = rank(q);
+    const Tag& dq = tags_[q][r - 1];
+    const Tag& dk = tags_[k][r - 1];
+    if (dq.padded != dk.padded)
+      refuse(n, dq.padded ? dq : dk,
+             fmt::format("the head size D is padded in {} but not in {}; padded D would be "
+                         "multiplied by real values",
+                         dq.padded ? label(node, 0) : label(node, 1),
+                         dq.padded ? label(node, 1) : label(node, 0)));
+    if (dq.padded) {
+      if (!dq.zero || !dk.zero)
+        refuse(n, dq.zero ? dk : dq,
+               fmt::format("the head size D is padded in q and k but the padding of {} is no "
+                           "longer zero, so it would add to the real scores",
+                           !dq.zero ? label(node, 0) : label(node, 1)));
+      tie(dq, dk);
+    }
+    for (size_t i = 1; i < node.inputs.size(); ++i) {
+      const int ri = rank(node.inputs[i]);
+      const int d = i == 3 ? ri - 1 : r - 2;  // S_k: k and v's rows, the mask's last dim
+      if (d < 0 || !tags_[node.inputs[i]][d].padded) continue;
+      refuse(n, tags_[node.inputs[i]][d],
+             fmt::format("{} dim {} is padded and holds the keys S_k, which the attention's "
+                         "softmax normalises over, so the padded keys would enter every real "
+                         "result (gearbox has no valid-length mask)",
+                         label(node, i), d));
+    }
+    out = Tags{};
+    for (int d = 0; d < r - 1; ++d) {
+      const Tag* first = nullptr;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const ValueId x = node.inputs[i];
+        // The mask's dims are right-aligned with the scores; q, k and v share the batch dims,
+        // and only q has S_q.
+        const int j = i == 3 ? d - (r - rank(x)) : d;
+        if (j < 0 || (i != 0 && i != 3 && d == r - 2) || !tags_[x][j].padded) continue;
+        if (first) {
+          tie(*first, tags_[x][j]);
+        } else {
+          first = &tags_[x][j];
+        }
+      }
+      if (first) out[d] = Tag{true, first->origin, false};
+    }
+    out[r - 1] = tags_[v][r - 1];
+  }
+
   // LayerNorm over dims [axis, rank): the leading dims keep their tags (rows are independent);
   // scale and bias have the normalised dims, which are never padded here.
   void visitLayerNorm(NodeId n, const Node& node, Tags& out) {
@@ -647,6 +703,7 @@ class Analyzer {
         out = tags_[node.inputs[0]];
         break;
       case OpKind::kSoftmax: visitSoftmax(n, node, out); break;
+      case OpKind::kAttention: visitAttention(n, node, out); break;
       case OpKind::kLayerNorm: visitLayerNorm(n, node, out); break;
       case OpKind::kReduceSum: visitReduceSum(n, node, out); break;
       case OpKind::kWhere: visitWhere(n, node, out); break;

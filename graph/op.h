@@ -24,7 +24,7 @@ constexpr int kOpCount = 0
 #include "graph/ops.def"
 #undef GEARBOX_OP
     ;
-static_assert(kOpCount == 37, "update docs/IR.md's op table when adding an op");
+static_assert(kOpCount == 38, "update docs/IR.md's op table when adding an op");
 
 // Which input holds indices (ops.def's index column).
 enum class IndexInput : uint8_t { kNone, kSecond, kLast };

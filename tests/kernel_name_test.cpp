@@ -175,6 +175,15 @@ std::vector<KernelKey> sampleKeys() {
   sum.setInt(attr::ReduceSum::keepdims, 0);
   sum.setInts(attr::ReduceSum::axes, {0, 2});
   add(OpKind::kReduceSum, {t(DType::kF32, {2, 3, 4})}, sum);
+  // Attention: symbolic batch and lengths, with and without a mask, a scale that prints long.
+  Attrs att;
+  att.setFloat(attr::Attention::scale, 0.35355339059327373);
+  const TensorType qkv = t(DType::kF32, {b, 4, s, 8});
+  add(OpKind::kAttention, {qkv, qkv, qkv}, att);
+  add(OpKind::kAttention, {qkv, qkv, qkv, t(DType::kF32, {s, s})}, att);
+  att.setFloat(attr::Attention::scale, 1);
+  add(OpKind::kAttention, {t(DType::kF32, {1, 8}), t(DType::kF32, {3, 8}), t(DType::kF32, {3, 2})},
+      att);
   return keys;
 }
 

@@ -249,6 +249,15 @@ std::vector<KeyCase> keyCases() {
                                 a.setInt(attr::Trilu::upper, 0);
                                 return a;
                               }())},
+      // The fused attention (fuse-attention): a padding mask broadcast over heads and rows.
+      {"AttentionMasked",
+       makeKernelKey(OpKind::kAttention,
+                     {f32({2, 3, 5, 4}), f32({2, 3, 7, 4}), f32({2, 3, 7, 6}), f32({2, 1, 1, 7})},
+                     [] {
+                       Attrs a;
+                       a.setFloat(attr::Attention::scale, 0.5);
+                       return a;
+                     }())},
   };
 }
 
@@ -696,9 +705,11 @@ TEST(Precompile, TransformerBlockRecordPrecompileRunCompilesNothing) {
   TempDir dir;
   auto recorder = std::make_shared<OpInfoRecorder>(dir.path().string());
   const SessionStats recorded = run({recorder->observer()});
-  // The two static plans ((B, S) = (2, 7), (3, 5)) compile 66 kernels (as `gearbox compare`
-  // reports for the same calls).
-  EXPECT_EQ(recorded.kernelCompiles, 66);
+  // The two static plans ((B, S) = (2, 7), (3, 5)) compile 56 kernels (as `gearbox compare`
+  // reports for the same calls): 66 unfused, and the fuse-attention pass makes 5 of each plan's
+  // kernels (matmul, div, add, softmax, matmul) one attention, whose k now comes from the same
+  // transpose kernel as q and v.
+  EXPECT_EQ(recorded.kernelCompiles, 56);
   const PrecompileResult r = precompileBundle(dir.path().string());
   EXPECT_EQ(r.kernels, recorded.kernelCompiles);
   auto bundle = std::make_shared<BundleStore>(r.bundlePath);

@@ -109,6 +109,39 @@ Shape broadcastOperand(Rng& rng, const Shape& out) {
   return s;
 }
 
+// Attention (the fused op of fuse-attention): with and without masks of each broadcast kind,
+// sizes 1 and odd, no keys, decode's single query, a causal mask with -inf (and a row masked
+// entirely, NaN as the unfused softmax gives), a rank-2 case and a shape that splits into tasks.
+// A handful on purpose: the reference is O(S_q S_k (D + D_v)) loops, and ASan runs every case.
+std::vector<OpCase> attentionCases() {
+  auto make = [](std::string name, Shape q, int64_t sk, int64_t dv, std::optional<Shape> mask,
+                 double scale = 0.35, bool large = false) {
+    const int r = q.rank();
+    Shape k = q, v = q;
+    k[r - 2] = sk;
+    v[r - 2] = sk;
+    v[r - 1] = dv;
+    OpCase c{std::move(name), OpKind::kAttention, DType::kF32, {q, k, v}, {}};
+    if (mask) c.shapes.push_back(*mask);
+    c.typed.setFloat(attr::Attention::scale, scale);
+    c.large = large;
+    return c;
+  };
+  return {
+      make("plain", {2, 3, 5, 4}, 7, 6, std::nullopt),
+      make("one", {1, 1}, 1, 1, std::nullopt, 1.0),
+      make("padding_mask", {2, 3, 5, 4}, 7, 4, Shape{2, 1, 1, 7}),
+      make("causal", {1, 2, 5, 3}, 5, 3, Shape{5, 5}),
+      make("causal_empty_row", {2, 6, 4}, 6, 5, Shape{6, 6}),
+      make("decode", {2, 4, 1, 8}, 9, 8, Shape{2, 1, 1, 9}),
+      make("key_column_mask", {3, 5, 2}, 3, 1, Shape{5, 1}, -2.0),
+      make("full_mask", {2, 2, 3, 5}, 4, 3, Shape{2, 2, 3, 4}),
+      make("no_keys", {2, 3, 4}, 0, 2, Shape{3, 0}),
+      make("no_head_size", {2, 3, 0}, 4, 2, std::nullopt),
+      make("large", {1, 4, 128, 32}, 128, 32, Shape{128, 128}, 0.17677669529663687, true),
+  };
+}
+
 constexpr DType kAllDTypes[] = {DType::kF32, DType::kI32, DType::kI64};
 constexpr DType kIndexTypes[] = {DType::kI32, DType::kI64};
 
@@ -1130,7 +1163,7 @@ std::vector<OpCase> allCases() {
         padCases,       batchNormCases, subCases,         divCases,       powCases,
         sqrtCases,      erfCases,       tanhCases,        geluCases,      softmaxCases,
         layerNormCases, reduceSumCases, whereCases,       expandCases,    castCases,
-        gatherCases,    triluCases})
+        gatherCases,    triluCases,     attentionCases})
     for (OpCase& c : make()) all.push_back(std::move(c));
   for (size_t i = 0; i < all.size(); ++i) all[i].seed = 1000 + i;
   return all;
@@ -1208,6 +1241,18 @@ std::vector<Tensor> makeInputs(const OpCase& c) {
     for (int64_t i = 0; i < ins[0].numel() && i < 64; ++i)
       p[i] = i < static_cast<int64_t>(std::size(special)) ? special[i] : p[i] * 1e6f;
   }
+  // Attention's causal masks: -inf above the diagonal, 0 elsewhere (as the importer's trilu of
+  // -inf writes); "causal_empty_row" also masks its first row entirely, which is NaN in the
+  // reference as in the unfused softmax.
+  if (c.kind == OpKind::kAttention && c.name.starts_with("causal")) {
+    Tensor& m = ins[3];
+    const int64_t rows = m.shape()[0], cols = m.shape()[1];
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        m.as<float>()[i * cols + j] = j > i || (i == 0 && c.name == "causal_empty_row")
+                                          ? -std::numeric_limits<float>::infinity()
+                                          : 0.0f;
+  }
   // A variance is never negative (sqrt(var + eps) would be NaN in both kernels and prove nothing).
   if (c.kind == OpKind::kBatchNorm)
     for (int64_t i = 0; i < ins[4].numel(); ++i)
@@ -1260,16 +1305,20 @@ void expectMatches(const OpCase& c, const Tensor& expected, const Tensor& got) {
   // Transcendental functions and normalisations: the optimized kernels evaluate Eigen's
   // vectorised approximations in f32, the reference libm in double; they must agree to a few
   // f32 ulps elementwise (NaN where the reference has NaN).
+  // Attention adds f32 GEMMs (summed in another order than the double reference) around its
+  // softmax: a looser bound, still elementwise.
   const bool approximate = c.kind == OpKind::kSoftmax || c.kind == OpKind::kLayerNorm ||
                            c.kind == OpKind::kErf || c.kind == OpKind::kTanh ||
-                           c.kind == OpKind::kGelu || c.kind == OpKind::kSqrt;
+                           c.kind == OpKind::kGelu || c.kind == OpKind::kSqrt ||
+                           c.kind == OpKind::kAttention;
+  const double tol = c.kind == OpKind::kAttention ? 1e-4 : 1e-5;
   if (approximate) {
     const float* e = expected.as<float>();
     const float* g = got.as<float>();
     int64_t bad = 0, first = -1;
     for (int64_t i = 0; i < expected.numel(); ++i) {
       const bool ok = std::isnan(e[i]) ? std::isnan(g[i])
-                                       : std::fabs(e[i] - g[i]) <= 1e-5 + 1e-5 * std::fabs(e[i]);
+                                       : std::fabs(e[i] - g[i]) <= tol + tol * std::fabs(e[i]);
       if (!ok && bad++ == 0) first = i;
     }
     EXPECT_EQ(bad, 0) << "first mismatch at " << first << ": reference " << e[first] << ", got "

@@ -116,8 +116,10 @@ TEST(RunOptionsTable, ConfigKeysAreTheReportsAndEveryConfigKeyHasARow) {
   const std::string gears =
       " --gears '{\"x1\": {\"0\": [4, 8]}, \"x2\": {\"0\": [4, 8]}}' "
       "--gear-fallback pad";
-  // compare's config shows the first mode's mode options.
-  const std::string modeOption = " --mode-option reduce-overhead.capture_limit=4";
+  // compare's config shows the first mode's mode options; disabled_passes shows only when a
+  // pass is disabled.
+  const std::string modeOption =
+      " --mode-option reduce-overhead.capture_limit=4 --disable-pass fuse-attention";
   // Each key shows in one of these: the gear block in geared runs (pad_to only without gears),
   // mode_options in a run of the mode they belong to.
   const std::vector<nlohmann::json> runConfigs = {

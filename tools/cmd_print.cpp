@@ -14,6 +14,7 @@
 #include "compiler/specialize.h"
 #include "driver/run_report.h"
 #include "driver/trace.h"
+#include "graph/error.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
 #include "tools/commands.h"
@@ -127,6 +128,7 @@ void registerPrint(CLI::App& app) {
   struct Opts {
     std::string model, shapes, dot;
     bool passes = false;
+    std::vector<std::string> disabledPasses;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
@@ -138,12 +140,18 @@ void registerPrint(CLI::App& app) {
   cmd->add_flag("--passes", o->passes,
                 "Run the default pass pipeline and print what each pass changed, as a diff "
                 "(docs/passes.md)");
+  cmd->add_option("--disable-pass", o->disabledPasses,
+                  "With --passes: leave this pass out (repeatable), as run's --disable-pass");
   cmd->add_option("--dot", o->dot, "Write the graph as Graphviz DOT to FILE ('-': stdout)");
   cmd->callback([o] {
     if (!o->dot.empty() && o->dot != "-") {
       checkOutputPath("--dot", o->dot);
       checkOutputsAreNotInputs({{"--dot", o->dot}}, {{"MODEL", o->model}});
     }
+    if (!o->disabledPasses.empty() && !o->passes)
+      fail(ErrorKind::kConfig, "--disable-pass needs --passes");
+    // An unknown name fails before the model is read.
+    PassPipeline pipeline = defaultPipeline(o->disabledPasses);
     Graph g = loadGraph(o->model);
     const bool typed = !o->shapes.empty();
     if (typed) g = specializeGraph(g, parseShapesJson(o->shapes, g, "--shapes"));
@@ -165,16 +173,14 @@ void registerPrint(CLI::App& app) {
     std::cout << "# before the passes:\n" << text(g);
     std::string previous = text(g);
     Graph last = g;
-    const PassReport report =
-        defaultPipeline().run(g, [&](const PassRecord& r, const Graph& after) {
-          std::cout << "\n# after " << r.name << ": " << (r.changed ? "changed" : "unchanged")
-                    << "\n";
-          for (const std::string& d : r.details) std::cout << "#   " << d << "\n";
-          const std::string now = text(after);
-          if (r.changed) std::cout << lineDiff(previous, now);
-          previous = now;
-          last = after;
-        });
+    const PassReport report = pipeline.run(g, [&](const PassRecord& r, const Graph& after) {
+      std::cout << "\n# after " << r.name << ": " << (r.changed ? "changed" : "unchanged") << "\n";
+      for (const std::string& d : r.details) std::cout << "#   " << d << "\n";
+      const std::string now = text(after);
+      if (r.changed) std::cout << lineDiff(previous, now);
+      previous = now;
+      last = after;
+    });
     std::string fired;
     for (const std::string& name : report.fired()) fired += (fired.empty() ? "" : ", ") + name;
     // The result once more in full, so the last section is valid IR on its own.

@@ -11,6 +11,8 @@ gpt_prefill and gpt_decode (KV cache in and out), small configs, seeded.
      shape arithmetic), runs in every mode and matches torch's outputs at the traced shape
      (rtol = atol = 1e-4), and `gearbox compare --check-reference` over a trace of other
      shapes agrees with the reference executor in every mode.
+  4. The fuse-attention pass: one attention node per layer, the op counts before and after, and
+     eager mode's launches per call with the pass and with --disable-pass fuse-attention.
 Skipped without python3-torch / python3-onnx."""
 import importlib.util
 import json
@@ -226,3 +228,52 @@ def test_check_reference_agrees(name, exports, tmp_path, cli, env):
     assert set(modes) == {m for m in gearbox.MODES if m != "geared"}
     for mode, m in modes.items():
         assert m["reference_check"]["ok"], mode
+
+
+# The fuse-attention pass (docs/passes.md) on each export: one attention node per layer, the
+# IR ops (constants not counted) before and after the passes, and the eager kernels per call it
+# saves. bert_encoder: matmul, mul, add, softmax, matmul become one (4 per layer; k's transpose
+# keeps the heads' split and drops only the swap). gpt_prefill: the same, and the k^T transpose
+# goes too, since present_k's transpose of the same tensor already holds k (5 per layer).
+# gpt_decode: no mask, and the k^T transpose of the concatenated cache is removed (matmul, mul,
+# softmax, matmul and the transpose: 4 per layer).
+ATTENTION_FUSION = {"bert_encoder": (2, 72, 64), "gpt_prefill": (2, 79, 69),
+                    "gpt_decode": (2, 83, 75)}
+
+
+def _ops(ir):
+    """IR ops of a graph's text, constants not counted."""
+    return [line.split("=", 1)[1].split("(", 1)[0].strip() for line in ir.splitlines()
+            if line.startswith("  %") and " = const " not in line]
+
+
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_attention_fusion_saves_launches_and_keeps_outputs(name, exports, tmp_path, cli, env):
+    gbx = tmp_path / f"{name}.gbx"
+    onnx_import.import_model(exports[name], str(gbx))
+    layers, before, after = ATTENTION_FUSION[name]
+    assert layers == em.transformer_config(name, "small")["layers"]
+    printed = subprocess.run([cli, "print", str(gbx), "--passes"], capture_output=True,
+                             text=True, env=env, check=True).stdout
+    first = printed.split("# before the passes:\n", 1)[1].split("\n# after ", 1)[0]
+    last = printed.split("# after all passes:\n", 1)[1]
+    assert len(_ops(first)) == before
+    assert len(_ops(last)) == after
+    assert _ops(last).count("attention") == layers
+    assert "softmax" not in _ops(last)
+
+    g = gearbox.load(str(gbx))
+    d = os.path.dirname(exports[name])
+    in_names, out_names, _ = em.transformer_io(name)
+    inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
+    expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
+    fused = gearbox.Session(g, mode="eager")
+    plain = gearbox.Session(g, mode="eager", disable_pass=["fuse-attention"])
+    got, unfused = fused.run(*inputs), plain.run(*inputs)
+    assert "fuse-attention" in fused.stats["passes_fired"]
+    assert "fuse-attention" not in plain.stats["passes_fired"]
+    # One call each: the launches are the ops each graph runs.
+    assert (fused.stats["launches"], plain.stats["launches"]) == (after, before)
+    for k, a, b, e in zip(out_names, got, unfused, expect, strict=True):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=k)
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=k)

@@ -1,0 +1,329 @@
+// The fuse-attention pass (compiler/passes.h, docs/passes.md): which chains it rewrites into one
+// `attention` node and which it leaves alone, the three ways it gets k from k^T, the pipeline
+// option that turns it off, and the differential check -- fused and unfused sessions against
+// referenceRun on the UNFUSED graph, in static, eager and dynamic modes, over shapes with sizes
+// 1 and odd, with and without a mask -- plus the exact eager launch counts per call that the
+// fusion saves. Kept small: every case also runs under ASan.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "compiler/passes.h"
+#include "executor/session.h"
+#include "graph/error.h"
+#include "graph/text.h"
+#include "json_schema.h"
+#include "tests/temp_dir.h"
+
+namespace gearbox {
+namespace {
+
+int countKind(const Graph& g, OpKind k) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.kind == k;
+  return n;
+}
+
+// Nodes that launch a kernel in eager mode (every node but constants).
+int kernelNodes(const Graph& g) {
+  return static_cast<int>(g.nodes.size()) - countKind(g, OpKind::kConst);
+}
+
+const Node& onlyNodeOf(const Graph& g, OpKind k) {
+  for (const Node& n : g.nodes)
+    if (n.kind == k) return n;
+  throw std::runtime_error("no such node");
+}
+
+std::string inputNames(const Graph& g, const Node& n) {
+  std::string s;
+  for (ValueId v : n.inputs) s += (s.empty() ? "%" : ", %") + g.value(v).name;
+  return s;
+}
+
+// The torch form, scaled by a constant on the left and masked by a mask on the left:
+// k.transpose(-1, -2) is a transpose of only the last two dims.
+constexpr const char* kTorchForm = R"(graph torch_form(%q: f32[B, 2, S, 4], %k: f32[B, 2, S, 4],
+                                 %v: f32[B, 2, S, 3], %mask: f32[S, S]) {
+  %kt = transpose(%k, perm=[0, 1, 3, 2])
+  %s = matmul(%q, %kt)
+  %c = const f32[] [0.25]
+  %y = mul(%c, %s)
+  %x = add(%mask, %y)
+  %p = softmax(%x, axis=3)
+  %o = matmul(%p, %v)
+  return %o
+})";
+
+// k^T given as an input (no transpose to fold), no scale and no mask.
+constexpr const char* kBareForm = R"(graph bare(%q: f32[B, 5, 4], %kt: f32[B, 4, T],
+                                 %v: f32[B, T, 2]) {
+  %s = matmul(%q, %kt)
+  %p = softmax(%s)
+  %o = matmul(%p, %v)
+  return %o
+})";
+
+// An export's split of the heads: k^T is transpose(k4, perm=[0, 2, 3, 1]) of [B, S, H, D], and
+// (as gpt_prefill returns present_k) k4 also has a transpose by [0, 2, 1, 3]; a division scales.
+constexpr const char* kExportForm = R"(graph export_form(%q4: f32[B, S, 2, 4],
+                                 %k4: f32[B, S, 2, 4], %v4: f32[B, S, 2, 4]) {
+  %qh = transpose(%q4, perm=[0, 2, 1, 3])
+  %kh = transpose(%k4, perm=[0, 2, 1, 3])
+  %vh = transpose(%v4, perm=[0, 2, 1, 3])
+  %kt = transpose(%k4, perm=[0, 2, 3, 1])
+  %s = matmul(%qh, %kt)
+  %c = const f32[] [2]
+  %y = div(%s, %c)
+  %p = softmax(%y)
+  %o = matmul(%p, %vh)
+  return %o, %kh
+})";
+
+PassReport fuse(Graph& g, std::span<const std::string> disabled = {}) {
+  return defaultPipeline(disabled).run(g);
+}
+
+const PassRecord& record(const PassReport& r, std::string_view name) {
+  for (const PassRecord& p : r.passes)
+    if (p.name == name) return p;
+  throw std::runtime_error("no such pass");
+}
+
+TEST(AttentionFusion, TorchFormBecomesOneNodeAndTheTransposeGoes) {
+  Graph g = parseGraph(kTorchForm);
+  const PassReport r = fuse(g);
+  EXPECT_EQ(r.fired(), (std::vector<std::string>{"fuse-attention", "dce"}));
+  EXPECT_EQ(record(r, "fuse-attention").details,
+            std::vector<std::string>{
+                "%o = attention(%q, %k, %v, %mask, scale=0.25) replaces matmul %s, mul %y, add "
+                "%x, softmax %p, matmul %o (mul 0.25); k^T %kt's transpose removed"});
+  // Six kernels (transpose, matmul, mul, add, softmax, matmul) become one.
+  ASSERT_EQ(kernelNodes(g), 1);
+  const Node& a = onlyNodeOf(g, OpKind::kAttention);
+  EXPECT_EQ(inputNames(g, a), "%q, %k, %v, %mask");
+  EXPECT_EQ(a.attrs.f(attr::Attention::scale), 0.25);
+  EXPECT_EQ(g.value(g.outputs[0]).name, "o");
+  // The fused graph prints and parses back to itself.
+  EXPECT_EQ(printGraph(parseGraph(printGraph(g))), printGraph(g));
+}
+
+TEST(AttentionFusion, BareFormTurnsTheFirstMatmulIntoTheTranspose) {
+  Graph g = parseGraph(kBareForm);
+  const PassReport r = fuse(g);
+  EXPECT_EQ(record(r, "fuse-attention").details,
+            std::vector<std::string>{
+                "%o = attention(%q, %kt.k, %v, scale=1) replaces matmul %s, softmax %p, matmul "
+                "%o (no scale); k = %kt.k, a transpose of k^T %kt"});
+  EXPECT_EQ(kernelNodes(g), 2);
+  EXPECT_EQ(g.value(onlyNodeOf(g, OpKind::kTranspose).output).type.toString(), "f32[B, T, 4]");
+}
+
+TEST(AttentionFusion, ExportFormReusesTheSiblingTransposeOfK) {
+  Graph g = parseGraph(kExportForm);
+  const PassReport r = fuse(g);
+  EXPECT_EQ(record(r, "fuse-attention").details,
+            std::vector<std::string>{
+                "%o = attention(%qh, %kh, %vh, scale=0.5) replaces matmul %s, div %y, softmax %p, "
+                "matmul %o (div 2); k^T %kt's transpose removed (%kh holds k)"});
+  EXPECT_EQ(countKind(g, OpKind::kTranspose), 3);
+  EXPECT_EQ(kernelNodes(g), 4);
+  // Without the sibling, the transpose keeps the heads' split and drops only the swap.
+  Graph alone = parseGraph(R"(graph g(%q: f32[B, 2, S, 4], %k4: f32[B, S, 2, 4],
+                                      %v: f32[B, 2, S, 4]) {
+    %kt = transpose(%k4, perm=[0, 2, 3, 1])
+    %s = matmul(%q, %kt)
+    %p = softmax(%s)
+    %o = matmul(%p, %v)
+    return %o
+  })");
+  const PassReport r2 = fuse(alone);
+  EXPECT_EQ(record(r2, "fuse-attention").details.size(), 1u);
+  EXPECT_NE(record(r2, "fuse-attention")
+                .details[0]
+                .find("k^T %kt's transpose now writes k (perm=[0, 2, 1, 3])"),
+            std::string::npos)
+      << record(r2, "fuse-attention").details[0];
+  EXPECT_EQ(kernelNodes(alone), 2);
+}
+
+TEST(AttentionFusion, LeavesChainsItCannotFuseAlone) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // The scores are returned: they must be written anyway.
+      {"scores returned", R"(graph g(%q: f32[2, 5, 4], %kt: f32[2, 4, 6], %v: f32[2, 6, 3]) {
+         %s = matmul(%q, %kt)
+         %p = softmax(%s)
+         %o = matmul(%p, %v)
+         return %o, %s
+       })"},
+      // A softmax over the queries, not the keys.
+      {"other axis", R"(graph g(%q: f32[2, 5, 4], %kt: f32[2, 4, 5], %v: f32[2, 5, 3]) {
+         %s = matmul(%q, %kt)
+         %p = softmax(%s, axis=1)
+         %o = matmul(%p, %v)
+         return %o
+       })"},
+      // A per-key weight is no scalar scale.
+      {"vector scale", R"(graph g(%q: f32[2, 5, 4], %kt: f32[2, 4, 6], %v: f32[2, 6, 3]) {
+         %s = matmul(%q, %kt)
+         %w = const f32[6] [1, 2, 3, 4, 5, 6]
+         %y = mul(%s, %w)
+         %p = softmax(%y)
+         %o = matmul(%p, %v)
+         return %o
+       })"},
+      // The mask broadcasts the scores up to more heads.
+      {"mask broadcasts up", R"(graph g(%q: f32[1, 5, 4], %kt: f32[1, 4, 6],
+                                        %v: f32[1, 6, 3], %m: f32[3, 5, 6]) {
+         %s = matmul(%q, %kt)
+         %x = add(%s, %m)
+         %p = softmax(%x)
+         %o = matmul(%p, %v)
+         return %o
+       })"},
+      // k^T broadcast over the batch: the kernel walks q, k and v in step.
+      {"broadcast batch", R"(graph g(%q: f32[2, 5, 4], %kt: f32[1, 4, 6], %v: f32[2, 6, 3]) {
+         %s = matmul(%q, %kt)
+         %p = softmax(%s)
+         %o = matmul(%p, %v)
+         return %o
+       })"},
+  };
+  for (const auto& [name, text] : cases) {
+    SCOPED_TRACE(name);
+    Graph g = parseGraph(text);
+    const PassReport r = fuse(g);
+    EXPECT_FALSE(record(r, "fuse-attention").changed);
+    EXPECT_EQ(countKind(g, OpKind::kAttention), 0);
+    EXPECT_EQ(countKind(g, OpKind::kSoftmax), 1);
+  }
+}
+
+TEST(AttentionFusion, DisablePassKeepsTheChainAndUnknownNamesAreConfigErrors) {
+  Graph g = parseGraph(kTorchForm);
+  const std::vector<std::string> off = {"fuse-attention"};
+  const PassReport r = fuse(g, off);
+  for (const PassRecord& p : r.passes) EXPECT_NE(p.name, "fuse-attention");
+  EXPECT_EQ(kernelNodes(g), 6);
+  try {
+    (void)defaultPipeline(std::vector<std::string>{"fuse-attenton"});
+    FAIL() << "expected a config error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_NE(std::string(e.what()).find("unknown pass 'fuse-attenton' to disable (the passes: "
+                                         "dce, fold-batch-norm, fuse-attention, "),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ---- differential and launch counts ---------------------------------------------------------
+
+// Fused and unfused sessions of `g` in static, eager and dynamic modes against referenceRun on
+// the unfused graph, over `calls`; in eager mode a fused call launches exactly `saved` kernels
+// fewer than an unfused one.
+void expectFusedMatchesUnfused(const Graph& g, const std::vector<InputSignature>& calls,
+                               int64_t saved) {
+  for (Mode m : {Mode::kStatic, Mode::kEager, Mode::kDynamic}) {
+    SCOPED_TRACE(modeName(m));
+    SessionOptions fusedOptions, plainOptions;
+    fusedOptions.mode = plainOptions.mode = m;
+    plainOptions.disabledPasses = {"fuse-attention"};
+    Session fused(g, fusedOptions), plain(g, plainOptions);
+    ASSERT_GE(countKind(fused.graph(), OpKind::kAttention), 1);
+    ASSERT_EQ(countKind(plain.graph(), OpKind::kAttention), 0);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      SCOPED_TRACE(i);
+      const auto in = makeInputs(g, calls[i], 100 + i);
+      const auto want = referenceRun(g, in);
+      const auto a = fused.run(in), b = plain.run(in);
+      ASSERT_EQ(a.size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        // f32 GEMMs and softmax against the reference's loops: rounding, not bits.
+        EXPECT_LE(maxAbsDiff(a[k], want[k]), 1e-4) << "output " << k;
+        EXPECT_LE(maxAbsDiff(a[k], b[k]), 1e-4) << "output " << k;
+      }
+      if (m == Mode::kEager)
+        EXPECT_EQ(fused.history().back().launches + saved, plain.history().back().launches);
+    }
+  }
+}
+
+InputSignature sig(std::initializer_list<Shape> shapes) {
+  return InputSignature(shapes);
+}
+
+TEST(AttentionFusionDifferential, TorchFormWithMask) {
+  // B x S: sizes 1 and odd; 6 kernels per call become 1.
+  std::vector<InputSignature> calls;
+  for (auto [b, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {3, 5}, {1, 16}})
+    calls.push_back(sig({Shape{b, 2, s, 4}, Shape{b, 2, s, 4}, Shape{b, 2, s, 3}, Shape{s, s}}));
+  expectFusedMatchesUnfused(parseGraph(kTorchForm), calls, 5);
+}
+
+TEST(AttentionFusionDifferential, BareFormWithoutMaskOrScale) {
+  std::vector<InputSignature> calls;
+  for (auto [b, t] : {std::pair<int64_t, int64_t>{1, 1}, {2, 9}, {3, 2}})
+    calls.push_back(sig({Shape{b, 5, 4}, Shape{b, 4, t}, Shape{b, t, 2}}));
+  expectFusedMatchesUnfused(parseGraph(kBareForm), calls, 1);
+}
+
+TEST(AttentionFusionDifferential, TransformerBlockWithCausalMask) {
+  // examples/transformer_block.gbx: a division by 2 and trilu's causal -inf mask; the transpose
+  // of k keeps the heads' split (4 kernels fewer per call: matmul, div, add, softmax, matmul
+  // become one).
+  const Graph g = loadGraph(std::string(GEARBOX_SOURCE_DIR) + "/examples/transformer_block.gbx");
+  expectFusedMatchesUnfused(g, {{Shape{2, 7}}, {Shape{1, 1}}, {Shape{3, 5}}}, 4);
+}
+
+// ---- CLI --------------------------------------------------------------------------------------
+
+int runShell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(AttentionFusionCli, DisablePassRunsTheUnfusedGraphAndSaysSo) {
+  testing_util::TempDir dir;
+  const std::string model = std::string(GEARBOX_SOURCE_DIR) + "/examples/transformer_block";
+  const std::string base = std::string(GEARBOX_BINARY) + " run '" + model + ".gbx' --trace '" +
+                           model + ".trace.jsonl' -q --mode eager";
+  ASSERT_EQ(runShell(base + " --json '" + dir.file("on.json") + "' > /dev/null"), 0);
+  ASSERT_EQ(runShell(base + " --disable-pass fuse-attention --json '" + dir.file("off.json") +
+                     "' > /dev/null"),
+            0);
+  const auto on = nlohmann::json::parse(readFile(dir.file("on.json")));
+  const auto off = nlohmann::json::parse(readFile(dir.file("off.json")));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(on));
+  EXPECT_TRUE(testing_util::conformsToReportSchema(off));
+  // (The scale constant 2 is still read by the gate's pow, so no dce follows.)
+  EXPECT_EQ(on["passes_fired"], nlohmann::json::array({"fuse-attention"}));
+  EXPECT_EQ(off["passes_fired"], nlohmann::json::array());
+  EXPECT_FALSE(on["config"].contains("disabled_passes"));
+  EXPECT_EQ(off["config"]["disabled_passes"], nlohmann::json::array({"fuse-attention"}));
+  const auto& a = on["per_iteration"];
+  const auto& b = off["per_iteration"];
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i]["launches"].get<int64_t>() + 4, b[i]["launches"].get<int64_t>()) << i;
+
+  // An unknown pass is bad input: exit 2, naming it and the passes there are.
+  const std::string err = dir.file("err.txt");
+  EXPECT_EQ(runShell(base + " --disable-pass fuse-attn > '" + err + "' 2>&1"), 2);
+  EXPECT_NE(readFile(err).find("unknown pass 'fuse-attn' to disable"), std::string::npos)
+      << readFile(err);
+}
+
+}  // namespace
+}  // namespace gearbox
