@@ -484,9 +484,10 @@ bool AttentionFusion::run(Graph& g) {
         s = b;
       }
       const double value = c ? (sc->kind == OpKind::kDiv ? 1.0 / *c : *c) : 0.0;
-      // A constant that would broadcast the scores up is no scale of them; a division by 0 is
-      // no finite scale.
-      if (c && std::isfinite(value) && g.values[s].type.shape == scores) {
+      // A constant that would broadcast the scores up is no scale of them; a division by 0 (or
+      // by a denormal, whose reciprocal overflows an f32) is no finite scale.
+      const double f32Overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+      if (c && std::fabs(value) < f32Overflow && g.values[s].type.shape == scores) {
         scale = value;
         scaleText = fmt::format("{} {}", opTextName(sc->kind), formatAttrFloat(*c));
         chain.push_back(g.values[x].producer);

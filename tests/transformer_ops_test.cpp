@@ -115,6 +115,13 @@ TEST(TransformerOps, ErrorsNameOpInputDimAndAttribute) {
             std::string::npos);
   // FLT_MAX as the importer spells it (the shortest f32 text, above FLT_MAX as a double).
   EXPECT_EQ(typeOf("%x: f32[2, 3]", "layer_norm(%x, epsilon=3.4028235e38)"), "f32[2, 3]");
+  // attention multiplies by scale as an f32: the same cut-off, for either sign.
+  EXPECT_EQ(shapeError("%x: f32[2, 3]", "attention(%x, %x, %x, scale=-1e300)"),
+            "m.gbx:2: op %y = attention: attribute scale is -1e+300; it must be finite as an f32 "
+            "(magnitude at most 3.4028235e+38)");
+  EXPECT_NE(shapeError("%x: f32[2, 3]", "attention(%x, %x, %x, scale=inf)").find("scale is inf"),
+            std::string::npos);
+  EXPECT_EQ(typeOf("%x: f32[2, 3]", "attention(%x, %x, %x, scale=-3.4028235e38)"), "f32[2, 3]");
   EXPECT_EQ(shapeError("%x: f32[2, 3]", "softmax(%x, axis=2)"),
             "m.gbx:2: op %y = softmax: attribute axis: axis 2 is out of range for input 0 (%x) of "
             "rank 2 (expected [-2, 1])");

@@ -6,6 +6,7 @@
 // padding mask [B, 1, 1, S_k]), out [..., S_q, D_v]. f32 only, like softmax. The compiler's
 // fuse-attention pass writes it (compiler/passes.h); it is accepted in text too.
 #include <cmath>
+#include <limits>
 
 #include "graph/ops/common.h"
 
@@ -19,10 +20,13 @@ TensorType inferAttention(const InferContext& ctx) {
     if (ctx.inputs[i].dtype != DType::kF32)
       fail(ErrorKind::kShape, "{}: {} is {}; attention takes f32", ctx.where(),
            ops::inputLabel(ctx, i), dtypeName(ctx.inputs[i].dtype));
+  // The kernels multiply by scale as an f32: a double that rounds to inf there (1e300) would
+  // make every score inf. Magnitudes below FLT_MAX + half its ulp round to a finite f32.
   const double scale = ctx.attrs.f(attr::Attention::scale);
-  if (!std::isfinite(scale))
-    fail(ErrorKind::kShape, "{}: attribute scale is {}; it must be finite", ctx.where(),
-         formatAttrFloat(scale));
+  if (!(std::fabs(scale) < std::ldexp(1.0, 128) - std::ldexp(1.0, 103)))
+    fail(ErrorKind::kShape,
+         "{}: attribute scale is {}; it must be finite as an f32 (magnitude at most {})",
+         ctx.where(), formatAttrFloat(scale), std::numeric_limits<float>::max());
   const Shape& q = ctx.inputs[0].shape;
   const Shape& k = ctx.inputs[1].shape;
   const Shape& v = ctx.inputs[2].shape;
