@@ -25,7 +25,9 @@
 
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside its AVX-512 intrinsics when they
 // are inlined from Eigen's GEMM kernels.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <fmt/format.h>
 
 #include <Eigen/Core>

@@ -133,9 +133,10 @@ namespace attr {
 #define GEARBOX_DEF(name, type, ...) name
 #define GEARBOX_OPT(name, type) name
 #define GEARBOX_ATTR_LIST(...) __VA_ARGS__
+// A named enum: an op without attributes has an empty one, which clang warns about unnamed.
 #define GEARBOX_OP(e, text, kernel, minIn, maxIn, attrList, index) \
   namespace e {                                                    \
-  enum : int { GEARBOX_ATTR_LIST attrList };                       \
+  enum Slot : int { GEARBOX_ATTR_LIST attrList };                  \
   }
 #include "graph/ops.def"
 #undef GEARBOX_OP

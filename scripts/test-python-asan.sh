@@ -20,10 +20,16 @@ if [ ! -d "$build/python/gearbox" ]; then
   echo "test-python-asan: $build/python/gearbox is missing: run scripts/build.sh asan" >&2
   exit 1
 fi
-asan=$(g++ -print-file-name=libasan.so)
-ubsan=$(g++ -print-file-name=libubsan.so)
-for lib in "$asan" "$ubsan"; do
-  [ -e "$lib" ] || { echo "test-python-asan: no $lib (gcc's sanitizer runtimes)" >&2; exit 1; }
+# The runtime of the compiler that built the tree: clang's shared ASan runtime holds UBSan's
+# handlers and the coverage hooks of GEARBOX_FUZZ (scripts/build.sh asan); GCC's are two.
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+if "$cxx" --version | grep -q clang; then
+  preload=("$("$cxx" -print-runtime-dir)/libclang_rt.asan-x86_64.so")
+else
+  preload=("$(g++ -print-file-name=libasan.so)" "$(g++ -print-file-name=libubsan.so)")
+fi
+for lib in "${preload[@]}"; do
+  [ -e "$lib" ] || { echo "test-python-asan: no $lib ($cxx's sanitizer runtime)" >&2; exit 1; }
 done
 py=/usr/bin/python3  # Debian's interpreter: numpy, pytest, onnx, hypothesis live there
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:detect_odr_violation=0
@@ -31,7 +37,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 set +e
 # Arguments (test files, -k, -x, --durations=N) replace the default selection, tests/python.
 if [ $# -eq 0 ]; then set -- tests/python; fi
-LD_PRELOAD="$asan:$ubsan" PYTHONPATH="$PWD/$build/python" GEARBOX_BUILD_DIR="$PWD/$build" \
+LD_PRELOAD="$(IFS=:; echo "${preload[*]}")" PYTHONPATH="$PWD/$build/python" GEARBOX_BUILD_DIR="$PWD/$build" \
   "$py" -m pytest -q -p no:cacheprovider --ignore=tests/python/test_html_report.py "$@"
 rc=$?
 set -e

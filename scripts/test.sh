@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, command 2: install what is missing, build, and run every test: Release, then
-# Debug with AddressSanitizer + UndefinedBehaviorSanitizer, then the tests that touch threads
-# under ThreadSanitizer, then the fuzz harnesses (corpus + crash replay and a short smoke).
+# AddressSanitizer + UndefinedBehaviorSanitizer (clang, Debug asserts at -O1), then the tests that
+# touch threads under ThreadSanitizer, then the fuzz harnesses (corpus + crash replay and a short
+# smoke), which the ASan build has already built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each stage's header says how long the run has taken so far: CI's budget is 45 minutes on two

@@ -80,7 +80,8 @@ TEST(Isa, OverrideLowersTheActiveIsaAndRestoresIt) {
   EXPECT_EQ(availableIsas().front(), Isa::kBaseline);
   EXPECT_EQ(availableIsas().back(), detectedIsa());
   if (detectedIsa() < Isa::kAvx512) {
-    EXPECT_THROW(ScopedIsaOverride(Isa::kAvx512), Error);
+    // A cast, not a declaration: `ScopedIsaOverride(Isa::kAvx512);` would declare a variable.
+    EXPECT_THROW((void)ScopedIsaOverride(Isa::kAvx512), Error);
   }
 }
 
@@ -218,11 +219,12 @@ TEST(IsaGemm, EveryPathThisMachineHasMatchesThePlainLoop) {
     ScopedIsaOverride forced(isa);
     for (const GemmShape& s : gemmShapes())
       for (const auto& [name, bl] : blockingsFor(isa, s))
-        checkGemm(
-            s, fmt::format("{} {}", isaName(isa), name),
-            [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-              kernels::gemmF32(isa, bl, a, lda, b, ldb, c, ldc, s.m, s.n, s.k);
-            });
+        checkGemm(s, fmt::format("{} {}", isaName(isa), name),
+                  // An init-capture: clang before 16 cannot capture a structured binding.
+                  [&, blocking = bl](const float* a, int64_t lda, const float* b, int64_t ldb,
+                                     float* c, int64_t ldc) {
+                    kernels::gemmF32(isa, blocking, a, lda, b, ldb, c, ldc, s.m, s.n, s.k);
+                  });
   }
 }
 
@@ -233,12 +235,12 @@ TEST(IsaGemm, Avx512LogicOnAvx2MatchesThePlainLoop) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
   for (const GemmShape& s : gemmShapes())
     for (const auto& [name, bl] : blockingsFor(Isa::kAvx512, s))
-      checkGemm(
-          s, "avx512 logic " + name,
-          [&](const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-            ASSERT_TRUE(
-                kernels::gemmF32Avx512LogicOnAvx2(bl, a, lda, b, ldb, c, ldc, s.m, s.n, s.k));
-          });
+      checkGemm(s, "avx512 logic " + name,
+                [&, blocking = bl](const float* a, int64_t lda, const float* b, int64_t ldb,
+                                   float* c, int64_t ldc) {
+                  ASSERT_TRUE(kernels::gemmF32Avx512LogicOnAvx2(blocking, a, lda, b, ldb, c, ldc,
+                                                                s.m, s.n, s.k));
+                });
 }
 
 TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {

@@ -85,7 +85,7 @@ TEST(RecompilePolicy, DeclaredDynamicAndMarks) {
 
 TEST(RecompilePolicy, LimitCompilesThenFallsBackWarningOnce) {
   RecompilePolicy p(2, OnRecompileLimit::kFallback);
-  const MissDescription miss{"input 'x' size mismatch at dim 0: expected 2, actual 3", {}};
+  const MissDescription miss{"input 'x' size mismatch at dim 0: expected 2, actual 3", {}, {}};
   EXPECT_EQ(p.onMiss(0, miss).action, MissAction::kCompile);
   EXPECT_EQ(p.onMiss(1, miss).action, MissAction::kCompile);
   const MissDecision d = p.onMiss(2, miss);
@@ -98,7 +98,7 @@ TEST(RecompilePolicy, LimitCompilesThenFallsBackWarningOnce) {
 }
 
 TEST(RecompilePolicy, LimitErrorAndUnlimited) {
-  const MissDescription miss{"input 'x' size mismatch at dim 0: expected 2, actual 3", {}};
+  const MissDescription miss{"input 'x' size mismatch at dim 0: expected 2, actual 3", {}, {}};
   RecompilePolicy error(1, OnRecompileLimit::kError);
   EXPECT_EQ(error.onMiss(0, miss).action, MissAction::kCompile);
   try {

@@ -166,7 +166,7 @@ TEST(SizeSweep, ExactCountersPerSizeInEveryMode) {
   const auto j = sweepReport("x:1:1:12", "", nullptr, R"({"x": {"0": [4, 8, 12]}})");
   EXPECT_EQ(j.at("sweep").at("modes").size(), modeTable().size());
   const auto& sw = j.at("sweep");
-  EXPECT_EQ(sw.at("sizes"), nlohmann::json::parse("[1,2,3,4,5,6,7,8,9,10,11,12]"));
+  EXPECT_EQ(sw.at("sizes"), nlohmann::ordered_json::parse("[1,2,3,4,5,6,7,8,9,10,11,12]"));
   EXPECT_EQ(j.at("trace"), "--sweep-dim x:1:1:12");
   const auto& modes = sw.at("modes");
   const std::vector<bool> first8 = {true, true, true,  true,  true,  true,

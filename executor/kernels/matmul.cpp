@@ -11,7 +11,9 @@
 
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside its own AVX-512 intrinsics when
 // they are inlined from Eigen's GEMM kernels (a known GCC issue); they would bury real warnings.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Core>
 
 #include "executor/kernels/common.h"

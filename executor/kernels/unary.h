@@ -10,7 +10,9 @@
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside its own vector intrinsics when
 // they are inlined from Eigen (matmul.cpp says the same).
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 #pragma GCC diagnostic pop
