@@ -27,17 +27,21 @@ case "$flavour" in
           -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=ON) ;;
   # Flags rather than a CMake option: the top-level CMakeLists stays as it is, and -O1 keeps the
   # TSan run of the threaded tests short; -g1 (line tables) is all TSan's reports print.
-  tsan) dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF
+  # clang, as for asan: it compiles this code faster than GCC at -O1.
+  tsan) dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_COMPILER=$(command -v clang++ || echo clang++)"
+          -DGEARBOX_BUILD_BENCH=OFF -DGEARBOX_BUILD_PYTHON=OFF
           -DGEARBOX_NATIVE=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1 -g1 -fno-omit-frame-pointer -DGEARBOX_STD_THREADS"
           "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread $ld" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1") ;;
   *) echo "usage: scripts/build.sh release|asan|tsan" >&2; exit 2 ;;
 esac
 args+=("-DCMAKE_SHARED_LINKER_FLAGS=$ld" "-DCMAKE_MODULE_LINKER_FLAGS=$ld")
 [ "$flavour" = tsan ] || args+=("-DCMAKE_EXE_LINKER_FLAGS=$ld")
-# ccache, when installed (and not disabled), makes rebuilds in several work trees cheap; CI has
-# none and needs none. ccache does not cache compiles that use a precompiled header, so a ccache
-# build goes without them (GEARBOX_PCH); without ccache the test binaries precompile theirs.
-if command -v ccache >/dev/null 2>&1 && [ "${CCACHE_DISABLE:-0}" = 0 ]; then
+# ccache, when installed (and not disabled), makes rebuilds in several work trees cheap. CI
+# (CI=true) goes without it even where a developer installed it on the machine: CI builds a
+# fresh clone in a new folder, so every compile misses (the include paths differ), and ccache
+# does not cache compiles that use a precompiled header, so a ccache build goes without them
+# (GEARBOX_PCH) -- stop 31's CI paid both. Without ccache the test binaries precompile theirs.
+if command -v ccache >/dev/null 2>&1 && [ "${CCACHE_DISABLE:-0}" = 0 ] && [ "${CI:-}" != true ]; then
   args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGEARBOX_PCH=OFF)
 else
   args+=(-DGEARBOX_PCH=ON)

@@ -14,7 +14,38 @@ build=${1:-build}
 jobs=${GEARBOX_JOBS:-$(nproc)}
 py=/usr/bin/python3  # Debian's interpreter: python3-numpy, -pytest and -onnx live there
 tmp=$(mktemp -d /tmp/gearbox-package.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+# A failing step stops the background shared build (below) before the temporary files go.
+trap '[ -n "${shared_pid:-}" ] && kill "$shared_pid" 2>/dev/null; wait; rm -rf "$tmp"' EXIT
+
+# The shared-library build (step 4) compiles in the background while pytest, which keeps one
+# core busy, and the static checks run: CI's time budget (scripts/test.sh).
+shared=${GEARBOX_TEST_SHARED:-1}
+shared_pid=""
+if [ "$shared" != 0 ]; then
+  launcher=()
+  # ccache as in scripts/build.sh: not in CI, where every compile of a fresh clone misses.
+  if command -v ccache >/dev/null 2>&1 && [ "${CCACHE_DISABLE:-0}" = 0 ] && [ "${CI:-}" != true ]; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  # Compiled at -O0 by clang: this build checks what is installed and how a consumer links and
+  # runs against it, not speed (the Release build above is the same code at -O3, by GCC), and
+  # clang compiles this code at -O0 faster. Linked with lld when installed, as
+  # scripts/build.sh does. The consumer is built by the default compiler.
+  ld=""
+  if command -v ld.lld >/dev/null 2>&1; then ld=-fuse-ld=lld; fi
+  # A build-shared/ that GCC configured (before this build was clang's) starts again.
+  if [ -f build-shared/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang' build-shared/CMakeCache.txt; then
+    rm -rf build-shared
+  fi
+  cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" \
+    "-DCMAKE_CXX_COMPILER=$(command -v clang++ || echo clang++)" \
+    -DBUILD_SHARED_LIBS=ON -DGEARBOX_BUILD_TESTS=OFF -DGEARBOX_BUILD_BENCH=OFF \
+    -DGEARBOX_BUILD_PYTHON=OFF "-DCMAKE_SHARED_LINKER_FLAGS=$ld" "-DCMAKE_EXE_LINKER_FLAGS=$ld" \
+    "${launcher[@]}" >/dev/null
+  # The compiler's output goes to a log, shown only when the build fails.
+  cmake --build build-shared --target gearbox -j "$jobs" >"$tmp/shared-build.log" 2>&1 &
+  shared_pid=$!
+fi
 
 echo "== package: pytest (tests/python) =="
 set +e
@@ -55,21 +86,12 @@ check_consumer "$tmp/static" static
 PYTHONPATH="$tmp/static/lib/gearbox/python" "$py" -c \
   'import gearbox; print("installed python module: gearbox", gearbox.__version__)'
 
-if [ "${GEARBOX_TEST_SHARED:-1}" != 0 ]; then
+if [ "$shared" != 0 ]; then
   echo "== package: BUILD_SHARED_LIBS=ON, install and the out-of-tree consumer =="
-  launcher=()
-  if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  # Compiled at -O0: this build checks what is installed and how a consumer links and runs
-  # against it, not speed (the Release build above is the same code at -O3), and -O3 made it
-  # 12 of CI's minutes. Linked with lld when installed, as scripts/build.sh does.
-  ld=""
-  if command -v ld.lld >/dev/null 2>&1; then ld=-fuse-ld=lld; fi
-  cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" \
-    -DBUILD_SHARED_LIBS=ON -DGEARBOX_BUILD_TESTS=OFF -DGEARBOX_BUILD_BENCH=OFF \
-    -DGEARBOX_BUILD_PYTHON=OFF "-DCMAKE_SHARED_LINKER_FLAGS=$ld" "-DCMAKE_EXE_LINKER_FLAGS=$ld" \
-    "${launcher[@]}" >/dev/null
-  # The compiler's output goes to a log, shown only when the build fails.
-  if ! cmake --build build-shared --target gearbox -j "$jobs" >"$tmp/shared-build.log" 2>&1; then
+  rc=0
+  wait "$shared_pid" || rc=$?
+  shared_pid=""
+  if [ $rc -ne 0 ]; then
     cat "$tmp/shared-build.log" >&2
     exit 1
   fi

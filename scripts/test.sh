@@ -41,8 +41,15 @@ for flavour in release asan; do
   # The pytest suite against the ASan + UBSan module (issue 22), without the torchvision model
   # runs of test_import_models.py (minutes each in a Debug + ASan build; run them with
   # `bash scripts/test-python-asan.sh`, every file, when the budget allows).
+  # The ThreadSanitizer build (below) compiles in the background meanwhile: pytest keeps one
+  # core busy, the build takes the other and the idle gaps (CI's time budget). Its output goes
+  # to a log, shown when it fails.
   if [ "$flavour" = asan ]; then
-    stage "pytest against the ASan + UBSan module"
+    stage "pytest against the ASan + UBSan module (the tsan build in the background)"
+    tsan_log=$(mktemp /tmp/gearbox-tsan-build.XXXXXX)
+    bash scripts/build.sh tsan >"$tsan_log" 2>&1 &
+    tsan_pid=$!
+    trap 'kill "$tsan_pid" 2>/dev/null || true' EXIT
     bash scripts/test-python-asan.sh build-asan --ignore=tests/python/test_import_models.py tests/python
   fi
 done
@@ -50,8 +57,13 @@ done
 # lookups, the stream device, kernel_meta, sessions in every mode, the parallel gear compile and
 # the bundle precompile). The tsan build runs gearbox's parallelFor on std::threads, not oneTBB:
 # Debian's libtbb is not built with TSan (compiler/parallel_for.h, docs/hardening.md).
-stage "gearbox tests: tsan"
-bash scripts/build.sh tsan
+stage "gearbox tests: tsan (waiting for its build)"
+rc=0
+wait "$tsan_pid" || rc=$?
+trap - EXIT
+if [ $rc -ne 0 ]; then cat "$tsan_log" >&2; echo "tsan build failed" >&2; exit 1; fi
+tail -n 1 "$tsan_log"
+rm -f "$tsan_log"
 stage "gearbox tests: tsan built, running the thread tests"
 tsan_filter=${TSAN_TEST_FILTER:-KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}
 # The TSan binary holds only some test files (tests/CMakeLists.txt, THREAD_TEST_SRC): the filter

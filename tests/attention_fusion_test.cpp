@@ -5,14 +5,17 @@
 // 1 and odd, with and without a mask -- plus the exact eager launch counts per call that the
 // fusion saves. Kept small: every case also runs under ASan.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
+#include "cli_util.h"
 #include "compiler/passes.h"
+#include "executor/modes/geared.h"
 #include "executor/modes/mode_table.h"
 #include "executor/session.h"
 #include "graph/error.h"
@@ -240,13 +243,39 @@ TEST(AttentionFusion, DisablePassKeepsTheChainAndUnknownNamesAreConfigErrors) {
 void expectFusedMatchesUnfused(const Graph& g, const std::vector<InputSignature>& calls,
                                int64_t saved) {
   for (const ModeInfo& info : modeTable()) {
-    if (info.needsGears) continue;
     const Mode m = info.mode;
     SCOPED_TRACE(modeName(m));
     SessionOptions fusedOptions, plainOptions;
     fusedOptions.mode = plainOptions.mode = m;
+    if (info.needsGears)
+      gearOptions(fusedOptions).merge = gearOptions(plainOptions).merge = MergePolicy::kProduct;
     plainOptions.disabledPasses = {"fuse-attention"};
     Session fused(g, fusedOptions), plain(g, plainOptions);
+    // Modes with gears: every size the calls use, on the first dim of each symbol (the dims that
+    // share it follow), product-merged, so every call is a gear: the fused gear plans against
+    // the unfused ones and the reference.
+    if (info.needsGears) {
+      std::set<int64_t> symbols;  // geared already, on an earlier input or dim
+      std::map<std::string, DimGearList> gears;
+      for (size_t i = 0; i < g.inputs.size(); ++i) {
+        const Value& in = g.values[g.inputs[i]];
+        for (size_t d = 0; d < static_cast<size_t>(in.type.shape.rank()); ++d) {
+          const int64_t dim = in.type.shape[d];
+          if (isStaticDim(dim) || !symbols.insert(dim).second) continue;
+          std::vector<int64_t> sizes;
+          for (const InputSignature& c : calls)
+            if (std::find(sizes.begin(), sizes.end(), c[i][d]) == sizes.end())
+              sizes.push_back(c[i][d]);
+          gears[in.name].push_back({int(d), sizes});
+        }
+      }
+      for (const auto& [name, list] : gears) {
+        set_dim_gears(fused, name, list);
+        set_dim_gears(plain, name, list);
+      }
+      compileGears(fused, calls.front());
+      compileGears(plain, calls.front());
+    }
     ASSERT_GE(countKind(fused.graph(), OpKind::kAttention), 1);
     ASSERT_EQ(countKind(plain.graph(), OpKind::kAttention), 0);
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -259,6 +288,12 @@ void expectFusedMatchesUnfused(const Graph& g, const std::vector<InputSignature>
         // f32 GEMMs and softmax against the reference's loops: rounding, not bits.
         EXPECT_LE(maxAbsDiff(a[k], want[k]), 1e-4) << "output " << k;
         EXPECT_LE(maxAbsDiff(a[k], b[k]), 1e-4) << "output " << k;
+      }
+      if (info.needsGears) {
+        // A gear ran each call, exactly (no pad, no fallback).
+        EXPECT_GE(gearedCall(fused.history().back()).gear, 0);
+        EXPECT_GE(gearedCall(plain.history().back()).gear, 0);
+        EXPECT_FALSE(gearedCall(fused.history().back()).padded);
       }
       if (m == Mode::kEager) {
         EXPECT_EQ(fused.history().back().launches + saved, plain.history().back().launches);
@@ -296,11 +331,6 @@ TEST(AttentionFusionDifferential, TransformerBlockWithCausalMask) {
 
 // ---- CLI --------------------------------------------------------------------------------------
 
-int runShell(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-}
-
 std::string readFile(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
@@ -311,12 +341,16 @@ std::string readFile(const std::string& path) {
 TEST(AttentionFusionCli, DisablePassRunsTheUnfusedGraphAndSaysSo) {
   testing_util::TempDir dir;
   const std::string model = std::string(GEARBOX_SOURCE_DIR) + "/examples/transformer_block";
-  const std::string base = std::string(GEARBOX_BINARY) + " run '" + model + ".gbx' --trace '" +
-                           model + ".trace.jsonl' -q --mode eager";
-  ASSERT_EQ(runShell(base + " --json '" + dir.file("on.json") + "' > /dev/null"), 0);
-  ASSERT_EQ(runShell(base + " --disable-pass fuse-attention --json '" + dir.file("off.json") +
-                     "' > /dev/null"),
-            0);
+  using testing_util::runBounded;
+  using testing_util::shellQuote;
+  const std::string base = "run " + shellQuote(model + ".gbx") + " --trace " +
+                           shellQuote(model + ".trace.jsonl") + " -q --mode eager";
+  // Bounded (timeout(1)): a hung CLI fails the test instead of the suite's time limit.
+  const auto runOn = runBounded(base + " --json " + shellQuote(dir.file("on.json")));
+  ASSERT_EQ(runOn.exitCode, 0) << runOn.output;
+  const auto runOff = runBounded(base + " --disable-pass fuse-attention --json " +
+                                 shellQuote(dir.file("off.json")));
+  ASSERT_EQ(runOff.exitCode, 0) << runOff.output;
   const auto on = nlohmann::json::parse(readFile(dir.file("on.json")));
   const auto off = nlohmann::json::parse(readFile(dir.file("off.json")));
   EXPECT_TRUE(testing_util::conformsToReportSchema(on));
@@ -333,10 +367,10 @@ TEST(AttentionFusionCli, DisablePassRunsTheUnfusedGraphAndSaysSo) {
     EXPECT_EQ(a[i]["launches"].get<int64_t>() + 4, b[i]["launches"].get<int64_t>()) << i;
 
   // An unknown pass is bad input: exit 2, naming it and the passes there are.
-  const std::string err = dir.file("err.txt");
-  EXPECT_EQ(runShell(base + " --disable-pass fuse-attn > '" + err + "' 2>&1"), 2);
-  EXPECT_NE(readFile(err).find("unknown pass 'fuse-attn' to disable"), std::string::npos)
-      << readFile(err);
+  const auto bad = runBounded(base + " --disable-pass fuse-attn");
+  EXPECT_EQ(bad.exitCode, 2) << bad.output;
+  EXPECT_NE(bad.output.find("unknown pass 'fuse-attn' to disable"), std::string::npos)
+      << bad.output;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // q_block k^T on the per-ISA GEMM, scale + mask + softmax per row in place, out_block = P v on
 // the GEMM again (executor/kernels/attention.cpp). The compile step sizes the block so its
 // scores stay cache-resident and decides both GEMMs' blocking for it.
+#include "compiler/ops/gemm_params.h"
 #include "compiler/ops/op_hooks.h"
 
 namespace gearbox::ops {
@@ -141,13 +142,9 @@ void paramsToJsonAttention(const KernelSpec& spec, Json& j) {
   j["mask_row_stride"] = p.maskRowStride;
   j["mask_col_stride"] = p.maskColStride;
   j["row_block"] = p.rowBlock;
-  j["isa"] = isaName(p.isa);
-  for (const auto& [prefix, g] : {std::pair{"qk_", &p.qk}, std::pair{"pv_", &p.pv}}) {
-    j[std::string(prefix) + "gemm_path"] = gemmPathName(g->path);
-    j[std::string(prefix) + "kc"] = g->kc;
-    j[std::string(prefix) + "mc"] = g->mc;
-    j[std::string(prefix) + "nc"] = g->nc;
-  }
+  ops::isaToJson(p.isa, j);
+  ops::gemmToJson(p.qk, "qk_", j);
+  ops::gemmToJson(p.pv, "pv_", j);
 }
 
 void paramsFromJsonAttention(const Json& j, KernelSpec& spec) {
@@ -164,20 +161,9 @@ void paramsFromJsonAttention(const Json& j, KernelSpec& spec) {
   p.maskRowStride = getInt(j, "mask_row_stride", where, io);
   p.maskColStride = getInt(j, "mask_col_stride", where, io);
   p.rowBlock = getInt(j, "row_block", where, io);
-  const std::string isa = getString(j, "isa", where, io);
-  const auto parsedIsa = parseIsa(isa);
-  if (!parsedIsa) fail(io, "field '{}.isa': unknown ISA '{}'", where, isa);
-  p.isa = *parsedIsa;
-  for (const auto& [prefix, g] : {std::pair{"qk_", &p.qk}, std::pair{"pv_", &p.pv}}) {
-    const std::string path = getString(j, (std::string(prefix) + "gemm_path").c_str(), where, io);
-    const auto parsedPath = parseGemmPath(path);
-    if (!parsedPath)
-      fail(io, "field '{}.{}gemm_path': unknown GEMM path '{}'", where, prefix, path);
-    g->path = *parsedPath;
-    g->kc = getInt(j, (std::string(prefix) + "kc").c_str(), where, io);
-    g->mc = getInt(j, (std::string(prefix) + "mc").c_str(), where, io);
-    g->nc = getInt(j, (std::string(prefix) + "nc").c_str(), where, io);
-  }
+  p.isa = ops::isaFromJson(j);
+  p.qk = ops::gemmFromJson(j, "qk_");
+  p.pv = ops::gemmFromJson(j, "pv_");
   spec.params = std::move(p);
 }
 

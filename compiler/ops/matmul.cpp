@@ -3,6 +3,7 @@
 // dropped from the output; the memory layout is the same, so the kernel is unchanged.
 #include <fmt/format.h>
 
+#include "compiler/ops/gemm_params.h"
 #include "compiler/ops/op_hooks.h"
 
 namespace gearbox::ops {
@@ -159,11 +160,8 @@ void paramsToJsonMatMul(const KernelSpec& spec, Json& p) {
   p["b_offsets"] = v.bOffsets;
   p["rows_per_task"] = v.rowsPerTask;
   p["cols_per_task"] = v.colsPerTask;
-  p["isa"] = isaName(v.isa);
-  p["gemm_path"] = gemmPathName(v.gemm.path);
-  p["kc"] = v.gemm.kc;
-  p["mc"] = v.gemm.mc;
-  p["nc"] = v.gemm.nc;
+  ops::isaToJson(v.isa, p);
+  ops::gemmToJson(v.gemm, "", p);
 }
 
 void paramsFromJsonMatMul(const Json& p, KernelSpec& spec) {
@@ -178,17 +176,8 @@ void paramsFromJsonMatMul(const Json& p, KernelSpec& spec) {
   m.bOffsets = getIntArray(p, "b_offsets", where, io);
   m.rowsPerTask = getInt(p, "rows_per_task", where, io);
   m.colsPerTask = getInt(p, "cols_per_task", where, io);
-  const std::string isa = getString(p, "isa", where, io);
-  const auto parsedIsa = parseIsa(isa);
-  if (!parsedIsa) fail(io, "field '{}.isa': unknown ISA '{}'", where, isa);
-  m.isa = *parsedIsa;
-  const std::string path = getString(p, "gemm_path", where, io);
-  const auto parsedPath = parseGemmPath(path);
-  if (!parsedPath) fail(io, "field '{}.gemm_path': unknown GEMM path '{}'", where, path);
-  m.gemm.path = *parsedPath;
-  m.gemm.kc = getInt(p, "kc", where, io);
-  m.gemm.mc = getInt(p, "mc", where, io);
-  m.gemm.nc = getInt(p, "nc", where, io);
+  m.isa = ops::isaFromJson(p);
+  m.gemm = ops::gemmFromJson(p, "");
   spec.params = std::move(m);
 }
 
