@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -16,12 +17,110 @@
 namespace gearbox {
 namespace {
 
-// What is known about one dim of one value: padded or not, from which input dim, and whether
-// the padded positions still hold the zeros the pad wrote.
+// What the padded positions of one value hold, for one padded dim d: the positions where d is
+// in its padded range and every other dim in its real range (the ones an op reducing over d
+// mixes into real results). Positions padded in two dims are not followed; like everything
+// derived from the pad's zeros they are taken to be finite unless an op could make them
+// otherwise (x / 0, sqrt(-1), a -inf mask). Overflow of finite values is not modelled.
+enum class Fill : uint8_t {
+  kConst,   // exactly `c` (the pad writes 0; the padding of a constant expression stays known)
+  kMasked,  // a finite value plus an additive key mask <= kMaskFloor: softmax gives it 0
+  kFinite,  // unknown but finite
+  kAny,     // unknown, maybe inf or NaN
+};
+
+// The largest additive mask value that hides a key: BERT's extended attention mask is -10000,
+// Hugging Face's finfo(f32).min, others -inf. exp(x) is 0 in f32 below about -103.97, so with
+// -10000 a masked key's softmax weight is exactly 0 while the real scores of a row span less
+// than ~9,896 -- the same assumption the model makes when it masks padding inside a batch.
+constexpr double kMaskFloor = -1e4;
+
+struct Held {
+  Fill fill = Fill::kConst;
+  double c = 0;
+  static Held constant(double v) { return std::isnan(v) ? any() : Held{Fill::kConst, v}; }
+  static Held masked() { return Held{Fill::kMasked, 0}; }
+  static Held finite() { return Held{Fill::kFinite, 0}; }
+  static Held any() { return Held{Fill::kAny, 0}; }
+  bool zero() const { return fill == Fill::kConst && c == 0; }
+  // Scores a key mask hides: softmax gives them weight 0.
+  bool hidden() const { return fill == Fill::kMasked || (fill == Fill::kConst && c <= kMaskFloor); }
+  // A finite value: 0 * it adds nothing.
+  bool isFinite() const {
+    return fill == Fill::kFinite || (fill == Fill::kConst && std::isfinite(c));
+  }
+  // What a finite function of it is: finite unless it may already be inf or NaN.
+  Held finiteOf() const { return isFinite() ? finite() : any(); }
+};
+
+// The rules of each fill under the elementwise ops (a side that is not padded there passes
+// what it is known to hold: a uniform constant, or finite real values).
+Held addHeld(Held a, Held b) {
+  if (a.fill == Fill::kConst && b.fill == Fill::kConst) return Held::constant(a.c + b.c);
+  // A mask added to finite scores (or another mask) still hides the key.
+  if ((a.hidden() && (b.isFinite() || b.hidden())) || (b.hidden() && a.isFinite()))
+    return Held::masked();
+  return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
+}
+Held negHeld(Held a) {
+  if (a.fill == Fill::kConst) return Held::constant(-a.c);
+  return a.fill == Fill::kFinite ? a : Held::any();
+}
+Held mulHeld(Held a, Held b) {
+  if (a.fill == Fill::kConst && b.fill == Fill::kConst) return Held::constant(a.c * b.c);
+  if ((a.zero() && b.isFinite()) || (b.zero() && a.isFinite())) return Held::constant(0);
+  // A mask scaled by at least 1 still hides (BERT's (1 - mask) * -10000 is a const path).
+  if ((a.fill == Fill::kMasked && b.fill == Fill::kConst && b.c >= 1) ||
+      (b.fill == Fill::kMasked && a.fill == Fill::kConst && a.c >= 1))
+    return Held::masked();
+  return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
+}
+Held divHeld(Held a, Held b) {
+  const bool byConst = b.fill == Fill::kConst && b.c != 0 && std::isfinite(b.c);
+  if (a.fill == Fill::kConst && byConst) return Held::constant(a.c / b.c);
+  if (byConst && a.fill == Fill::kFinite) return a;
+  if (byConst && a.fill == Fill::kMasked && b.c > 0 && b.c <= 1) return a;
+  return Held::any();  // x / 0 is inf or NaN
+}
+Held powHeld(Held a, Held b) {
+  if (a.fill == Fill::kConst && b.fill == Fill::kConst) return Held::constant(std::pow(a.c, b.c));
+  // A non-negative constant exponent keeps a finite base finite (0^0 = 1).
+  if (a.isFinite() && b.fill == Fill::kConst && b.c >= 0 && std::isfinite(b.c))
+    return Held::finite();
+  return Held::any();
+}
+// Where either may be picked (where, cat's inputs, pad's new positions).
+// A product summed over a dim (a matmul's batch slices and its M and N sides): zero when one
+// side is zero and the other finite.
+Held productHeld(Held a, Held b) {
+  if ((a.zero() && b.isFinite()) || (b.zero() && a.isFinite())) return Held::constant(0);
+  return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
+}
+std::string describe(const Held& h) {
+  switch (h.fill) {
+    case Fill::kConst: return h.c == 0 ? "zeros" : fmt::format("the constant {}", h.c);
+    case Fill::kMasked: return "masked scores";
+    case Fill::kFinite: return "finite values";
+    case Fill::kAny: return "values that may be inf or NaN";
+  }
+  return "";
+}
+Held subHeld(Held a, Held b) {
+  return addHeld(a, negHeld(b));
+}
+Held joinHeld(Held a, Held b) {
+  if (a.fill == Fill::kConst && b.fill == Fill::kConst && a.c == b.c) return a;
+  if (a.fill == Fill::kMasked && b.fill == Fill::kMasked) return a;
+  return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
+}
+
+// What is known about one dim of one value: padded or not, from which input dim, and what the
+// padded positions hold (the pad writes zeros).
 struct Tag {
   bool padded = false;
   InputDim origin;
-  bool zero = true;
+  Held held;
+  bool zero() const { return held.zero(); }
 };
 using Tags = std::array<Tag, kMaxRank>;
 
@@ -37,7 +136,7 @@ class Analyzer {
       if (p.dim < 0 || p.dim >= v.type.shape.rank())
         fail(ErrorKind::kGear, "cannot pad input '{}' dim {}: it has rank {}", v.name, p.dim,
              v.type.shape.rank());
-      tags_[g_.inputs[p.input]][p.dim] = Tag{true, p, true};
+      tags_[g_.inputs[p.input]][p.dim] = Tag{true, p, Held::constant(0)};
     }
     for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes.size()); ++n) visit(n);
     PaddingPlan plan;
@@ -70,11 +169,48 @@ class Analyzer {
     same_.emplace_back(a.origin, b.origin);
   }
 
+  // What a value holds where it is not padded but meets padded positions (a broadcast operand):
+  // its real values, known when it is a constant whose elements are all equal (BERT's
+  // `1 - mask` and `* -10000`), otherwise taken to be finite.
+  Held realHeld(ValueId v) const {
+    const Value& val = g_.value(v);
+    if (val.producer == kNoNode) return Held::finite();
+    const Node& p = g_.node(val.producer);
+    if (p.kind != OpKind::kConst || !p.constant || p.constant->empty()) return Held::finite();
+    const Tensor& t = *p.constant;
+    // Small constants only: a weight matrix is never uniform, and this runs per padded op.
+    constexpr int64_t kMaxScan = 4096;
+    if (t.numel() < 1 || t.numel() > kMaxScan) return Held::finite();
+    auto at = [&](int64_t i) -> double {
+      switch (t.dtype()) {
+        case DType::kF32: return t.as<float>()[i];
+        case DType::kI32: return t.as<int32_t>()[i];
+        case DType::kI64: return static_cast<double>(t.as<int64_t>()[i]);
+      }
+      return 0;
+    };
+    const double first = at(0);
+    for (int64_t i = 1; i < t.numel(); ++i)
+      if (!(at(i) == first)) return Held::finite();
+    return Held::constant(first);
+  }
+
+  // What `v` holds at dim `d` of a value of rank `r` it is broadcast into (right-aligned): its
+  // padding's fill where it is padded there, else its real values.
+  Held heldAt(ValueId v, int i, int r) const {
+    const int k = i - (r - rank(v));
+    if (k >= 0 && tags_[v][k].padded) return tags_[v][k].held;
+    return realHeld(v);
+  }
+
+  using Combine = Held (*)(Held, Held);
+
   // NumPy broadcasting of two padded-dim rows, right-aligned (add, and matmul batch dims).
-  // `productZero`: matmul keeps a padded batch slice zero when either operand's is zero;
-  // add keeps it zero only when both are.
-  void broadcast(NodeId n, size_t ia, const Tags& ta, int ra, const Shape& sa, size_t ib,
-                 const Tags& tb, int rb, const Shape& sb, bool productZero, Tags& out) {
+  // `combine` gives what the result's padded positions hold from what each operand holds
+  // there; `realA` / `realB` is what an operand holds where it is not padded (broadcast).
+  void broadcast(NodeId n, size_t ia, const Tags& ta, int ra, const Shape& sa, Held realA,
+                 size_t ib, const Tags& tb, int rb, const Shape& sb, Held realB, Combine combine,
+                 Tags& out) {
     const Node& node = g_.node(n);
     const int r = std::max(ra, rb);
     for (int i = 0; i < r; ++i) {
@@ -83,7 +219,7 @@ class Analyzer {
       const Tag b = kb >= 0 ? tb[kb] : Tag{};
       if (a.padded && b.padded) {
         tie(a, b);
-        out[i] = Tag{true, a.origin, productZero ? (a.zero || b.zero) : (a.zero && b.zero)};
+        out[i] = Tag{true, a.origin, combine(a.held, b.held)};
         continue;
       }
       if (!a.padded && !b.padded) continue;
@@ -101,15 +237,15 @@ class Analyzer {
                            label(node, iPad), kPad, label(node, iOther), kOther,
                            dimToString(sizeOther)));
       }
-      // The broadcast operand's values land on the padded positions, so they are not zero
-      // any more for add; for a matmul batch slice a zero operand still gives zero.
-      out[i] = Tag{true, p.origin, productZero && p.zero};
+      // The broadcast operand's real values land on the padded positions.
+      out[i] = Tag{true, p.origin, aPadded ? combine(a.held, realB) : combine(realA, b.held)};
     }
   }
 
-  void visitAdd(NodeId n, const Node& node, Tags& out) {
+  void binary(NodeId n, const Node& node, Combine combine, Tags& out) {
     const ValueId a = node.inputs[0], b = node.inputs[1];
-    broadcast(n, 0, tags_[a], rank(a), shape(a), 1, tags_[b], rank(b), shape(b), false, out);
+    broadcast(n, 0, tags_[a], rank(a), shape(a), realHeld(a), 1, tags_[b], rank(b), shape(b),
+              realHeld(b), combine, out);
   }
 
   void visitMatMul(NodeId n, const Node& node, Tags& out) {
@@ -139,12 +275,15 @@ class Analyzer {
                          ka.padded ? label(node, 1) : label(node, 0)));
     }
     if (ka.padded) {
-      if (!ka.zero || !kb.zero)
-        refuse(n, ka.zero ? kb : ka,
-               fmt::format("the contraction dim K is padded in both inputs but the padding of {} "
-                           "is no longer zero (a broadcast add or an index wrote into it), so it "
-                           "would add to the real sums",
-                           !ka.zero ? label(node, 0) : label(node, 1)));
+      // 0 * x adds nothing for a finite x: one side's zeros are enough.
+      const bool zeroA = ka.zero() && kb.held.isFinite(), zeroB = kb.zero() && ka.held.isFinite();
+      if (!zeroA && !zeroB)
+        refuse(n, ka.zero() ? kb : ka,
+               fmt::format("the contraction dim K is padded in both inputs but neither's padding "
+                           "is zero against a finite other ({} holds {}, {} holds {}: a "
+                           "broadcast add or an index wrote into it), so it would add to the real "
+                           "sums",
+                           label(node, 0), describe(ka.held), label(node, 1), describe(kb.held)));
       tie(ka, kb);  // K is contracted away: the output is not padded there
     }
     Shape batchA(sa.begin(), sa.end() - 2);
@@ -152,10 +291,19 @@ class Analyzer {
     Tags tba{}, tbb{};
     std::copy(ta.begin(), ta.begin() + (ra - 2), tba.begin());
     std::copy(tb.begin(), tb.begin() + (rb - 2), tbb.begin());
-    broadcast(n, 0, tba, ra - 2, batchA, 1, tbb, rb - 2, batchB, true, out);
+    broadcast(n, 0, tba, ra - 2, batchA, realHeld(a), 1, tbb, rb - 2, batchB, realHeld(b),
+              productHeld, out);
     const int r = std::max(ra, rb);
-    out[r - 2] = ta[ra - 2];  // M: zero rows of a give zero rows of the product
-    out[r - 1] = tb[rb - 1];  // N: zero columns of b give zero columns
+    // M: zero rows of a give zero rows of the product, unless padded K brings in a's
+    // doubly padded corner against b's non-zero K padding; N likewise.
+    auto carried = [&](Tag t, const Tag& kOther) {
+      if (!t.padded) return t;
+      const bool zero = t.zero() && (!ka.padded || kOther.zero());
+      t.held = zero ? Held::constant(0) : productHeld(t.held, Held::finite());
+      return t;
+    };
+    out[r - 2] = carried(ta[ra - 2], kb);
+    out[r - 1] = carried(tb[rb - 1], ka);
     if (bVec) out[r - 1] = Tag{};
     if (aVec) {
       out[r - 2] = out[r - 1];
@@ -167,7 +315,7 @@ class Analyzer {
   void gatherAlong(NodeId n, const Node& node, int d, size_t indexInput, Tags& out) {
     const Tag& idx = tags_[node.inputs[indexInput]][0];
     // A padded index holds zeros there, which read real row 0: padded but not zero.
-    out[d] = idx.padded ? Tag{true, idx.origin, false} : Tag{};
+    out[d] = idx.padded ? Tag{true, idx.origin, Held::finite()} : Tag{};
   }
 
   void refuseGatherAlongPadded(NodeId n, const Node& node, size_t i, int d) {
@@ -215,7 +363,7 @@ class Analyzer {
       for (size_t i = 1; i < count; ++i) {
         const Tag& t = tags_[node.inputs[i]][k];
         tie(merged, t);
-        merged.zero = merged.zero && t.zero;
+        merged.held = joinHeld(merged.held, t.held);
       }
       out[k] = merged;
     }
@@ -318,7 +466,6 @@ class Analyzer {
     const auto pads = node.attrs.ints(attr::Pad::pads);
     bool grows = false;
     for (int d = 0; d < r; ++d) grows = grows || pads[d] > 0 || pads[r + d] > 0;
-    const bool valueZero = node.attrs.f(attr::Pad::value) == 0.0;
     for (int d = 0; d < r; ++d) {
       Tag t = tags_[in][d];
       if (!t.padded) continue;
@@ -327,7 +474,7 @@ class Analyzer {
                fmt::format("{} dim {} is padded and pad changes it by {} (begin) and {} (end); "
                            "the new positions would sit between real elements and the padding",
                            label(node, 0), d, pads[d], pads[r + d]));
-      t.zero = t.zero && (valueZero || !grows);
+      if (grows) t.held = joinHeld(t.held, Held::constant(node.attrs.f(attr::Pad::value)));
       out[d] = t;
     }
   }
@@ -347,7 +494,7 @@ class Analyzer {
              fmt::format("{} dim 1 (the channels) is padded but its statistics are not",
                          label(node, 0)));
     out = tags_[x];
-    for (Tag& t : out) t.zero = false;
+    for (Tag& t : out) t.held = t.held.finiteOf();
   }
 
   // A reshape keeps a padded dim d only when it survives whole at the same position: the target
@@ -414,7 +561,7 @@ class Analyzer {
                          d == 1 ? "conv2d sums over channels:" : "it is a spatial dim:"));
     }
     out[0] = in[0];
-    out[0].zero = in[0].zero && keepsZero;
+    if (!(in[0].zero() && keepsZero)) out[0].held = in[0].held.finiteOf();
     if (channelsIndependent) out[1] = in[1];
   }
 
@@ -442,40 +589,51 @@ class Analyzer {
     }
   }
 
-  // A reduction over a padded dim (softmax, layer_norm, mean, reduce_sum with non-zero padding)
-  // would let the padded positions into every real result along it. Geared mode pads a
-  // transformer's sequence dim with whatever the padded ids embed to; attention then normalises
-  // each query row over all keys, padded ones included, and gearbox has no valid-length mask
-  // to exclude them (an attention mask input would, but the analysis cannot prove what a mask
-  // holds). So the rule is: refuse, naming the op; pad the batch dim, or use exact gears or the
-  // dynamic fallback for the sequence dim.
+  // A normalisation over a padded dim (layer_norm, and softmax without a key mask) would let
+  // the padded positions into every real result along it. Geared mode pads a transformer's
+  // sequence dim with whatever the padded ids embed to; attention then normalises each query
+  // row over all keys. Softmax is legal when an additive key mask hides the padding (the
+  // model's own attention mask, zero-padded to 0 = "pad", times -10000 or -inf); layer_norm
+  // and mean have no such mask. Otherwise: refuse, naming the op; pad the batch dim, or use
+  // exact gears or the dynamic fallback for the sequence dim.
   void refuseReducedPadded(NodeId n, const Node& node, int d, std::string_view what) {
     const Tag& t = tags_[node.inputs[0]][d];
     if (t.padded)
       refuse(n, t,
              fmt::format("{} dim {} is padded and {}, so the padded positions would enter every "
-                         "real result along it (gearbox has no valid-length mask)",
+                         "real result along it (no key mask can hide them there)",
                          label(node, 0), d, what));
   }
 
-  // Softmax along `axis`: the other dims keep their tags; softmax(0s) is 1/n, not zero.
+  // Softmax along `axis`: a padded axis must hold masked scores, whose weights are then exactly
+  // 0 (exp underflows; see kMaskFloor); the other padded dims hold probabilities, finite unless
+  // their rows held masked scores (all keys -inf) or non-finite ones.
   void visitSoftmax(NodeId n, const Node& node, Tags& out) {
     const ValueId in = node.inputs[0];
     const int r = rank(in);
     const int64_t a = node.attrs.i(attr::Softmax::axis);
     const int d = static_cast<int>(a < 0 ? a + r : a);
-    refuseReducedPadded(n, node, d, "softmax normalises along it");
+    const Tag& t = tags_[in][d];
+    if (t.padded && !t.held.hidden())
+      refuse(n, t,
+             fmt::format("{} dim {} is padded and softmax normalises along it, but its padding "
+                         "holds {}, not scores hidden by an additive key mask (<= {}: the model's "
+                         "0/1 attention mask, zero-padded, as (1 - mask) * -10000), so the padded "
+                         "positions would enter every real result along it",
+                         label(node, 0), d, describe(t.held), kMaskFloor));
     out = tags_[in];
-    for (Tag& t : out) t.zero = false;
+    // A padded row (batch, query) whose every key is masked is NaN under a -inf mask (0 / 0).
+    for (Tag& o : out) o.held = o.held.isFinite() ? Held::finite() : Held::any();
+    if (t.padded) out[d].held = Held::constant(0);
   }
 
   // Attention: what its unfused chain (matmul, scale, mask add, softmax, matmul) would allow.
-  // The head size D is contracted in q k^T: padded in both q and k and still zero there (zeros
-  // add nothing), or in neither, as matmul's K. The keys S_k are what the softmax normalises
-  // over: refused in k, v and the mask, as softmax refuses its normalised dim. The batch dims
-  // and the query rows S_q are independent items and rows, padded in the output where any
-  // operand pads them (not zero: a softmax row sums to 1). D_v comes from v: P v of a zero
-  // column of v is zero.
+  // The head size D is contracted in q k^T: padded in both q and k with one side still zero
+  // there, or in neither, as matmul's K. The keys S_k are what the softmax normalises over:
+  // padded in k and v only with the mask padded there too and hiding them (its padding a
+  // constant <= kMaskFloor or masked scores), as softmax requires. The batch dims and the query
+  // rows S_q are independent items and rows, padded in the output where any operand pads them
+  // (finite: a softmax row sums to 1). D_v comes from v: P v of a zero column of v is zero.
   void visitAttention(NodeId n, const Node& node, Tags& out) {
     const ValueId q = node.inputs[0], k = node.inputs[1], v = node.inputs[2];
     const int r = rank(q);
@@ -488,41 +646,59 @@ class Analyzer {
                          dq.padded ? label(node, 0) : label(node, 1),
                          dq.padded ? label(node, 1) : label(node, 0)));
     if (dq.padded) {
-      if (!dq.zero || !dk.zero)
-        refuse(n, dq.zero ? dk : dq,
-               fmt::format("the head size D is padded in q and k but the padding of {} is no "
-                           "longer zero, so it would add to the real scores",
-                           !dq.zero ? label(node, 0) : label(node, 1)));
+      if (!(dq.zero() && dk.held.isFinite()) && !(dk.zero() && dq.held.isFinite()))
+        refuse(n, dq.zero() ? dk : dq,
+               fmt::format("the head size D is padded in q and k but neither's padding is zero "
+                           "against a finite other ({} holds {}, {} holds {}), so it would add "
+                           "to the real scores",
+                           label(node, 0), describe(dq.held), label(node, 1), describe(dk.held)));
       tie(dq, dk);
     }
+    // The keys: k and v's rows, the mask's last dim.
+    const bool hasMask = node.inputs.size() == 4;
+    const Tag maskKeys = hasMask ? tags_[node.inputs[3]][rank(node.inputs[3]) - 1] : Tag{};
+    const bool hidden = maskKeys.padded && maskKeys.held.hidden();
     for (size_t i = 1; i < node.inputs.size(); ++i) {
       const int ri = rank(node.inputs[i]);
-      const int d = i == 3 ? ri - 1 : r - 2;  // S_k: k and v's rows, the mask's last dim
+      const int d = i == 3 ? ri - 1 : r - 2;
       if (d < 0 || !tags_[node.inputs[i]][d].padded) continue;
-      refuse(n, tags_[node.inputs[i]][d],
+      const Tag& t = tags_[node.inputs[i]][d];
+      if (hidden && t.held.fill != Fill::kAny) {
+        tie(t, maskKeys);
+        continue;
+      }
+      refuse(n, t,
              fmt::format("{} dim {} is padded and holds the keys S_k, which the attention's "
-                         "softmax normalises over, so the padded keys would enter every real "
-                         "result (gearbox has no valid-length mask)",
-                         label(node, i), d));
+                         "softmax normalises over, and {}, so the padded keys would enter every "
+                         "real result",
+                         label(node, i), d,
+                         !hasMask ? "there is no mask to hide them"
+                         : !maskKeys.padded
+                             ? "the mask is not padded there to hide them"
+                             : fmt::format("the mask's padding holds {}, not a key mask (<= {})",
+                                           describe(maskKeys.held), kMaskFloor)));
     }
     out = Tags{};
     for (int d = 0; d < r - 1; ++d) {
       const Tag* first = nullptr;
+      bool any = false;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         const ValueId x = node.inputs[i];
         // The mask's dims are right-aligned with the scores; q, k and v share the batch dims,
         // and only q has S_q.
         const int j = i == 3 ? d - (r - rank(x)) : d;
         if (j < 0 || (i != 0 && i != 3 && d == r - 2) || !tags_[x][j].padded) continue;
+        any = any || tags_[x][j].held.fill == Fill::kAny;
         if (first) {
           tie(*first, tags_[x][j]);
         } else {
           first = &tags_[x][j];
         }
       }
-      if (first) out[d] = Tag{true, first->origin, false};
+      if (first) out[d] = Tag{true, first->origin, any ? Held::any() : Held::finite()};
     }
     out[r - 1] = tags_[v][r - 1];
+    if (out[r - 1].padded && !out[r - 1].zero()) out[r - 1].held = out[r - 1].held.finiteOf();
   }
 
   // LayerNorm over dims [axis, rank): the leading dims keep their tags (rows are independent);
@@ -539,39 +715,47 @@ class Analyzer {
           refuse(n, tags_[node.inputs[i]][d],
                  fmt::format("{} (scale or bias) dim {} is padded", label(node, i), d));
     out = tags_[in];
-    for (Tag& t : out) t.zero = false;  // (0 - mean) * rstd * scale + bias
+    // (x - mean) * rstd * scale + bias: finite for a finite row (rstd of a constant row is
+    // 1 / sqrt(eps)).
+    for (Tag& t : out) t.held = t.held.finiteOf();
   }
 
   // ReduceSum: a padded dim may be summed only while its padding is still zero (zeros add
-  // nothing, as for matmul's K); the output is then real there.
+  // nothing, as for matmul's K); the output is then real there. A kept padded dim sums what
+  // its padding holds, and the doubly padded corner where a summed dim is padded too.
   void visitReduceSum(NodeId n, const Node& node, Tags& out) {
     const ValueId in = node.inputs[0];
     const int r = rank(in);
     bool reduced[kMaxRank] = {};
     for (int64_t a : node.attrs.ints(attr::ReduceSum::axes)) reduced[a < 0 ? a + r : a] = true;
     const bool keep = node.attrs.i(attr::ReduceSum::keepdims) == 1;
+    bool sumsPadding = false;
+    for (int d = 0; d < r; ++d) sumsPadding = sumsPadding || (reduced[d] && tags_[in][d].padded);
     int o = 0;
     for (int d = 0; d < r; ++d) {
       const Tag& t = tags_[in][d];
       if (reduced[d]) {
-        if (t.padded && !t.zero)
+        if (t.padded && !t.zero())
           refuse(n, t,
-                 fmt::format("{} dim {} is padded and reduce_sum adds it up, but its padding is "
-                             "no longer zero (an op before wrote into it)",
-                             label(node, 0), d));
+                 fmt::format("{} dim {} is padded and reduce_sum adds it up, but its padding "
+                             "holds {}, not zeros (an op before wrote into it)",
+                             label(node, 0), d, describe(t.held)));
         if (keep) ++o;
         continue;
       }
-      out[o++] = t;
+      out[o] = t;
+      if (t.padded && (sumsPadding || !t.zero())) out[o].held = t.held.finiteOf();
+      ++o;
     }
   }
 
-  // Where: add's rule over three operands; the padding stays zero when both x and y are zero
-  // there (whichever is chosen).
+  // Where: add's rule over three operands for the shapes; a padded position holds x's or y's
+  // value there, whichever the condition picks.
   void visitWhere(NodeId n, const Node& node, Tags& out) {
     const ValueId c = node.inputs[0], x = node.inputs[1], y = node.inputs[2];
     Tags cx{};
-    broadcast(n, 0, tags_[c], rank(c), shape(c), 1, tags_[x], rank(x), shape(x), false, cx);
+    broadcast(n, 0, tags_[c], rank(c), shape(c), realHeld(c), 1, tags_[x], rank(x), shape(x),
+              realHeld(x), joinHeld, cx);
     // Shapes of c and x broadcast: the rank is the larger one, sizes come from inference.
     const int rcx = std::max(rank(c), rank(x));
     Shape scx;
@@ -580,21 +764,17 @@ class Analyzer {
       const int64_t dc = kc >= 0 ? shape(c)[kc] : 1, dx = kx >= 0 ? shape(x)[kx] : 1;
       scx.push(dc == 1 ? dx : dc);
     }
-    broadcast(n, 1, cx, rcx, scx, 2, tags_[y], rank(y), shape(y), false, out);
-    // Zero only where x and y are both padded there and still zero: whichever the condition
-    // picks is then 0 (a broadcast x or y puts real values on the padded positions).
+    broadcast(n, 1, cx, rcx, scx, Held::finite(), 2, tags_[y], rank(y), shape(y), realHeld(y),
+              joinHeld, out);
     const int r = rank(node.output);
-    auto zeroAt = [&](ValueId v, int i) {
-      const int k = i - (r - rank(v));
-      return k >= 0 && tags_[v][k].padded && tags_[v][k].zero;
-    };
     for (int i = 0; i < r; ++i)
-      if (out[i].padded) out[i].zero = zeroAt(x, i) && zeroAt(y, i);
+      if (out[i].padded) out[i].held = joinHeld(heldAt(x, i, r), heldAt(y, i, r));
   }
 
   // Expand: x's dims keep their tags at their (right-aligned) positions. A dim x broadcasts
-  // (size 1) to a target size is not padded: if that size is a padded symbol the copies there
-  // hold real values, which the plan could not slice back, so it is refused.
+  // (size 1) to a padded input dim's symbol becomes padded there, holding copies of x's real
+  // values: its first (real size) positions are what the unpadded run computes. An
+  // expression of a padded symbol (S + 1) is refused: its real size is not the input's.
   void visitExpand(NodeId n, const Node& node, Tags& out) {
     const ValueId in = node.inputs[0];
     const int r = rank(node.output), ri = rank(in);
@@ -604,16 +784,63 @@ class Analyzer {
       const int64_t od = shape(node.output)[i];
       if (out[i].padded || !isSymbolDim(od)) continue;
       // An output dim named by a padded input dim's symbol that x does not carry.
-      for (size_t gi = 0; gi < g_.inputs.size(); ++gi) {
+      const auto e = dimExpr(od);
+      for (size_t gi = 0; gi < g_.inputs.size() && !out[i].padded; ++gi) {
         const Shape& decl = g_.value(g_.inputs[gi]).type.shape;
-        const auto e = dimExpr(od);
-        for (int j = 0; j < decl.rank(); ++j)
-          if ((decl[j] == od || (e && decl[j] == e->base)) && tags_[g_.inputs[gi]][j].padded)
-            refuse(n, tags_[g_.inputs[gi]][j],
-                   fmt::format("expand makes dim {} of size {} from {}'s size-1 dim, so its "
-                               "padded positions would hold copies of real values",
+        for (int j = 0; j < decl.rank(); ++j) {
+          const Tag& src = tags_[g_.inputs[gi]][j];
+          if (!src.padded) continue;
+          if (decl[j] == od) {
+            out[i] = Tag{true, src.origin, realHeld(in)};
+            break;
+          }
+          if (e && decl[j] == e->base)
+            refuse(n, src,
+                   fmt::format("expand makes dim {} of size {} from {}'s size-1 dim; that size "
+                               "is an expression of the padded dim, whose real size the padding "
+                               "plan cannot follow",
                                i, dimToString(od), label(node, 0)));
+        }
       }
+    }
+  }
+
+  // Trilu keeps element (i, j) when j <= i + k (lower) or j >= i + k (upper), else writes 0.
+  // Padding sits at the end of each dim, so real (i, j) keep their values. With rows and
+  // columns padded from one input dim (one real size S), a padded column j >= S of a real row
+  // i < S is zeroed by lower with k <= 0 (j > i + k), and a padded row of real columns is
+  // zeroed by upper with k >= 0; a lower mask of ones with k >= -1 keeps a padded row's real
+  // columns (and upper with k <= 1 a padded column's real rows). Other padded positions mix x
+  // and 0.
+  void visitTrilu(const Node& node, Tags& out) {
+    const ValueId in = node.inputs[0];
+    const int r = rank(in);
+    out = tags_[in];
+    const bool upper = node.attrs.i(attr::Trilu::upper) != 0;
+    const int64_t k = node.attrs.i(attr::Trilu::k);
+    Tag& rows = out[r - 2];
+    Tag& cols = out[r - 1];
+    const bool square = rows.padded && cols.padded && rows.origin == cols.origin;
+    auto mixed = [](Tag& t) {
+      if (t.padded && !t.zero()) t.held = joinHeld(t.held, Held::constant(0));
+    };
+    if (!square) {
+      mixed(rows);
+      mixed(cols);
+      return;
+    }
+    if (upper) {
+      if (k >= 0)
+        rows.held = Held::constant(0);
+      else
+        mixed(rows);
+      if (k > 1) mixed(cols);
+    } else {
+      if (k <= 0)
+        cols.held = Held::constant(0);
+      else
+        mixed(cols);
+      if (k < -1) mixed(rows);
     }
   }
 
@@ -631,9 +858,17 @@ class Analyzer {
     for (int d = 0; d < axis && o < kMaxRank; ++d) out[o++] = tags_[data][d];
     for (int d = 0; d < rank(idx) && o < kMaxRank; ++d) {
       const Tag& t = tags_[idx][d];
-      out[o++] = t.padded ? Tag{true, t.origin, false} : Tag{};
+      out[o++] = t.padded ? Tag{true, t.origin, Held::finite()} : Tag{};
     }
     for (int d = axis + 1; d < r && o < kMaxRank; ++d) out[o++] = tags_[data][d];
+  }
+
+  // An elementwise f: every padded dim keeps its tag, holding f of what it held.
+  template <typename F>
+  void unary(const Node& node, Tags& out, F f) {
+    out = tags_[node.inputs[0]];
+    for (Tag& t : out)
+      if (t.padded) t.held = f(t.held);
   }
 
   void visit(NodeId n) {
@@ -641,27 +876,61 @@ class Analyzer {
     Tags out{};
     switch (node.kind) {
       case OpKind::kConst: break;
-      case OpKind::kAdd: visitAdd(n, node, out); break;
-      case OpKind::kMul: {
-        // A zero on either side keeps a padded position zero, as for a matmul batch slice.
-        const ValueId a = node.inputs[0], b = node.inputs[1];
-        broadcast(n, 0, tags_[a], rank(a), shape(a), 1, tags_[b], rank(b), shape(b), true, out);
+      case OpKind::kAdd: binary(n, node, addHeld, out); break;
+      case OpKind::kSub: binary(n, node, subHeld, out); break;
+      case OpKind::kMul: binary(n, node, mulHeld, out); break;
+      case OpKind::kDiv: binary(n, node, divHeld, out); break;
+      case OpKind::kPow: binary(n, node, powHeld, out); break;
+      case OpKind::kRelu:
+        unary(node, out, [](Held h) {
+          if (h.fill == Fill::kConst) return Held::constant(std::max(h.c, 0.0));
+          return h.fill == Fill::kAny ? h : Held::finite();  // relu(-inf) = 0
+        });
         break;
-      }
-      case OpKind::kRelu: out = tags_[node.inputs[0]]; break;
       case OpKind::kClip: {
-        // clip(0) is 0 only when the range holds 0.
-        out = tags_[node.inputs[0]];
-        const bool keepsZero =
-            node.attrs.f(attr::Clip::min) <= 0 && node.attrs.f(attr::Clip::max) >= 0;
-        for (Tag& t : out) t.zero = t.zero && keepsZero;
+        const double lo = node.attrs.f(attr::Clip::min), hi = node.attrs.f(attr::Clip::max);
+        unary(node, out, [lo, hi](Held h) {
+          if (h.fill == Fill::kConst) return Held::constant(std::min(std::max(h.c, lo), hi));
+          if (h.fill == Fill::kMasked && std::isfinite(lo)) return Held::finite();
+          return h.finiteOf();
+        });
         break;
       }
       case OpKind::kSigmoid:
-        // sigmoid(0) = 0.5: the padding stays padding but is no longer zero.
-        out = tags_[node.inputs[0]];
-        for (Tag& t : out) t.zero = false;
+        unary(node, out, [](Held h) {
+          if (h.fill == Fill::kConst) return Held::constant(1.0 / (1.0 + std::exp(-h.c)));
+          return h.fill == Fill::kAny ? h : Held::finite();
+        });
         break;
+      case OpKind::kSqrt:
+        unary(node, out, [](Held h) {
+          if (h.fill == Fill::kConst && h.c >= 0) return Held::constant(std::sqrt(h.c));
+          return Held::any();  // sqrt of a negative is NaN
+        });
+        break;
+      case OpKind::kErf:
+      case OpKind::kTanh: {
+        const bool erf = node.kind == OpKind::kErf;
+        unary(node, out, [erf](Held h) {
+          if (h.fill == Fill::kConst) return Held::constant(erf ? std::erf(h.c) : std::tanh(h.c));
+          return h.fill == Fill::kAny ? h : Held::finite();  // erf(-inf) = tanh(-inf) = -1
+        });
+        break;
+      }
+      case OpKind::kGelu:
+        // gelu(0) = 0; x * Phi(x) is NaN at -inf, so a mask is not finite through it.
+        unary(node, out, [](Held h) { return h.zero() ? h : h.finiteOf(); });
+        break;
+      case OpKind::kCast: {
+        const bool toFloat = node.attrs.i(attr::Cast::to) == 1;
+        unary(node, out, [toFloat](Held h) {
+          if (h.fill == Fill::kConst && std::isfinite(h.c))
+            return Held::constant(toFloat ? static_cast<double>(static_cast<float>(h.c))
+                                          : std::trunc(h.c));
+          return h.finiteOf();
+        });
+        break;
+      }
       case OpKind::kFlatten: visitFlatten(n, node, out); break;
       case OpKind::kSqueeze: visitSqueeze(n, node, out); break;
       case OpKind::kUnsqueeze: visitUnsqueeze(node, out); break;
@@ -680,28 +949,7 @@ class Analyzer {
       case OpKind::kMaxPool2d:
       case OpKind::kAvgPool2d: visitWindow(n, node, true, true, out); break;
       case OpKind::kMean: visitMean(n, node, out); break;
-      case OpKind::kSub: visitAdd(n, node, out); break;
-      case OpKind::kDiv:
-      case OpKind::kPow: {
-        // x / 0 and pow(0, 0) are not 0: padded positions stay padded but not zero.
-        const ValueId a = node.inputs[0], b = node.inputs[1];
-        broadcast(n, 0, tags_[a], rank(a), shape(a), 1, tags_[b], rank(b), shape(b), false, out);
-        for (Tag& t : out) t.zero = false;
-        break;
-      }
-      case OpKind::kSqrt:
-      case OpKind::kErf:
-      case OpKind::kTanh:
-      case OpKind::kGelu:
-      case OpKind::kCast:
-        // f(0) = 0 for each (sqrt, erf, tanh, gelu; a cast of 0 is 0): tags and zeros kept.
-        out = tags_[node.inputs[0]];
-        break;
-      case OpKind::kTrilu:
-        // The triangle is counted from the top-left corner, and padding sits at the end of each
-        // dim, so real (i, j) keep their values; padded positions become x or 0, zero if x was.
-        out = tags_[node.inputs[0]];
-        break;
+      case OpKind::kTrilu: visitTrilu(node, out); break;
       case OpKind::kSoftmax: visitSoftmax(n, node, out); break;
       case OpKind::kAttention: visitAttention(n, node, out); break;
       case OpKind::kLayerNorm: visitLayerNorm(n, node, out); break;

@@ -3,21 +3,25 @@
 // and have its outputs sliced back, with the same result as the unpadded run?
 //
 // analyzePadding tags every padded (input, dim) and propagates the tags forward through the
-// graph in node order. A tag carries the input dim it came from and whether the padded
-// positions still hold zeros. An op whose result at a real position could depend on a padded
-// position is refused with an Error(kGear) naming the op, the padded input and dim, and why:
+// graph in node order. A tag carries the input dim it came from and what the padded positions
+// hold: a known constant (the pad's zeros, folded through constants), masked scores (an
+// additive key mask <= -10000 on finite scores), finite values, or maybe inf/NaN. An op whose
+// result at a real position could depend on a padded position is refused with an Error(kGear)
+// naming the op, the padded input and dim, and why (docs/gears.md has the table):
 //   add         a padded dim must meet a padded dim or a broadcast (size 1 / missing) dim;
-//   matmul      M and N carry over; a padded K needs both operands padded there and still
-//               zero (0 * x adds nothing); batch dims follow add's rule;
+//   matmul      M and N carry over; a padded K needs both operands padded there, one side's
+//               padding zero and the other's finite (0 * x adds nothing); batch dims follow add;
 //   index_select / cat_gather along a padded dim is refused (an index >= the real size would
 //               read padding instead of failing); a padded index makes the output dim padded;
 //   cat / cat_gather along a padded dim is refused (the padding would sit between real rows);
 //               on other dims all data inputs must be padded alike.
-//   softmax, layer_norm, mean over a padded dim is refused (the padding would enter every real
-//               result: a transformer's sequence dim cannot be padded through attention, as
-//               gearbox has no valid-length mask); reduce_sum only while the padding is zero;
+//   softmax     over a padded dim only when it holds masked scores (a 0/1 attention mask,
+//               zero-padded, as (1 - mask) * -10000, or a causal mask): their weights are 0;
+//   layer_norm, mean over a padded dim is refused; reduce_sum only while the padding is zero;
+//   trilu       with rows and columns padded alike, zeroes the padded part of real rows or
+//               columns (lower k <= 0, upper k >= 0), which keeps an arange from ones legal;
 //   gather      along a padded data dim is refused; padded index dims become padded output dims;
-//   expand      refuses to broadcast a size-1 dim to a padded symbol.
+//   expand      pads a size-1 dim broadcast to a padded symbol (refused for S + 1 expressions).
 // Padded dims that reach a graph output are fine: the plan says which, so they can be sliced.
 
 #include <span>

@@ -686,14 +686,25 @@ TEST(PaddingAnalysis, MatMulKWhosePaddingIsNoLongerZeroIsRefused) {
   auto a = b.input("a", DType::kF32, {2, kAnyDim});
   auto col = b.input("col", DType::kF32, {2, 1});
   auto w = b.input("w", DType::kF32, {kAnyDim, 3});
+  auto row = b.input("row", DType::kF32, {1, 3});
   auto s = b.add(a, col, "s");  // broadcasts col over the padded K positions
-  b.output(b.matmul(s, w, "m"));
+  auto t = b.add(w, row, "t");  // and row over w's
+  b.output(b.matmul(s, t, "m"));
   Graph g = b.build();
   const std::vector<InputDim> padded{{0, 1}, {2, 0}};
   EXPECT_EQ(gearError([&] { analyzePadding(g, padded); }),
             "<builder>: op %m = matmul: cannot pad input 'a' dim 1: the contraction dim K is "
-            "padded in both inputs but the padding of input 0 (%s) is no longer zero (a "
-            "broadcast add or an index wrote into it), so it would add to the real sums");
+            "padded in both inputs but neither's padding is zero against a finite other (input 0 "
+            "(%s) holds finite values, input 1 (%t) holds finite values: a broadcast add or an "
+            "index wrote into it), so it would add to the real sums");
+  // One side's zeros are enough: s's padding times w's zeros adds nothing.
+  GraphBuilder b1("mm1");
+  auto a1 = b1.input("a", DType::kF32, {2, kAnyDim});
+  auto col1 = b1.input("col", DType::kF32, {2, 1});
+  auto w1 = b1.input("w", DType::kF32, {kAnyDim, 3});
+  b1.output(b1.matmul(b1.add(a1, col1), w1, "m"));
+  Graph g1 = b1.build();
+  EXPECT_TRUE(analyzePadding(g1, padded).outputs[0].empty());
   // Without the broadcast the same K padding is legal.
   GraphBuilder b2("mm2");
   auto a2 = b2.input("a", DType::kF32, {2, kAnyDim});
@@ -778,7 +789,8 @@ TEST(PaddingAnalysis, APaddedIndexPadsTheOutputButNotWithZeros) {
   auto t2 = b2.input("table", DType::kF32, {4, 10});
   auto ids2 = b2.input("ids", DType::kI64, {kAnyDim});
   auto w2 = b2.input("w", DType::kF32, {kAnyDim, 3});
-  b2.output(b2.matmul(b2.indexSelect(t2, ids2, 1, "cols"), w2, "m"));
+  auto half = b2.op(OpKind::kSigmoid, {w2}, {}, "half");  // sigmoid(0) = 0.5 on w's padding
+  b2.output(b2.matmul(b2.indexSelect(t2, ids2, 1, "cols"), half, "m"));
   Graph g2 = b2.build();
   const std::vector<InputDim> padded2{{1, 0}, {2, 0}};
   const std::string msg = gearError([&] { analyzePadding(g2, padded2); });

@@ -290,8 +290,10 @@ TEST(TransformerOps, SoftmaxAndNormsRefuseAPaddedReducedDim) {
   const Graph attention = graphOf("%s: f32[B, S, S]", "  %y = softmax(%s)\n  return %y");
   EXPECT_EQ(paddingError(attention, {{0, 2}}),
             "m.gbx:2: op %y = softmax: cannot pad input 's' dim 2: input 0 (%s) dim 2 is padded "
-            "and softmax normalises along it, so the padded positions would enter every real "
-            "result along it (gearbox has no valid-length mask)");
+            "and softmax normalises along it, but its padding holds zeros, not scores hidden by "
+            "an additive key mask (<= -10000: the model's 0/1 attention mask, zero-padded, as "
+            "(1 - mask) * -10000), so the padded positions would enter every real result along "
+            "it");
   // The batch and the query rows may be padded: each row is normalised on its own.
   const PaddingPlan rows = analyzePadding(attention, std::vector<InputDim>{{0, 0}, {0, 1}});
   ASSERT_EQ(rows.outputs[0].size(), 2u);
@@ -301,7 +303,70 @@ TEST(TransformerOps, SoftmaxAndNormsRefuseAPaddedReducedDim) {
   EXPECT_EQ(paddingError(norm, {{0, 2}}),
             "m.gbx:2: op %y = layer_norm: cannot pad input 'x' dim 2: input 0 (%x) dim 2 is "
             "padded and layer_norm normalises over it, so the padded positions would enter every "
-            "real result along it (gearbox has no valid-length mask)");
+            "real result along it (no key mask can hide them there)");
+}
+
+// BERT's extended attention mask, (1 - valid) * big, from a 0/1 `valid` input [B, S] whose
+// padding (zeros) means "pad": scores [B, H, S, S] plus it, softmax over the keys, times v.
+std::string maskedAttention(const std::string& big, const std::string& tail) {
+  return "  %u = unsqueeze(%valid, axes=[1, 2])\n  %one = const f32[] [1]\n"
+         "  %inv = sub(%one, %u)\n  %big = const f32[] [" +
+         big + "]\n  %mask = mul(%inv, %big)\n" + tail;
+}
+
+TEST(TransformerOps, SoftmaxOverKeysHiddenByAZeroPaddedAttentionMaskIsLegal) {
+  const std::string in = "%s: f32[B, H, S, S], %valid: f32[B, S], %v: f32[B, H, S, 8]";
+  const std::string body =
+      "  %x = add(%s, %mask)\n  %p = softmax(%x)\n  %y = matmul(%p, %v)\n  return %y";
+  const std::vector<InputDim> padded{{0, 2}, {0, 3}, {1, 1}, {2, 2}};
+  const PaddingPlan plan = analyzePadding(graphOf(in, maskedAttention("-10000", body)), padded);
+  // The query rows stay padded (sliced back); the keys are contracted away, their weights 0.
+  ASSERT_EQ(plan.outputs[0].size(), 1u);
+  EXPECT_EQ(plan.outputs[0][0].dim, 2);
+  EXPECT_EQ(plan.outputs[0][0].origin, (InputDim{0, 2}));
+  // -inf hides as well; a mask of -100 does not (exp(-100) is not 0 in f32).
+  analyzePadding(graphOf(in, maskedAttention("-inf", body)), padded);
+  EXPECT_EQ(paddingError(graphOf(in, maskedAttention("-100", body)), padded),
+            "m.gbx:8: op %p = softmax: cannot pad input 's' dim 3: input 0 (%x) dim 3 is padded "
+            "and softmax normalises along it, but its padding holds the constant -100, not scores "
+            "hidden by an additive key mask (<= -10000: the model's 0/1 attention mask, "
+            "zero-padded, as (1 - mask) * -10000), so the padded positions would enter every real "
+            "result along it");
+  // A mask that is not padded along the keys meets the padded scores: refused there.
+  EXPECT_NE(paddingError(graphOf(in, maskedAttention("-10000", body)), {{0, 2}, {0, 3}, {2, 2}})
+                .find("op %x = add: cannot pad input 's' dim 3"),
+            std::string::npos);
+  // An additive mask fed in ready-made is zero-padded, and 0 means "attend": refused.
+  const std::string ones = "  %x = add(%s, %m2)\n  %p = softmax(%x)\n  return %p";
+  const Graph onesMask = graphOf("%s: f32[B, S, S], %m2: f32[B, 1, S]", ones);
+  EXPECT_NE(paddingError(onesMask, {{0, 2}, {1, 2}}).find("its padding holds zeros"),
+            std::string::npos);
+}
+
+TEST(TransformerOps, FusedAttentionWithAHidingMaskMayPadTheKeys) {
+  const std::string in =
+      "%q: f32[B, H, S, 8], %k: f32[B, H, S, 8], %v: f32[B, H, S, 8], %valid: f32[B, S]";
+  const std::vector<InputDim> padded{{0, 2}, {1, 2}, {2, 2}, {3, 1}};
+  const PaddingPlan plan = analyzePadding(
+      graphOf(in, maskedAttention("-10000",
+                                  "  %y = attention(%q, %k, %v, %mask, scale=0.5)\n  return %y")),
+      padded);
+  ASSERT_EQ(plan.outputs[0].size(), 1u);
+  EXPECT_EQ(plan.outputs[0][0].dim, 2);
+  // The keys' real sizes are tied to the mask's.
+  EXPECT_FALSE(plan.sameRealSize.empty());
+  EXPECT_EQ(
+      paddingError(graphOf(in, "  %y = attention(%q, %k, %v, scale=0.5)\n  return %y"),
+                   {{0, 2}, {1, 2}, {2, 2}}),
+      "m.gbx:2: op %y = attention: cannot pad input 'k' dim 2: input 1 (%k) dim 2 is padded and "
+      "holds the keys S_k, which the attention's softmax normalises over, and there is no mask "
+      "to hide them, so the padded keys would enter every real result");
+  EXPECT_NE(paddingError(graphOf(in, maskedAttention("-10",
+                                                     "  %y = attention(%q, %k, %v, "
+                                                     "%mask, scale=0.5)\n  return %y")),
+                         padded)
+                .find("the mask's padding holds the constant -10, not a key mask (<= -10000)"),
+            std::string::npos);
 }
 
 TEST(TransformerOps, ReduceSumOverZeroPaddingIsLegalAndOverOtherPaddingNot) {
@@ -312,32 +377,63 @@ TEST(TransformerOps, ReduceSumOverZeroPaddingIsLegalAndOverOtherPaddingNot) {
                                 "  %y = reduce_sum(%s, axes=[1])\n  return %y");
   EXPECT_EQ(paddingError(shifted, {{0, 1}}),
             "m.gbx:4: op %y = reduce_sum: cannot pad input 'x' dim 1: input 0 (%s) dim 1 is "
-            "padded and reduce_sum adds it up, but its padding is no longer zero (an op before "
-            "wrote into it)");
+            "padded and reduce_sum adds it up, but its padding holds finite values, not zeros "
+            "(an op before wrote into it)");
 }
 
 TEST(TransformerOps, GatherExpandAndTriluPaddingRules) {
-  // Padded ids read real row 0: padded, not zero, so a later contraction over it is refused.
-  const Graph embed = graphOf("%t: f32[10, 4], %ids: i64[B, S], %w: f32[S, 3]",
-                              "  %x = gather(%t, %ids)\n"
-                              "  %xt = transpose(%x, perm=[0, 2, 1])\n"
-                              "  %y = matmul(%xt, %w)\n  return %y");
-  EXPECT_NE(paddingError(embed, {{1, 1}, {2, 0}}).find("is no longer zero"), std::string::npos);
+  // Padded ids read real row 0: padded, not zero, so a contraction of it against non-zero
+  // padding (sigmoid(0) = 0.5) is refused; against zeros it is legal.
+  const std::string embedIn = "%t: f32[10, 4], %ids: i64[B, S], %w: f32[S, 3]";
+  const std::string gathered = "  %x = gather(%t, %ids)\n  %xt = transpose(%x, perm=[0, 2, 1])\n";
+  EXPECT_NE(paddingError(graphOf(embedIn, gathered + "  %h = sigmoid(%w)\n  %y = matmul(%xt, %h)\n"
+                                                     "  return %y"),
+                         {{1, 1}, {2, 0}})
+                .find("neither's padding is zero"),
+            std::string::npos);
+  analyzePadding(graphOf(embedIn, gathered + "  %y = matmul(%xt, %w)\n  return %y"),
+                 std::vector<InputDim>{{1, 1}, {2, 0}});
   const Graph table =
       graphOf("%t: f32[V, 4], %ids: i64[S]", "  %y = gather(%t, %ids)\n  return %y");
   EXPECT_EQ(paddingError(table, {{0, 0}}),
             "m.gbx:2: op %y = gather: cannot pad input 't' dim 0: input 0 (%t) is read by index "
             "along dim 0, which is padded; an index >= the real size would read padding instead "
             "of failing");
+  // Expand of a size-1 dim to a padded symbol: padded there, its real part what the unpadded
+  // run computes.
   const Graph mask = graphOf("%x: f32[B, S, S]",
                              "  %one = const f32[] [1]\n  %m = expand(%one, shape=[S, S])\n"
                              "  %y = add(%x, %m)\n  return %y");
-  EXPECT_EQ(paddingError(mask, {{0, 1}, {0, 2}}),
-            "m.gbx:3: op %m = expand: cannot pad input 'x' dim 1: expand makes dim 0 of size S "
-            "from input 0 (%one)'s size-1 dim, so its padded positions would hold copies of real "
-            "values");
+  EXPECT_EQ(analyzePadding(mask, std::vector<InputDim>{{0, 1}, {0, 2}}).outputs[0].size(), 2u);
   const Graph tri = graphOf("%x: f32[B, S, S]", "  %y = trilu(%x, k=1)\n  return %y");
   EXPECT_EQ(analyzePadding(tri, std::vector<InputDim>{{0, 1}, {0, 2}}).outputs[0].size(), 2u);
+}
+
+// The importer's position rows, pos[:S] as arange(S) from ones: expand, a strictly lower
+// triangle (k = -1), summed per row. The padded columns of a real row are zeroed by the
+// triangle, so the sum is legal and the real rows' indices are 0..S-1 as unpadded.
+TEST(TransformerOps, ArangeFromATriangleOfOnesMayPadItsSize) {
+  auto arange = [](const std::string& trilu) {
+    return "  %one = const f32[] [1]\n  %sq = expand(%one, shape=[S, S])\n  %low = " + trilu +
+           "\n  %ar = reduce_sum(%low, axes=[1], keepdims=0)\n  %idx = cast(%ar, to=7)\n"
+           "  %rows = index_select(%pos, %idx, dim=0)\n  %y = add(%x, %rows)\n  return %y";
+  };
+  const std::string in = "%x: f32[S, 4], %pos: f32[16, 4]";
+  const PaddingPlan plan = analyzePadding(graphOf(in, arange("trilu(%sq, upper=0, k=-1)")),
+                                          std::vector<InputDim>{{0, 0}});
+  ASSERT_EQ(plan.outputs[0].size(), 1u);
+  EXPECT_EQ(plan.outputs[0][0].dim, 0);
+  // k = 1 keeps column S of row S - 1: the padding would be counted.
+  EXPECT_EQ(paddingError(graphOf(in, arange("trilu(%sq, upper=0, k=1)")), {{0, 0}}),
+            "m.gbx:5: op %ar = reduce_sum: cannot pad input 'x' dim 0: input 0 (%low) dim 1 is "
+            "padded and reduce_sum adds it up, but its padding holds finite values, not zeros (an "
+            "op before wrote into it)");
+  // The upper triangle with k >= 0 zeroes the padded rows of real columns instead.
+  analyzePadding(graphOf(in,
+                         "  %one = const f32[] [1]\n  %sq = expand(%one, shape=[S, S])\n"
+                         "  %up = trilu(%sq, k=0)\n  %ar = reduce_sum(%up, axes=[0], keepdims=0)\n"
+                         "  %y = unsqueeze(%ar, axes=[1])\n  %z = add(%x, %y)\n  return %z"),
+                 std::vector<InputDim>{{0, 0}});
 }
 
 // ---- MODELED cost terms -----------------------------------------------------------------------

@@ -202,6 +202,62 @@ def test_gearbox_runs_transformer_in_every_mode(name, exports, tmp_path):
             np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=f"{mode} {k}")
 
 
+# Padded gears (issue 24): the sequence dim padded up to a gear. bert_encoder's attention mask,
+# zero-padded, hides the padded keys ((1 - mask) * -10000); gpt_prefill's causal mask hides them
+# from every real query. The real part of every output matches torch at the unpadded shape.
+PADDED = ("bert_encoder", "gpt_prefill")
+
+
+@pytest.mark.parametrize("name", PADDED)
+def test_padded_gears_match_torch(name, exports, tmp_path):
+    gbx = tmp_path / f"{name}.gbx"
+    onnx_import.import_model(exports[name], str(gbx))
+    g = gearbox.load(str(gbx))
+    d = os.path.dirname(exports[name])
+    in_names, out_names, axes = em.transformer_io(name)
+    inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
+    expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
+    batch, seq = inputs[0].shape  # 2, 7: padded to the gears 3 and 8
+    gears = {k: {str(dim): ([batch + 1, 2 * batch] if ax == "batch" else [seq + 1, 2 * seq])
+                 for dim, ax in axes[k].items()} for k in in_names}
+    s = gearbox.Session(g, mode="geared", gears=gears, gear_fallback="pad")
+    got = s.run(*inputs)
+    assert s.stats["padded_calls"] == 1 and s.history[0]["padded"] is True
+    for k, a, e in zip(out_names, got, expect, strict=True):
+        assert a.shape == e.shape, k
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=k)
+
+
+def test_padded_gears_on_bert_sharegpt(exports, repo, tmp_path, cli, env):
+    """The ShareGPT-like trace's first 100 calls through the gears suggest-gears picks for the
+    whole trace: every mode agrees with the reference executor, geared pads, and the padding
+    waste is charged (MODELED)."""
+    gbx = tmp_path / "bert_encoder.gbx"
+    onnx_import.import_model(exports["bert_encoder"], str(gbx))
+    full = repo / "examples" / "bert_sharegpt.trace.jsonl"
+    gears = tmp_path / "gears.json"
+    proc = subprocess.run([cli, "suggest-gears", str(gbx), "--trace", str(full), "--max-gears",
+                           "8", "--no-references", "-o", str(gears)],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    suggested = json.loads(gears.read_text())
+    assert set(suggested) == {"input_ids", "attention_mask"}
+    assert suggested["input_ids"]["1"] == suggested["attention_mask"]["1"]
+    assert 2 <= len(suggested["input_ids"]["1"]) <= 8
+    calls = [line for line in full.read_text().splitlines() if line.startswith("{")][:100]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(calls) + "\n")
+    proc = subprocess.run([cli, "compare", str(gbx), "--trace", str(trace), "--gears",
+                           "@" + str(gears), "--gear-fallback", "pad", "--check-reference",
+                           "--repeat", "1", "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    modes = json.loads((tmp_path / "r.json").read_text())["modes"]
+    assert set(modes) == set(gearbox.MODES)
+    for mode, m in modes.items():
+        assert m["reference_check"]["ok"], mode
+
+
 # Traces of shapes other than the traced one (size 1 included): every dynamic dim moves.
 TRACES = {
     "bert_encoder": [{"input_ids": [b, s], "attention_mask": [b, s]}
