@@ -120,6 +120,9 @@ struct Tag {
   bool padded = false;
   InputDim origin;
   Held held;
+  // The real size is the origin's real size plus this (a cat of static rows before the padded
+  // input: a decode step's [new token; past]).
+  int64_t offset = 0;
   bool zero() const { return held.zero(); }
 };
 using Tags = std::array<Tag, kMaxRank>;
@@ -143,7 +146,8 @@ class Analyzer {
     for (ValueId out : g_.outputs) {
       std::vector<PaddedOutputDim> dims;
       for (int d = 0; d < rank(out); ++d)
-        if (tags_[out][d].padded) dims.push_back(PaddedOutputDim{d, tags_[out][d].origin});
+        if (tags_[out][d].padded)
+          dims.push_back(PaddedOutputDim{d, tags_[out][d].origin, tags_[out][d].offset});
       plan.outputs.push_back(std::move(dims));
     }
     plan.sameRealSize = std::move(same_);
@@ -162,11 +166,27 @@ class Analyzer {
          g_.value(g_.inputs[t.origin.input]).name, t.origin.dim, why);
   }
 
-  void tie(const Tag& a, const Tag& b) {
+  // Two padded dims meet: their real sizes must be equal. From one origin that means equal
+  // offsets; from two, the runner checks the origins' real sizes (sameRealSize), which only
+  // says the dims are equal when the offsets are.
+  void tie(NodeId n, const Tag& a, const Tag& b) {
+    if (a.offset != b.offset)
+      refuse(n, a,
+             fmt::format("padded dims of real sizes {}+{} and {}+{} meet here, and the plan "
+                         "can tie only dims with equal offsets",
+                         g_.value(g_.inputs[a.origin.input]).name, a.offset,
+                         g_.value(g_.inputs[b.origin.input]).name, b.offset));
     if (a.origin == b.origin) return;
     for (const auto& [x, y] : same_)
       if ((x == a.origin && y == b.origin) || (x == b.origin && y == a.origin)) return;
     same_.emplace_back(a.origin, b.origin);
+  }
+
+  // A tag like `t` (origin, offset) holding `h`.
+  static Tag like(const Tag& t, Held h) {
+    Tag o = t;
+    o.held = h;
+    return o;
   }
 
   // What a value holds where it is not padded but meets padded positions (a broadcast operand):
@@ -218,8 +238,8 @@ class Analyzer {
       const Tag a = ka >= 0 ? ta[ka] : Tag{};
       const Tag b = kb >= 0 ? tb[kb] : Tag{};
       if (a.padded && b.padded) {
-        tie(a, b);
-        out[i] = Tag{true, a.origin, combine(a.held, b.held)};
+        tie(n, a, b);
+        out[i] = like(a, combine(a.held, b.held));
         continue;
       }
       if (!a.padded && !b.padded) continue;
@@ -238,7 +258,7 @@ class Analyzer {
                            dimToString(sizeOther)));
       }
       // The broadcast operand's real values land on the padded positions.
-      out[i] = Tag{true, p.origin, aPadded ? combine(a.held, realB) : combine(realA, b.held)};
+      out[i] = like(p, aPadded ? combine(a.held, realB) : combine(realA, b.held));
     }
   }
 
@@ -284,7 +304,7 @@ class Analyzer {
                            "broadcast add or an index wrote into it), so it would add to the real "
                            "sums",
                            label(node, 0), describe(ka.held), label(node, 1), describe(kb.held)));
-      tie(ka, kb);  // K is contracted away: the output is not padded there
+      tie(n, ka, kb);  // K is contracted away: the output is not padded there
     }
     Shape batchA(sa.begin(), sa.end() - 2);
     Shape batchB(sb.begin(), sb.end() - 2);
@@ -315,7 +335,7 @@ class Analyzer {
   void gatherAlong(NodeId n, const Node& node, int d, size_t indexInput, Tags& out) {
     const Tag& idx = tags_[node.inputs[indexInput]][0];
     // A padded index holds zeros there, which read real row 0: padded but not zero.
-    out[d] = idx.padded ? Tag{true, idx.origin, Held::finite()} : Tag{};
+    out[d] = idx.padded ? like(idx, Held::finite()) : Tag{};
   }
 
   void refuseGatherAlongPadded(NodeId n, const Node& node, size_t i, int d) {
@@ -336,15 +356,35 @@ class Analyzer {
   }
 
   // Cat's data inputs [0, count): refused along the cat dim, padded alike elsewhere.
-  int visitCatInputs(NodeId n, const Node& node, size_t count, Tags& out) {
+  // With `tail`, the last input may be padded along the cat dim when every other input has a
+  // static size there: its padding then ends the output too, whose real size is the static
+  // rows plus the last input's real size (a decode step's keys, [new token; past]).
+  int visitCatInputs(NodeId n, const Node& node, size_t count, bool tail, Tags& out) {
     const int d = shape(node.inputs[0]).wrapDim(*node.attrs.dim, g_.describeNode(n));
+    int64_t before = 0;
     for (size_t i = 0; i < count; ++i) {
       const Tag& t = tags_[node.inputs[i]][d];
-      if (t.padded)
-        refuse(n, t,
-               fmt::format("{} is padded along dim {}, and the cat along dim {} would put "
-                           "padded rows between real rows",
-                           label(node, i), d, d));
+      if (!t.padded) {
+        const int64_t size = shape(node.inputs[i])[d];
+        if (isStaticDim(size)) before += size;  // sizes are bounded (checked in inference)
+        continue;
+      }
+      if (tail && i + 1 == count) {
+        bool staticBefore = true;
+        for (size_t j = 0; j < i; ++j)
+          staticBefore = staticBefore && isStaticDim(shape(node.inputs[j])[d]);
+        if (staticBefore) {
+          out[d] = t;
+          out[d].offset = t.offset + before;
+          continue;
+        }
+      }
+      refuse(n, t,
+             fmt::format(
+                 "{} is padded along dim {}, and the cat along dim {} would put "
+                 "padded rows between real rows{}",
+                 label(node, i), d, d,
+                 tail ? " (only a last input after static-sized ones may be padded there)" : ""));
     }
     for (int k = 0; k < rank(node.inputs[0]); ++k) {
       if (k == d) continue;
@@ -362,7 +402,7 @@ class Analyzer {
       Tag merged = tags_[node.inputs[0]][k];
       for (size_t i = 1; i < count; ++i) {
         const Tag& t = tags_[node.inputs[i]][k];
-        tie(merged, t);
+        tie(n, merged, t);
         merged.held = joinHeld(merged.held, t.held);
       }
       out[k] = merged;
@@ -652,7 +692,7 @@ class Analyzer {
                            "against a finite other ({} holds {}, {} holds {}), so it would add "
                            "to the real scores",
                            label(node, 0), describe(dq.held), label(node, 1), describe(dk.held)));
-      tie(dq, dk);
+      tie(n, dq, dk);
     }
     // The keys: k and v's rows, the mask's last dim.
     const bool hasMask = node.inputs.size() == 4;
@@ -664,7 +704,7 @@ class Analyzer {
       if (d < 0 || !tags_[node.inputs[i]][d].padded) continue;
       const Tag& t = tags_[node.inputs[i]][d];
       if (hidden && t.held.fill != Fill::kAny) {
-        tie(t, maskKeys);
+        tie(n, t, maskKeys);
         continue;
       }
       refuse(n, t,
@@ -690,12 +730,12 @@ class Analyzer {
         if (j < 0 || (i != 0 && i != 3 && d == r - 2) || !tags_[x][j].padded) continue;
         any = any || tags_[x][j].held.fill == Fill::kAny;
         if (first) {
-          tie(*first, tags_[x][j]);
+          tie(n, *first, tags_[x][j]);
         } else {
           first = &tags_[x][j];
         }
       }
-      if (first) out[d] = Tag{true, first->origin, any ? Held::any() : Held::finite()};
+      if (first) out[d] = like(*first, any ? Held::any() : Held::finite());
     }
     out[r - 1] = tags_[v][r - 1];
     if (out[r - 1].padded && !out[r - 1].zero()) out[r - 1].held = out[r - 1].held.finiteOf();
@@ -791,7 +831,7 @@ class Analyzer {
           const Tag& src = tags_[g_.inputs[gi]][j];
           if (!src.padded) continue;
           if (decl[j] == od) {
-            out[i] = Tag{true, src.origin, realHeld(in)};
+            out[i] = like(src, realHeld(in));
             break;
           }
           if (e && decl[j] == e->base)
@@ -820,7 +860,8 @@ class Analyzer {
     const int64_t k = node.attrs.i(attr::Trilu::k);
     Tag& rows = out[r - 2];
     Tag& cols = out[r - 1];
-    const bool square = rows.padded && cols.padded && rows.origin == cols.origin;
+    const bool square =
+        rows.padded && cols.padded && rows.origin == cols.origin && rows.offset == cols.offset;
     auto mixed = [](Tag& t) {
       if (t.padded && !t.zero()) t.held = joinHeld(t.held, Held::constant(0));
     };
@@ -858,7 +899,7 @@ class Analyzer {
     for (int d = 0; d < axis && o < kMaxRank; ++d) out[o++] = tags_[data][d];
     for (int d = 0; d < rank(idx) && o < kMaxRank; ++d) {
       const Tag& t = tags_[idx][d];
-      out[o++] = t.padded ? Tag{true, t.origin, Held::finite()} : Tag{};
+      out[o++] = t.padded ? like(t, Held::finite()) : Tag{};
     }
     for (int d = axis + 1; d < r && o < kMaxRank; ++d) out[o++] = tags_[data][d];
   }
@@ -941,7 +982,7 @@ class Analyzer {
       case OpKind::kReshape: visitReshape(n, node, out); break;
       case OpKind::kMatMul: visitMatMul(n, node, out); break;
       case OpKind::kIndexSelect: visitIndexSelect(n, node, out); break;
-      case OpKind::kCat: visitCatInputs(n, node, node.inputs.size(), out); break;
+      case OpKind::kCat: visitCatInputs(n, node, node.inputs.size(), true, out); break;
       case OpKind::kConv2d:
         // Zero images stay zero only without a bias.
         visitWindow(n, node, false, node.inputs.size() == 2, out);
@@ -961,7 +1002,7 @@ class Analyzer {
         const size_t data = node.inputs.size() - 1;
         const int d = shape(node.inputs[0]).wrapDim(*node.attrs.dim, g_.describeNode(n));
         for (size_t i = 0; i < data; ++i) refuseGatherAlongPadded(n, node, i, d);
-        visitCatInputs(n, node, data, out);
+        visitCatInputs(n, node, data, false, out);
         gatherAlong(n, node, d, data, out);
         break;
       }

@@ -13,8 +13,10 @@
 //               padding zero and the other's finite (0 * x adds nothing); batch dims follow add;
 //   index_select / cat_gather along a padded dim is refused (an index >= the real size would
 //               read padding instead of failing); a padded index makes the output dim padded;
-//   cat / cat_gather along a padded dim is refused (the padding would sit between real rows);
-//               on other dims all data inputs must be padded alike.
+//   cat / cat_gather along a padded dim is refused (the padding would sit between real rows),
+//               except a cat's last input after static-sized ones: the padding then ends the
+//               output, whose real size is offset by theirs (PaddedOutputDim::offset); on other
+//               dims all data inputs must be padded alike.
 //   softmax     over a padded dim only when it holds masked scores (a 0/1 attention mask,
 //               zero-padded, as (1 - mask) * -10000, or a causal mask): their weights are 0;
 //   layer_norm, mean over a padded dim is refused; reduce_sum only while the padding is zero;
@@ -24,6 +26,7 @@
 //   expand      pads a size-1 dim broadcast to a padded symbol (refused for S + 1 expressions).
 // Padded dims that reach a graph output are fine: the plan says which, so they can be sliced.
 
+#include <cstdint>
 #include <span>
 #include <utility>
 #include <vector>
@@ -46,6 +49,7 @@ struct InputDim {
 struct PaddedOutputDim {
   int dim = 0;
   InputDim origin;
+  int64_t offset = 0;  // real size = origin's real size + offset (a cat before the padded rows)
 };
 
 struct PaddingPlan {

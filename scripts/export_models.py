@@ -48,7 +48,8 @@ inputs, outputs and dynamic axes (a SequenceModel); adding a model is adding one
                        decomposed (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add); opset 17 as
                        LayerNormalization.
 
-Transformers (issue 24), --models bert_encoder,gpt_prefill,gpt_decode: explicit torch modules
+Transformers (issue 24), --models bert_encoder,gpt_prefill,gpt_decode,gpt_decode_masked:
+explicit torch modules
 (not torch.nn.Transformer*), so every attention is the five ops an attention fusion matches,
     MatMul(q, k^T) -> Mul(scale) -> Add(mask) -> Softmax(-1) -> MatMul(probs, v)
 (gpt_decode has no mask: its one query may see every cached position, so it is four ops).
@@ -66,6 +67,13 @@ output (a reference pair from torch), and prints the ONNX node count and op-type
                   [layers, batch, heads, past + 1, head_dim]. The new token's position is past,
                   so past < max_positions (beyond it the position slice is empty and the add
                   fails to broadcast, in torch as in the export).
+    gpt_decode_masked  the decode step a server buckets: input_ids i64 [batch, 1], past_k and
+                  past_v [layers, batch, heads, past, head_dim], past_mask f32 [batch, past]
+                  (1 = a real cached position, 0 = an empty slot) -> logits [batch, 1, vocab],
+                  new_k and new_v [layers, batch, heads, 1, head_dim] (the server appends them to
+                  its cache). The new token's position is sum(past_mask), and the keys are
+                  [new; past] masked by (1 - [1; past_mask]) * -10000, so a cache padded with
+                  empty slots (past_mask 0) at its end gives the same logits: gears on `past`.
 --width small (CI) is d=32, 4 heads of 8, 2 layers, FF 64, vocab 97, 1024 positions; --width
 full is BERT-base (12 layers, d=768, 12 heads, FF 3072, vocab 30522, 512 positions) for
 bert_encoder and GPT-2 small (the same widths, vocab 50257, 1024 positions) for the GPT pair:
@@ -154,7 +162,7 @@ def _onnx_export(torch, model, x, path, axes, keep_batchnorm):
 # Devlin et al. 2019, Table 1 "BERT_BASE (L=12, H=768, A=12)", FF 4H, 512 positions, the 30522
 # WordPiece vocab; GPT-2 small: Radford et al. 2019, 117M/124M, the same widths, 1024
 # positions, the 50257 BPE vocab).
-TRANSFORMERS = ("bert_encoder", "gpt_prefill", "gpt_decode")
+TRANSFORMERS = ("bert_encoder", "gpt_prefill", "gpt_decode", "gpt_decode_masked")
 TRANSFORMER_CONFIGS = {
     ("small", "bert"): dict(vocab=97, d=32, heads=4, layers=2, ff=64, max_pos=1024),
     ("small", "gpt"): dict(vocab=97, d=32, heads=4, layers=2, ff=64, max_pos=1024),
@@ -283,7 +291,31 @@ def _transformer_classes():
                 vs.append(v)
             return self.logits(x), torch.stack(ks), torch.stack(vs)
 
-    return {"bert_encoder": BertEncoder, "gpt_prefill": GptPrefill, "gpt_decode": GptDecode}
+    class GptDecodeMasked(Gpt):
+        def forward(self, input_ids, past_k, past_v, past_mask):
+            b = input_ids.shape[0]
+            # The new token's position: how many cached positions are real.
+            p = past_mask.sum(-1).long()  # [B]
+            x = self.tok(input_ids) + self.pos[p].unsqueeze(1)
+            # Keys [new; past]: the padding (empty slots) stays at the end, and attention does
+            # not care about the keys' order (the positions are in the embeddings).
+            keep = torch.cat([torch.ones(b, 1), past_mask], dim=1)
+            mask = (1.0 - keep[:, None, None, :]) * -10000.0
+            ks, vs = [], []
+            for layer, block in enumerate(self.blocks):
+                a = block.attn
+                h = block.ln1(x)
+                q, k, v = a.split(a.q(h)), a.split(a.k(h)), a.split(a.v(h))
+                keys = torch.cat([k, past_k[layer]], dim=2)
+                values = torch.cat([v, past_v[layer]], dim=2)
+                x = x + a.attend(q, keys, values, mask)
+                x = x + block.mlp(block.ln2(x))
+                ks.append(k)
+                vs.append(v)
+            return self.logits(x), torch.stack(ks), torch.stack(vs)
+
+    return {"bert_encoder": BertEncoder, "gpt_prefill": GptPrefill, "gpt_decode": GptDecode,
+            "gpt_decode_masked": GptDecodeMasked}
 
 
 def build_transformer(name, width="small"):
@@ -317,6 +349,12 @@ def transformer_io(name, width="small"):
         return (["input_ids"], ["logits", "present_k", "present_v"],
                 {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"},
                  "present_k": cache, "present_v": cache})
+    if name == "gpt_decode_masked":
+        new = {1: "batch"}
+        return (["input_ids", "past_k", "past_v", "past_mask"], ["logits", "new_k", "new_v"],
+                {"input_ids": {0: "batch"}, "past_k": cache_in, "past_v": cache_in,
+                 "past_mask": {0: "batch", 1: "past"}, "logits": {0: "batch"}, "new_k": new,
+                 "new_v": new})
     # The present caches are one longer than the past: ONNX names that dim on its own.
     cache_out = {1: "batch", 3: "past_plus_1"}
     return (["input_ids", "past_k", "past_v"], ["logits", "present_k", "present_v"],
@@ -327,16 +365,24 @@ def transformer_io(name, width="small"):
 def transformer_inputs(name, width="small", batch=2, seq=7, past=5, seed=1):
     """Seeded example inputs, as numpy arrays by input name: token ids uniform over the vocab;
     bert_encoder's attention mask keeps every token of the first sequence and pads the last
-    third of the others (so the mask changes the output); the GPT caches are N(0, 1)."""
+    third of the others (so the mask changes the output); the GPT caches are N(0, 1);
+    gpt_decode_masked's past_mask marks every cached position real except the last two of the
+    second sequence (a shorter request in the batch, so the mask changes the output)."""
     import numpy as np
 
     c = transformer_config(name, width)
     rng = np.random.default_rng(seed)
-    if name == "gpt_decode":
+    if name in ("gpt_decode", "gpt_decode_masked"):
         cache = (c["layers"], batch, c["heads"], past, c["d"] // c["heads"])
-        return {"input_ids": rng.integers(0, c["vocab"], (batch, 1), dtype=np.int64),
-                "past_k": rng.standard_normal(cache).astype(np.float32),
-                "past_v": rng.standard_normal(cache).astype(np.float32)}
+        inputs = {"input_ids": rng.integers(0, c["vocab"], (batch, 1), dtype=np.int64),
+                  "past_k": rng.standard_normal(cache).astype(np.float32),
+                  "past_v": rng.standard_normal(cache).astype(np.float32)}
+        if name == "gpt_decode_masked":
+            mask = np.ones((batch, past), np.float32)
+            if past > 2:
+                mask[1:, past - 2:] = 0
+            inputs["past_mask"] = mask
+        return inputs
     ids = rng.integers(0, c["vocab"], (batch, seq), dtype=np.int64)
     if name == "gpt_prefill":
         return {"input_ids": ids}

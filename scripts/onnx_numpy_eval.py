@@ -9,7 +9,7 @@ and ONNX Runtime is not a Debian package, hence this.
     outputs = onnx_numpy_eval.run(g, {"input_ids": ids, "attention_mask": mask})
 
 Semantics are the ONNX operator specification's at opsets 13-14 (inputs, not attributes, for
-Unsqueeze/Squeeze axes and Slice bounds; ReduceMean's axes an attribute). An op outside OPS is
+Unsqueeze/Squeeze axes, ReduceSum axes and Slice bounds; ReduceMean's axes an attribute). An op outside OPS is
 an error naming the node and op. Reference quality, not speed: Erf is math.erf per element.
 """
 import math
@@ -57,6 +57,16 @@ def _trilu(node, x, k=None):
     return np.triu(x, k) if _attr(node, "upper", 1) else np.tril(x, k)
 
 
+def _reduce_sum(node, x, axes=None):
+    """ReduceSum at opset 13: axes an optional input; none (or empty) reduces every axis unless
+    noop_with_empty_axes."""
+    axes = _ints(axes) if axes is not None else []
+    if not axes and _attr(node, "noop_with_empty_axes", 0):
+        return x
+    return np.sum(x, axis=tuple(axes) if axes else None,
+                  keepdims=bool(_attr(node, "keepdims", 1))).astype(x.dtype)
+
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 # op type -> fn(node, *inputs) -> output(s). Optional inputs left empty arrive as None.
@@ -76,6 +86,7 @@ OPS = {
     "Softmax": lambda n, x: _softmax(x, _attr(n, "axis", -1)),
     "ReduceMean": lambda n, x: np.mean(x, axis=tuple(_attr(n, "axes")),
                                        keepdims=bool(_attr(n, "keepdims", 1))).astype(x.dtype),
+    "ReduceSum": lambda n, x, axes=None: _reduce_sum(n, x, axes),
     "Transpose": lambda n, x: np.transpose(x, _attr(n, "perm")),
     "Reshape": lambda n, x, s: _reshape(x, _ints(s)),
     "Shape": lambda n, x: np.array(x.shape, np.int64),

@@ -145,6 +145,24 @@ TEST(Geared, PaddingIsRefusedWhereItWouldReachARealOutput) {
   }
 }
 
+// [y; x] with x padded: the padding ends the output, which is sliced back to 3 + x's real rows
+// (the plan's offset), and every real row is the unpadded run's.
+TEST(Geared, ACatWithThePaddedInputLastIsSlicedBackByItsOffset) {
+  GraphBuilder b("cattail");
+  auto x = b.input("x", DType::kF32, {kAnyDim, 2});
+  auto y = b.input("y", DType::kF32, {3, 2});
+  b.output(b.cat({y, x}, 0, "c"));
+  Session s(b.build(), geared(MergePolicy::kZip, true));
+  set_dim_gears(s, "x", {{0, {2, 4}}});
+  for (int64_t rows : {1, 2, 3}) {
+    auto in = makeInputs(s.graph(), {Shape{rows, 2}, Shape{3, 2}}, 40 + rows);
+    auto out = s.run(in);
+    EXPECT_EQ(out[0].shape(), Shape({3 + rows, 2}));
+    EXPECT_TRUE(out[0].equals(referenceRun(s.graph(), in)[0])) << rows;
+  }
+  EXPECT_EQ(gearedCounters(s.stats()).paddedCalls, 2);
+}
+
 TEST(Geared, DifferentialExactAndPaddedOnTheFourOpModel) {
   for (bool pad : {false, true}) {
     Session s(testing_models::fourOps(), geared(MergePolicy::kZip, pad));

@@ -802,12 +802,44 @@ TEST(PaddingAnalysis, CatAlongAPaddedDimIsRefused) {
   GraphBuilder b("cat");
   auto x = b.input("x", DType::kF32, {kAnyDim, 2});
   auto y = b.input("y", DType::kF32, {3, 2});
-  b.output(b.cat({y, x}, 0, "c"));
+  b.output(b.cat({x, y}, 0, "c"));
   Graph g = b.build();
   const std::vector<InputDim> padded{{0, 0}};
   EXPECT_EQ(gearError([&] { analyzePadding(g, padded); }),
-            "<builder>: op %c = cat: cannot pad input 'x' dim 0: input 1 (%x) is padded along "
-            "dim 0, and the cat along dim 0 would put padded rows between real rows");
+            "<builder>: op %c = cat: cannot pad input 'x' dim 0: input 0 (%x) is padded along "
+            "dim 0, and the cat along dim 0 would put padded rows between real rows (only a last "
+            "input after static-sized ones may be padded there)");
+}
+
+TEST(PaddingAnalysis, CatWithThePaddedInputLastKeepsThePaddingAtTheEnd) {
+  // [3 static rows; x]: the padding ends the output, whose real size is 3 + x's.
+  GraphBuilder b("cat");
+  auto x = b.input("x", DType::kF32, {kAnyDim, 2});
+  auto y = b.input("y", DType::kF32, {3, 2});
+  auto z = b.input("z", DType::kF32, {kAnyDim, 2});
+  auto c = b.cat({y, x}, 0, "c");
+  b.output(c);
+  b.output(b.add(c, b.cat({y, z}, 0, "d"), "s"));  // same offset: tied, checked at run time
+  Graph g = b.build();
+  const std::vector<InputDim> padded{{0, 0}, {2, 0}};
+  const PaddingPlan plan = analyzePadding(g, padded);
+  ASSERT_EQ(plan.outputs[0].size(), 1u);
+  EXPECT_EQ(plan.outputs[0][0].origin, (InputDim{0, 0}));
+  EXPECT_EQ(plan.outputs[0][0].offset, 3);
+  ASSERT_EQ(plan.sameRealSize.size(), 1u);
+  // Different offsets cannot be tied: [y; x] + [x; y] would need x + 3 = 3 + x with the
+  // padding in different places.
+  GraphBuilder b2("cat2");
+  auto x2 = b2.input("x", DType::kF32, {kAnyDim, 2});
+  auto y2 = b2.input("y", DType::kF32, {3, 2});
+  auto w2 = b2.input("w", DType::kF32, {kAnyDim, 2});
+  auto one = b2.input("one", DType::kF32, {1, 2});
+  b2.output(b2.add(b2.cat({y2, x2}, 0), b2.cat({one, w2}, 0), "s"));
+  Graph g2 = b2.build();
+  const std::vector<InputDim> padded2{{0, 0}, {2, 0}};
+  EXPECT_NE(gearError([&] { analyzePadding(g2, padded2); })
+                .find("padded dims of real sizes x+3 and w+1 meet here"),
+            std::string::npos);
 }
 
 TEST(PaddingAnalysis, CatOnAnotherDimNeedsInputsPaddedAlike) {

@@ -505,7 +505,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
     const TensorType& pt = plan.types[plan.graph->outputs[o]];
     Shape real = pt.shape;
     for (const PaddedOutputDim& pd : padding_->outputs[o])
-      real[pd.dim] = sig[pd.origin.input][pd.origin.dim];
+      real[pd.dim] = sig[pd.origin.input][pd.origin.dim] + pd.offset;
     if (modelOnly) {
       // Nothing wrote it: zeros of the real shape, allocated once (issue 22 and 25: a padded
       // model-only call allocated its outputs, an mmap each past 128 KiB).

@@ -42,7 +42,8 @@ def test_uniform_form_regenerates_the_bundled_mlp_trace():
         assert gen("20000", "1", "64").stdout == f.read()
 
 
-@pytest.mark.parametrize("path", ["bert_sharegpt.trace.jsonl", "gpt_decode_alpaca.trace.jsonl"])
+@pytest.mark.parametrize("path", ["bert_sharegpt.trace.jsonl", "gpt_decode_alpaca.trace.jsonl",
+                                  "gpt_decode_masked_alpaca.trace.jsonl"])
 def test_bundled_traces_regenerate_from_their_header(path):
     """Each bundled trace names the command that wrote it; running it again gives the bytes."""
     with open(os.path.join(REPO, "examples", path)) as f:

@@ -1,5 +1,6 @@
 """The transformer exports of scripts/export_models.py (issue 24 item 3): bert_encoder,
-gpt_prefill and gpt_decode (KV cache in and out), small configs, seeded.
+gpt_prefill, gpt_decode (KV cache in and out) and gpt_decode_masked (a cache with empty slots
+marked by past_mask; returns the new token's k and v), small configs, seeded.
 
   1. The ONNX graphs: inputs, types and dynamic axes; node counts and op-type histograms
      (pinned: torch 1.13's exporter, opset 14); the attention pattern a fusion pass matches
@@ -62,6 +63,11 @@ EXPECTED = {
                          "MatMul": 17, "Shape": 17, "Concat": 14, "ReduceMean": 10,
                          "Transpose": 10, "Reshape": 8, "Div": 5, "Pow": 5, "Sqrt": 5, "Sub": 5,
                          "Softmax": 2, "Tanh": 2, "Slice": 1}),
+    "gpt_decode_masked": (287, {"Constant": 81, "Add": 33, "Unsqueeze": 24, "Gather": 23,
+                                "Mul": 20, "MatMul": 17, "Shape": 17, "Concat": 16,
+                                "ReduceMean": 10, "Transpose": 10, "Reshape": 8, "Sub": 6,
+                                "Div": 5, "Pow": 5, "Sqrt": 5, "Softmax": 2, "Tanh": 2, "Cast": 1,
+                                "ConstantOfShape": 1, "ReduceSum": 1}),
 }
 
 # (name, element type, dims: a number or the dim_param) of every graph input and output.
@@ -80,6 +86,11 @@ IO = {
                    [("logits", FLOAT, ["batch", None, 97]),
                     ("present_k", FLOAT, [2, "batch", 4, "past_plus_1", 8]),
                     ("present_v", FLOAT, [2, "batch", 4, "past_plus_1", 8])]),
+    "gpt_decode_masked": ([("input_ids", INT64, ["batch", 1]), ("past_k", FLOAT, CACHE),
+                           ("past_v", FLOAT, CACHE), ("past_mask", FLOAT, ["batch", "past"])],
+                          [("logits", FLOAT, ["batch", None, 97]),
+                           ("new_k", FLOAT, [2, "batch", 4, None, 8]),
+                           ("new_v", FLOAT, [2, "batch", 4, None, 8])]),
 }
 
 
@@ -202,10 +213,11 @@ def test_gearbox_runs_transformer_in_every_mode(name, exports, tmp_path):
             np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=f"{mode} {k}")
 
 
-# Padded gears (issue 24): the sequence dim padded up to a gear. bert_encoder's attention mask,
+# Padded gears (issue 24): every dynamic dim padded up to a gear. bert_encoder's attention mask,
 # zero-padded, hides the padded keys ((1 - mask) * -10000); gpt_prefill's causal mask hides them
-# from every real query. The real part of every output matches torch at the unpadded shape.
-PADDED = ("bert_encoder", "gpt_prefill")
+# from every real query; gpt_decode_masked's past_mask, zero-padded, marks the padded cache
+# slots empty. The real part of every output matches torch at the unpadded shape.
+PADDED = ("bert_encoder", "gpt_prefill", "gpt_decode_masked")
 
 
 @pytest.mark.parametrize("name", PADDED)
@@ -217,9 +229,10 @@ def test_padded_gears_match_torch(name, exports, tmp_path):
     in_names, out_names, axes = em.transformer_io(name)
     inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
     expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
-    batch, seq = inputs[0].shape  # 2, 7: padded to the gears 3 and 8
-    gears = {k: {str(dim): ([batch + 1, 2 * batch] if ax == "batch" else [seq + 1, 2 * seq])
-                 for dim, ax in axes[k].items()} for k in in_names}
+    # The traced sizes (batch 2, seq 7, past 5), each padded to the gear one above it.
+    size = {ax: a.shape[dim] for k, a in zip(in_names, inputs) for dim, ax in axes[k].items()}
+    gears = {k: {str(dim): [size[ax] + 1, 2 * size[ax]] for dim, ax in axes[k].items()}
+             for k in in_names}
     s = gearbox.Session(g, mode="geared", gears=gears, gear_fallback="pad")
     got = s.run(*inputs)
     assert s.stats["padded_calls"] == 1 and s.history[0]["padded"] is True
@@ -258,6 +271,38 @@ def test_padded_gears_on_bert_sharegpt(exports, repo, tmp_path, cli, env):
         assert m["reference_check"]["ok"], mode
 
 
+def test_decode_with_past_buckets(exports, repo, tmp_path, cli, env):
+    """Issue 24's decode acceptance: 64 steps of a batch of 4 Alpaca-like requests, the KV
+    length growing by one per step. Static compiles per step until the recompile limit (8),
+    says so once, and runs the rest through the dynamic path; geared with buckets on `past`
+    compiles only the buckets, pads every step up to one, charges the padding waste, and
+    agrees with the reference executor like every other mode."""
+    gbx = tmp_path / "gpt_decode_masked.gbx"
+    onnx_import.import_model(exports["gpt_decode_masked"], str(gbx))
+    trace = repo / "examples" / "gpt_decode_masked_alpaca.trace.jsonl"
+    calls = [json.loads(line) for line in trace.read_text().splitlines()
+             if line.startswith("{")]
+    pasts = [c["past_k"][3] for c in calls]
+    assert len(calls) == 64 and pasts == list(range(pasts[0], pasts[0] + 64))
+    buckets = [64, 80, 96, 112, 128]
+    proc = subprocess.run([cli, "compare", str(gbx), "--trace", str(trace), "--gears",
+                           json.dumps({"past_k": {"3": buckets}}), "--gear-fallback", "pad",
+                           "--check-reference", "--repeat", "1", "--json",
+                           str(tmp_path / "r.json")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.count("hit recompile_limit (8)") == 1
+    modes = json.loads((tmp_path / "r.json").read_text())["modes"]
+    static, geared = modes["static"], modes["geared"]
+    assert (static["graph_compiles"], static["fallback_runs"]) == (8, 56)
+    assert geared["graph_compiles"] == len(buckets) and geared["fallback_runs"] == 0
+    exact = sum(p in buckets for p in pasts)
+    assert geared["padded_calls"] == 64 - exact
+    assert geared["padding_waste"] > 0
+    for mode, m in modes.items():
+        assert m["reference_check"]["ok"], mode
+
+
 # Traces of shapes other than the traced one (size 1 included): every dynamic dim moves.
 TRACES = {
     "bert_encoder": [{"input_ids": [b, s], "attention_mask": [b, s]}
@@ -265,6 +310,9 @@ TRACES = {
     "gpt_prefill": [{"input_ids": [b, s]} for b, s in ((2, 5), (1, 1), (3, 11), (2, 5))],
     "gpt_decode": [{"input_ids": [b, 1], "past_k": [2, b, 4, p, 8], "past_v": [2, b, 4, p, 8]}
                    for b, p in ((2, 5), (1, 1), (3, 9), (2, 6))],
+    "gpt_decode_masked": [{"input_ids": [b, 1], "past_k": [2, b, 4, p, 8],
+                           "past_v": [2, b, 4, p, 8], "past_mask": [b, p]}
+                          for b, p in ((2, 5), (1, 1), (3, 9), (2, 6))],
 }
 
 
@@ -293,8 +341,10 @@ def test_check_reference_agrees(name, exports, tmp_path, cli, env):
 # goes too, since present_k's transpose of the same tensor already holds k (5 per layer).
 # gpt_decode: no mask, and the k^T transpose of the concatenated cache is removed (matmul, mul,
 # softmax, matmul and the transpose: 4 per layer).
+# gpt_decode_masked: its mask makes it the five-op pattern, and the k^T transpose of the
+# [new; past] keys goes too (5 per layer).
 ATTENTION_FUSION = {"bert_encoder": (2, 72, 64), "gpt_prefill": (2, 79, 69),
-                    "gpt_decode": (2, 83, 75)}
+                    "gpt_decode": (2, 83, 75), "gpt_decode_masked": (2, 90, 80)}
 
 
 def _ops(ir):
