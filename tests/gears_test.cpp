@@ -837,8 +837,9 @@ TEST(PaddingAnalysis, CatWithThePaddedInputLastKeepsThePaddingAtTheEnd) {
   b2.output(b2.add(b2.cat({y2, x2}, 0), b2.cat({one, w2}, 0), "s"));
   Graph g2 = b2.build();
   const std::vector<InputDim> padded2{{0, 0}, {2, 0}};
-  EXPECT_NE(gearError([&] { analyzePadding(g2, padded2); })
-                .find("padded dims of real sizes x+3 and w+1 meet here"),
+  EXPECT_NE(gearError([&] {
+              analyzePadding(g2, padded2);
+            }).find("padded dims of real sizes x+3 and w+1 meet here"),
             std::string::npos);
 }
 

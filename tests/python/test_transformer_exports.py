@@ -189,17 +189,23 @@ def test_prefill_cache_feeds_decode():
     np.testing.assert_allclose(v2, vf, rtol=RTOL, atol=ATOL)
 
 
+def _imported(name, exports, tmp_path):
+    """The export imported and loaded, its io names and dynamic axes, and torch's reference
+    inputs and outputs at the traced shape."""
+    gbx = tmp_path / f"{name}.gbx"
+    onnx_import.import_model(exports[name], str(gbx))
+    d = os.path.dirname(exports[name])
+    in_names, out_names, axes = em.transformer_io(name)
+    load = lambda k: np.load(os.path.join(d, f"{name}.{k}.npy"))  # noqa: E731
+    return (gearbox.load(str(gbx)), in_names, out_names, axes, [load(k) for k in in_names],
+            [load(k) for k in out_names])
+
+
 @pytest.mark.parametrize("name", em.TRANSFORMERS)
 def test_gearbox_runs_transformer_in_every_mode(name, exports, tmp_path):
     """The acceptance of issue 24: the import runs in every mode and matches torch's outputs
     (rtol = atol = 1e-4) at the traced shape."""
-    gbx = tmp_path / f"{name}.gbx"
-    onnx_import.import_model(exports[name], str(gbx))
-    g = gearbox.load(str(gbx))
-    d = os.path.dirname(exports[name])
-    in_names, out_names, axes = em.transformer_io(name)
-    inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
-    expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
+    g, in_names, out_names, axes, inputs, expect = _imported(name, exports, tmp_path)
     for mode in gearbox.MODES:
         s = gearbox.Session(g, mode=mode)
         if mode == "geared":
@@ -222,13 +228,7 @@ PADDED = ("bert_encoder", "gpt_prefill", "gpt_decode_masked")
 
 @pytest.mark.parametrize("name", PADDED)
 def test_padded_gears_match_torch(name, exports, tmp_path):
-    gbx = tmp_path / f"{name}.gbx"
-    onnx_import.import_model(exports[name], str(gbx))
-    g = gearbox.load(str(gbx))
-    d = os.path.dirname(exports[name])
-    in_names, out_names, axes = em.transformer_io(name)
-    inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
-    expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
+    g, in_names, out_names, axes, inputs, expect = _imported(name, exports, tmp_path)
     # The traced sizes (batch 2, seq 7, past 5), each padded to the gear one above it.
     size = {ax: a.shape[dim] for k, a in zip(in_names, inputs) for dim, ax in axes[k].items()}
     gears = {k: {str(dim): [size[ax] + 1, 2 * size[ax]] for dim, ax in axes[k].items()}
