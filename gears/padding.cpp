@@ -314,6 +314,11 @@ class Analyzer {
     broadcast(n, 0, tba, ra - 2, batchA, realHeld(a), 1, tbb, rb - 2, batchB, realHeld(b),
               productHeld, out);
     const int r = std::max(ra, rb);
+    // A zero batch slice times anything finite is zero over the real K; a padded K adds the
+    // slices' doubly padded corners, which are not followed.
+    if (ka.padded)
+      for (int i = 0; i < r - 2; ++i)
+        if (out[i].padded && out[i].zero()) out[i].held = Held::finite();
     // M: zero rows of a give zero rows of the product, unless padded K brings in a's
     // doubly padded corner against b's non-zero K padding; N likewise.
     auto carried = [&](Tag t, const Tag& kOther) {

@@ -409,6 +409,19 @@ TEST(TransformerOps, GatherExpandAndTriluPaddingRules) {
   EXPECT_EQ(analyzePadding(tri, std::vector<InputDim>{{0, 1}, {0, 2}}).outputs[0].size(), 2u);
 }
 
+// A batched matmul keeps a zero-padded batch slice zero (0 times finite), so summing over the
+// batch is legal -- unless K is padded too: the slices' doubly padded corners then enter.
+TEST(TransformerOps, BatchedMatMulKeepsZeroBatchPaddingOnlyWithoutPaddedK) {
+  const std::string sum = "  %m = matmul(%x, %w)\n  %y = reduce_sum(%m, axes=[0])\n  return %y";
+  analyzePadding(graphOf("%x: f32[B, 2, 4], %w: f32[B, 4, 3]", sum),
+                 std::vector<InputDim>{{0, 0}, {1, 0}});
+  EXPECT_NE(paddingError(graphOf("%x: f32[B, 2, K], %w: f32[B, K, 3]", sum),
+                         {{0, 0}, {1, 0}, {0, 2}, {1, 1}})
+                .find("op %y = reduce_sum: cannot pad input 'x' dim 0: input 0 (%m) dim 0 is "
+                      "padded and reduce_sum adds it up, but its padding holds finite values"),
+            std::string::npos);
+}
+
 // The importer's position rows, pos[:S] as arange(S) from ones: expand, a strictly lower
 // triangle (k = -1), summed per row. The padded columns of a real row are zeroed by the
 // triangle, so the sum is legal and the real rows' indices are 0..S-1 as unpadded.
