@@ -21,30 +21,46 @@ namespace {
 // in its padded range and every other dim in its real range (the ones an op reducing over d
 // mixes into real results). Positions padded in two dims are not followed; like everything
 // derived from the pad's zeros they are taken to be finite unless an op could make them
-// otherwise (x / 0, sqrt(-1), a -inf mask). Overflow of finite values is not modelled.
+// otherwise (x / 0, sqrt(-1), a -inf mask). Real values (inputs, weights) are taken to be
+// finite; overflow of finite values is not modelled.
 enum class Fill : uint8_t {
-  kConst,   // exactly `c` (the pad writes 0; the padding of a constant expression stays known)
-  kMasked,  // a finite value plus an additive key mask <= kMaskFloor: softmax gives it 0
-  kFinite,  // unknown but finite
-  kAny,     // unknown, maybe inf or NaN
+  kConst,    // exactly `c` (the pad writes 0; the padding of a constant expression stays known)
+  kKeyMask,  // a key mask: `c` <= kMaskFloor at the padded positions while the real positions
+             // keep some key of each row (see kMaskFloor)
+  kMasked,   // finite scores plus a key mask: softmax gives them weight 0
+  kFinite,   // unknown but finite
+  kAny,      // unknown, maybe inf or NaN
 };
 
 // The largest additive mask value that hides a key: BERT's extended attention mask is -10000,
-// Hugging Face's finfo(f32).min, others -inf. exp(x) is 0 in f32 below about -103.97, so with
-// -10000 a masked key's softmax weight is exactly 0 while the real scores of a row span less
-// than ~9,896 -- the same assumption the model makes when it masks padding inside a batch.
+// Hugging Face's finfo(f32).min, others -inf. exp(x) is 0 in f32 below about -103.97, so a
+// padded key at -10000 gets weight exactly 0 when its row keeps a real key whose score is
+// within ~9,896 of that key's unmasked score. A key mask therefore needs real positions that
+// are NOT masked, which a constant cannot promise (x + -10000 shifts every key): it comes
+// from a 0/1 mask input, whose zero padding means "pad", as (1 - mask) * big (big <= -10000;
+// the model's own in-batch masking assumes every row keeps a key, as every request has a
+// token), or from a causal triangle that keeps each row's diagonal (triu(big, 1)).
 constexpr double kMaskFloor = -1e4;
 
 struct Held {
   Fill fill = Fill::kConst;
   double c = 0;
-  static Held constant(double v) { return std::isnan(v) ? any() : Held{Fill::kConst, v}; }
-  static Held masked() { return Held{Fill::kMasked, 0}; }
-  static Held finite() { return Held{Fill::kFinite, 0}; }
-  static Held any() { return Held{Fill::kAny, 0}; }
+  // kConst: the real positions of the value hold data (they may differ from `c`): the
+  // padding of a data input and what follows from it by uniform constants. A constant the real
+  // positions share (a uniform constant, its broadcast copies) has `own` false, and so does a
+  // combination of two padded values (their real data may cancel: x - x).
+  bool own = false;
+  static Held constant(double v, bool own = false) {
+    return std::isnan(v) ? any() : Held{Fill::kConst, v, own};
+  }
+  static Held keyMask(double v) { return Held{Fill::kKeyMask, v, false}; }
+  static Held masked() { return Held{Fill::kMasked, 0, false}; }
+  static Held finite() { return Held{Fill::kFinite, 0, false}; }
+  static Held any() { return Held{Fill::kAny, 0, false}; }
   bool zero() const { return fill == Fill::kConst && c == 0; }
-  // Scores a key mask hides: softmax gives them weight 0.
-  bool hidden() const { return fill == Fill::kMasked || (fill == Fill::kConst && c <= kMaskFloor); }
+  bool isConst() const { return fill == Fill::kConst; }
+  // Keys softmax gives weight 0 to: a key mask, or scores plus one.
+  bool hidden() const { return fill == Fill::kMasked || fill == Fill::kKeyMask; }
   // A finite value: 0 * it adds nothing.
   bool isFinite() const {
     return fill == Fill::kFinite || (fill == Fill::kConst && std::isfinite(c));
@@ -53,43 +69,59 @@ struct Held {
   Held finiteOf() const { return isFinite() ? finite() : any(); }
 };
 
+// Two constants combined: data-derived when exactly one side is (the other is shared by every
+// real position), unless `kills` (a product by 0).
+Held constOf(double v, const Held& a, const Held& b, bool kills = false) {
+  return Held::constant(v, (a.own != b.own) && !kills);
+}
+
 // The rules of each fill under the elementwise ops (a side that is not padded there passes
 // what it is known to hold: a uniform constant, or finite real values).
 Held addHeld(Held a, Held b) {
-  if (a.fill == Fill::kConst && b.fill == Fill::kConst) return Held::constant(a.c + b.c);
-  // A mask added to finite scores (or another mask) still hides the key.
+  if (a.isConst() && b.isConst()) return constOf(a.c + b.c, a, b);
+  // A key mask shifted by a finite constant is one still; plus finite scores (or another mask)
+  // the keys stay hidden.
+  if ((a.fill == Fill::kKeyMask && b.isConst() && std::isfinite(b.c)) ||
+      (b.fill == Fill::kKeyMask && a.isConst() && std::isfinite(a.c)))
+    return a.fill == Fill::kKeyMask ? a : b;
   if ((a.hidden() && (b.isFinite() || b.hidden())) || (b.hidden() && a.isFinite()))
     return Held::masked();
   return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
 }
 Held negHeld(Held a) {
-  if (a.fill == Fill::kConst) return Held::constant(-a.c);
+  if (a.isConst()) return Held::constant(-a.c, a.own);
   return a.fill == Fill::kFinite ? a : Held::any();
 }
 Held mulHeld(Held a, Held b) {
-  if (a.fill == Fill::kConst && b.fill == Fill::kConst) return Held::constant(a.c * b.c);
+  if (a.isConst() && b.isConst()) {
+    // (1 - mask) * big: the padding's data-derived 1 (or more) times a shared big negative
+    // constant is a key mask.
+    const Held& p = a.own ? a : b;
+    const Held& k = a.own ? b : a;
+    if (p.own && !k.own && p.c >= 1 && k.c <= kMaskFloor) return Held::keyMask(p.c * k.c);
+    return constOf(a.c * b.c, a, b, a.c == 0 || b.c == 0);
+  }
   if ((a.zero() && b.isFinite()) || (b.zero() && a.isFinite())) return Held::constant(0);
-  // A mask scaled by at least 1 still hides (BERT's (1 - mask) * -10000 is a const path).
-  if ((a.fill == Fill::kMasked && b.fill == Fill::kConst && b.c >= 1) ||
-      (b.fill == Fill::kMasked && a.fill == Fill::kConst && a.c >= 1))
-    return Held::masked();
+  // A mask scaled by at least 1 still hides.
+  if ((a.hidden() && b.isConst() && b.c >= 1) || (b.hidden() && a.isConst() && a.c >= 1))
+    return a.hidden() ? a : b;
   return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
 }
 Held divHeld(Held a, Held b) {
-  const bool byConst = b.fill == Fill::kConst && b.c != 0 && std::isfinite(b.c);
-  if (a.fill == Fill::kConst && byConst) return Held::constant(a.c / b.c);
+  const bool byConst = b.isConst() && b.c != 0 && std::isfinite(b.c);
+  if (a.isConst() && byConst) return constOf(a.c / b.c, a, b);
   if (byConst && a.fill == Fill::kFinite) return a;
-  if (byConst && a.fill == Fill::kMasked && b.c > 0 && b.c <= 1) return a;
+  if (byConst && a.hidden() && b.c > 0 && b.c <= 1) return a;
   return Held::any();  // x / 0 is inf or NaN
 }
 Held powHeld(Held a, Held b) {
-  if (a.fill == Fill::kConst && b.fill == Fill::kConst) return Held::constant(std::pow(a.c, b.c));
-  // A non-negative constant exponent keeps a finite base finite (0^0 = 1).
-  if (a.isFinite() && b.fill == Fill::kConst && b.c >= 0 && std::isfinite(b.c))
+  if (a.isConst() && b.isConst()) return constOf(std::pow(a.c, b.c), a, b);
+  // A non-negative integer exponent keeps a finite base finite (0^0 = 1); a fractional one
+  // makes a negative base NaN.
+  if (a.isFinite() && b.isConst() && b.c >= 0 && std::isfinite(b.c) && b.c == std::floor(b.c))
     return Held::finite();
   return Held::any();
 }
-// Where either may be picked (where, cat's inputs, pad's new positions).
 // A product summed over a dim (a matmul's batch slices and its M and N sides): zero when one
 // side is zero and the other finite.
 Held productHeld(Held a, Held b) {
@@ -99,6 +131,7 @@ Held productHeld(Held a, Held b) {
 std::string describe(const Held& h) {
   switch (h.fill) {
     case Fill::kConst: return h.c == 0 ? "zeros" : fmt::format("the constant {}", h.c);
+    case Fill::kKeyMask: return fmt::format("a key mask ({})", h.c);
     case Fill::kMasked: return "masked scores";
     case Fill::kFinite: return "finite values";
     case Fill::kAny: return "values that may be inf or NaN";
@@ -108,9 +141,11 @@ std::string describe(const Held& h) {
 Held subHeld(Held a, Held b) {
   return addHeld(a, negHeld(b));
 }
+// Where either may be picked (where, cat's inputs, pad's new positions).
 Held joinHeld(Held a, Held b) {
-  if (a.fill == Fill::kConst && b.fill == Fill::kConst && a.c == b.c) return a;
-  if (a.fill == Fill::kMasked && b.fill == Fill::kMasked) return a;
+  if (a.isConst() && b.isConst() && a.c == b.c) return Held::constant(a.c, a.own && b.own);
+  if (a.fill == b.fill && (a.fill == Fill::kMasked || a.fill == Fill::kKeyMask))
+    return Held{a.fill, std::max(a.c, b.c), false};
   return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
 }
 
@@ -139,7 +174,7 @@ class Analyzer {
       if (p.dim < 0 || p.dim >= v.type.shape.rank())
         fail(ErrorKind::kGear, "cannot pad input '{}' dim {}: it has rank {}", v.name, p.dim,
              v.type.shape.rank());
-      tags_[g_.inputs[p.input]][p.dim] = Tag{true, p, Held::constant(0)};
+      tags_[g_.inputs[p.input]][p.dim] = Tag{true, p, Held::constant(0, true)};
     }
     for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes.size()); ++n) visit(n);
     PaddingPlan plan;
@@ -699,48 +734,81 @@ class Analyzer {
                            label(node, 0), describe(dq.held), label(node, 1), describe(dk.held)));
       tie(n, dq, dk);
     }
-    // The keys: k and v's rows, the mask's last dim.
+    // The keys: k and v's rows, the mask's last dim (right-aligned with the scores' S_k).
     const bool hasMask = node.inputs.size() == 4;
-    const Tag maskKeys = hasMask ? tags_[node.inputs[3]][rank(node.inputs[3]) - 1] : Tag{};
-    const bool hidden = maskKeys.padded && maskKeys.held.hidden();
-    for (size_t i = 1; i < node.inputs.size(); ++i) {
-      const int ri = rank(node.inputs[i]);
-      const int d = i == 3 ? ri - 1 : r - 2;
-      if (d < 0 || !tags_[node.inputs[i]][d].padded) continue;
-      const Tag& t = tags_[node.inputs[i]][d];
-      if (hidden && t.held.fill != Fill::kAny) {
-        tie(n, t, maskKeys);
-        continue;
-      }
-      refuse(n, t,
-             fmt::format("{} dim {} is padded and holds the keys S_k, which the attention's "
-                         "softmax normalises over, and {}, so the padded keys would enter every "
-                         "real result",
-                         label(node, i), d,
-                         !hasMask ? "there is no mask to hide them"
-                         : !maskKeys.padded
-                             ? "the mask is not padded there to hide them"
-                             : fmt::format("the mask's padding holds {}, not a key mask (<= {})",
-                                           describe(maskKeys.held), kMaskFloor)));
+    const ValueId mask = hasMask ? node.inputs[3] : ValueId{-1};
+    const int rm = hasMask ? rank(mask) : 0;
+    const Tag maskKeys = rm >= 1 ? tags_[mask][rm - 1] : Tag{};
+    const Tag& kk = tags_[k][r - 2];
+    const Tag& kv = tags_[v][r - 2];
+    if (maskKeys.padded && !kk.padded)
+      refuse(n, maskKeys,
+             fmt::format("{} is padded along the keys but {} is not: a mask of real size 1 "
+                         "broadcasts over every key, padded it would not",
+                         label(node, 3), label(node, 1)));
+    if (kk.padded != kv.padded)
+      refuse(n, kk.padded ? kk : kv,
+             fmt::format("the keys S_k are padded in {} but not in {}",
+                         kk.padded ? label(node, 1) : label(node, 2),
+                         kk.padded ? label(node, 2) : label(node, 1)));
+    if (kk.padded) {
+      const bool hidden = maskKeys.padded && maskKeys.held.hidden();
+      if (!hidden)
+        refuse(n, kk,
+               fmt::format("{} dim {} is padded and holds the keys S_k, which the attention's "
+                           "softmax normalises over, and {}, so the padded keys would enter "
+                           "every real result",
+                           label(node, 1), r - 2,
+                           !hasMask ? "there is no mask to hide them"
+                           : !maskKeys.padded
+                               ? "the mask is not padded there to hide them"
+                               : fmt::format("the mask's padding holds {}, not a key mask",
+                                             describe(maskKeys.held))));
+      // Masked keys weigh 0 and 0 * v adds nothing only for finite v (and finite scores).
+      for (const auto& [t, i] : {std::pair<const Tag&, size_t>{kk, 1}, {kv, 2}})
+        if (!t.held.isFinite())
+          refuse(n, t,
+                 fmt::format("{} is padded along the keys and its padding holds {}; a masked "
+                             "key's weight 0 times it would not be 0",
+                             label(node, i), describe(t.held)));
+      tie(n, kk, kv);
+      tie(n, kk, maskKeys);
     }
     out = Tags{};
     for (int d = 0; d < r - 1; ++d) {
-      const Tag* first = nullptr;
-      bool any = false;
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        const ValueId x = node.inputs[i];
-        // The mask's dims are right-aligned with the scores; q, k and v share the batch dims,
-        // and only q has S_q.
-        const int j = i == 3 ? d - (r - rank(x)) : d;
-        if (j < 0 || (i != 0 && i != 3 && d == r - 2) || !tags_[x][j].padded) continue;
-        any = any || tags_[x][j].held.fill == Fill::kAny;
-        if (first) {
-          tie(n, *first, tags_[x][j]);
-        } else {
-          first = &tags_[x][j];
-        }
+      // q, k and v share the batch dims (padded alike); only q has S_q. The mask's dim, right
+      // aligned, follows add's rule against the scores' dim.
+      const Tag& tq = tags_[q][d];
+      if (d < r - 2)
+        for (size_t i = 1; i < 3; ++i)
+          if (tags_[node.inputs[i]][d].padded != tq.padded)
+            refuse(n, tq.padded ? tq : tags_[node.inputs[i]][d],
+                   fmt::format("batch dim {} is padded in {} but not in {}", d,
+                               tq.padded ? label(node, 0) : label(node, i),
+                               tq.padded ? label(node, i) : label(node, 0)));
+      const int j = d - (r - rm);
+      const bool maskHasDim = hasMask && j >= 0;
+      const Tag tm = maskHasDim ? tags_[mask][j] : Tag{};
+      if (tm.padded && !tq.padded)
+        refuse(
+            n, tm,
+            fmt::format("{} dim {} is padded but the scores' dim {} is not", label(node, 3), j, d));
+      if (tq.padded && maskHasDim && !tm.padded && shape(mask)[j] != 1)
+        refuse(n, tq,
+               fmt::format("{} dim {} is padded but {} dim {} (size {}) is not; padded positions "
+                           "would combine with real ones",
+                           label(node, 0), d, label(node, 3), j, dimToString(shape(mask)[j])));
+      if (!tq.padded) continue;
+      bool any = tq.held.fill == Fill::kAny;
+      for (size_t i = 1; i < 3 && d < r - 2; ++i) {
+        tie(n, tq, tags_[node.inputs[i]][d]);
+        any = any || tags_[node.inputs[i]][d].held.fill == Fill::kAny;
       }
-      if (first) out[d] = like(*first, any ? Held::any() : Held::finite());
+      if (tm.padded) {
+        tie(n, tq, tm);
+        any = any || !tm.held.isFinite();
+      }
+      out[d] = like(tq, any ? Held::any() : Held::finite());
     }
     out[r - 1] = tags_[v][r - 1];
     if (out[r - 1].padded && !out[r - 1].zero()) out[r - 1].held = out[r - 1].held.finiteOf();
@@ -827,6 +895,13 @@ class Analyzer {
       const int k = i - (r - ri);
       if (k >= 0) out[i] = tags_[in][k];
       const int64_t od = shape(node.output)[i];
+      // A padded dim of x must stay itself: another target size means x's dim broadcasts when
+      // its real size is 1, which its padded size is not.
+      if (out[i].padded && shape(in)[k] != od)
+        refuse(n, out[i],
+               fmt::format("{} dim {} is padded and expand makes it {}, which a real size of 1 "
+                           "would broadcast to and the padded size cannot",
+                           label(node, 0), k, dimToString(od)));
       if (out[i].padded || !isSymbolDim(od)) continue;
       // An output dim named by a padded input dim's symbol that x does not carry.
       const auto e = dimExpr(od);
@@ -854,22 +929,25 @@ class Analyzer {
   // Padding sits at the end of each dim, so real (i, j) keep their values. With rows and
   // columns padded from one input dim (one real size S), a padded column j >= S of a real row
   // i < S is zeroed by lower with k <= 0 (j > i + k), and a padded row of real columns is
-  // zeroed by upper with k >= 0; a lower mask of ones with k >= -1 keeps a padded row's real
-  // columns (and upper with k <= 1 a padded column's real rows). Other padded positions mix x
-  // and 0.
+  // zeroed by upper with k >= 0; lower with k >= -1 keeps a padded row's real columns, upper
+  // with k <= 1 a real row's padded columns. A causal mask triu(big, 1) of a constant
+  // big <= kMaskFloor keeps big on every real row's padded columns and 0 on its diagonal, so
+  // those columns are a key mask. Other padded positions (and other padded dims, batch ones)
+  // mix x and 0.
   void visitTrilu(const Node& node, Tags& out) {
     const ValueId in = node.inputs[0];
     const int r = rank(in);
     out = tags_[in];
     const bool upper = node.attrs.i(attr::Trilu::upper) != 0;
     const int64_t k = node.attrs.i(attr::Trilu::k);
+    auto mixed = [](Tag& t) {
+      if (t.padded && !t.zero()) t.held = joinHeld(t.held, Held::constant(0));
+    };
+    for (int d = 0; d < r - 2; ++d) mixed(out[d]);
     Tag& rows = out[r - 2];
     Tag& cols = out[r - 1];
     const bool square =
         rows.padded && cols.padded && rows.origin == cols.origin && rows.offset == cols.offset;
-    auto mixed = [](Tag& t) {
-      if (t.padded && !t.zero()) t.held = joinHeld(t.held, Held::constant(0));
-    };
     if (!square) {
       mixed(rows);
       mixed(cols);
@@ -880,7 +958,10 @@ class Analyzer {
         rows.held = Held::constant(0);
       else
         mixed(rows);
-      if (k > 1) mixed(cols);
+      if (k == 1 && cols.held.isConst() && cols.held.c <= kMaskFloor)
+        cols.held = Held::keyMask(cols.held.c);
+      else if (k != 1 || !cols.held.isConst())
+        mixed(cols);
     } else {
       if (k <= 0)
         cols.held = Held::constant(0);
@@ -937,7 +1018,7 @@ class Analyzer {
         const double lo = node.attrs.f(attr::Clip::min), hi = node.attrs.f(attr::Clip::max);
         unary(node, out, [lo, hi](Held h) {
           if (h.fill == Fill::kConst) return Held::constant(std::min(std::max(h.c, lo), hi));
-          if (h.fill == Fill::kMasked && std::isfinite(lo)) return Held::finite();
+          if (h.hidden() && std::isfinite(lo)) return Held::finite();
           return h.finiteOf();
         });
         break;
@@ -971,8 +1052,9 @@ class Analyzer {
         const bool toFloat = node.attrs.i(attr::Cast::to) == 1;
         unary(node, out, [toFloat](Held h) {
           if (h.fill == Fill::kConst && std::isfinite(h.c))
-            return Held::constant(toFloat ? static_cast<double>(static_cast<float>(h.c))
-                                          : std::trunc(h.c));
+            // A cast keeps a data-derived constant data-derived (HF casts its int mask).
+            return Held::constant(
+                toFloat ? static_cast<double>(static_cast<float>(h.c)) : std::trunc(h.c), h.own);
           return h.finiteOf();
         });
         break;

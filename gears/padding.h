@@ -4,8 +4,9 @@
 //
 // analyzePadding tags every padded (input, dim) and propagates the tags forward through the
 // graph in node order. A tag carries the input dim it came from and what the padded positions
-// hold: a known constant (the pad's zeros, folded through constants), masked scores (an
-// additive key mask <= -10000 on finite scores), finite values, or maybe inf/NaN. An op whose
+// hold: a known constant (the pad's zeros, folded through constants), a key mask (<= -10000
+// from a 0/1 mask input's padding, or a causal triangle), masked scores (a key mask plus
+// finite scores), finite values, or maybe inf/NaN. An op whose
 // result at a real position could depend on a padded position is refused with an Error(kGear)
 // naming the op, the padded input and dim, and why (docs/gears.md has the table):
 //   add         a padded dim must meet a padded dim or a broadcast (size 1 / missing) dim;
@@ -18,7 +19,7 @@
 //               output, whose real size is offset by theirs (PaddedOutputDim::offset); on other
 //               dims all data inputs must be padded alike.
 //   softmax     over a padded dim only when it holds masked scores (a 0/1 attention mask,
-//               zero-padded, as (1 - mask) * -10000, or a causal mask): their weights are 0;
+//               zero-padded, as (1 - mask) * -10000, or triu(-10000, 1)): their weights are 0;
 //   layer_norm, mean over a padded dim is refused; reduce_sum only while the padding is zero;
 //   trilu       with rows and columns padded alike, zeroes the padded part of real rows or
 //               columns (lower k <= 0, upper k >= 0), which keeps an arange from ones legal;
