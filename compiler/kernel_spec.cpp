@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "compiler/kernel_name.h"
+#include "compiler/kernel_params_text.h"
 #include "compiler/ops/op_hooks.h"
 #include "graph/error.h"
 
@@ -171,6 +172,8 @@ KernelSpec compileSpec(const KernelKey& key) {
 }
 
 }  // namespace
+
+std::string kernelParamsJson(const KernelSpec& spec) { return ops::paramsToJson(spec).dump(); }
 
 std::shared_ptr<const KernelSpec> compileKernelSpec(const KernelKey& key) {
   return std::make_shared<const KernelSpec>(compileSpec(key));

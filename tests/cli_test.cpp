@@ -268,6 +268,41 @@ TEST(Cli, PrintSpecialisesWhenShapesAreGiven) {
   EXPECT_NE(bad.output.find("op %y = add"), std::string::npos) << bad.output;
 }
 
+// print --plan: the static plan for a shape, one row per kernel with its thread split decided
+// at compile (a 64 x 1024 x 1024 matmul is 134 MFLOP: split for 2 threads, not for 1; the bias
+// add's 516 KiB stays in the calling thread) and the params below it.
+TEST(Cli, PrintPlanShowsEachKernelsThreadSplitAndParams) {
+  const std::string base = "print " + shellQuote(example("mlp.gbx")) +
+                           " --shapes '{\"x\": [64, 1024]}' --plan --threads ";
+  auto r = runGearbox(base + "2");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("4 steps, arena 512.00 KiB (768.00 KiB without reuse)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("step  value  op      output         tasks  work          kernel\n"
+                          "   0  %h     matmul  f32[64, 1024]      2  134.22 MFLOP  MatMul_"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("   1  %hb    add     f32[64, 1024]      1  516.00 KiB    Add_"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("      params {\"kind\":\"MatMul\",\"batch\":1,\"m\":64"),
+            std::string::npos)
+      << r.output;
+  auto one = runGearbox(base + "1");
+  ASSERT_EQ(one.exitCode, 0) << one.output;
+  EXPECT_NE(one.output.find("matmul  f32[64, 1024]      1  134.22 MFLOP"), std::string::npos)
+      << one.output;
+  // Misuse exits 2 naming what is missing.
+  const std::string model = "print " + shellQuote(example("mlp.gbx"));
+  auto noShapes = runGearbox(model + " --plan");
+  EXPECT_EQ(noShapes.exitCode, 2);
+  EXPECT_NE(noShapes.output.find("--plan needs --shapes"), std::string::npos) << noShapes.output;
+  EXPECT_EQ(runGearbox(model + " --threads 2").exitCode, 2);
+  EXPECT_EQ(runGearbox(base + "2 --passes").exitCode, 2);
+  EXPECT_EQ(runGearbox(model + " --shapes '{\"x\": [1, 1024]}' --plan --threads -1").exitCode, 2);
+}
+
 TEST(Cli, LogHasOneCompileLinePerKernelAndIterationMarkers) {
   TempDir dir;
   const std::string log = dir.file("run.log");

@@ -1,19 +1,27 @@
-// gearbox print MODEL [--shapes '{"x": [2, 4]}'] [--types] [--passes] [--dot FILE]
+// gearbox print MODEL [--shapes '{"x": [2, 4]}'] [--types] [--passes] [--plan] [--dot FILE]
 //
 //   (default)  the IR text (specialised to --shapes when given);
 //   --shapes   also every value's inferred type, as a comment after its line;
 //   --passes   the graph before the passes, then per pass a diff of what it changed ('-' removed,
 //              '+' added lines), then the final graph;
+//   --plan     with --shapes: the static plan static mode compiles for them (after the default
+//              passes): per step the kernel, its thread split (tasks) and work, and the
+//              compile step's params (ISA, GEMM blocking, strides...); --threads caps the split;
 //   --dot FILE the graph as Graphviz (written atomically; '-' for stdout).
 #include <fmt/format.h>
 
 #include <iostream>
 #include <sstream>
 
+#include "compiler/compiler.h"
+#include "compiler/cpu_isa.h"
+#include "compiler/kernel_cache.h"
+#include "compiler/kernel_params_text.h"
 #include "compiler/passes.h"
 #include "compiler/specialize.h"
 #include "driver/run_report.h"
 #include "driver/trace.h"
+#include "executor/device_memory.h"
 #include "graph/error.h"
 #include "graph/file_io.h"
 #include "graph/text.h"
@@ -122,12 +130,89 @@ std::string toDot(const Graph& g) {
   return out + "}\n";
 }
 
+// The unit of KernelSpec::work for an op: the GEMM-like kernels count FLOPs, pools window reads,
+// the rest bytes moved (compiler/ops/<op>.cpp).
+std::string workText(OpKind kind, double work) {
+  const char* unit = nullptr;
+  if (kind == OpKind::kMatMul || kind == OpKind::kConv2d || kind == OpKind::kAttention)
+    unit = "FLOP";
+  else if (kind == OpKind::kMaxPool2d || kind == OpKind::kAvgPool2d)
+    unit = "reads";
+  // Work is bounded by the plan's checked sizes; bytes read best in KiB/MiB.
+  if (!unit) return humanBytes(static_cast<int64_t>(work));
+  if (work >= 1e9) return fmt::format("{:.2f} G{}", work / 1e9, unit);
+  if (work >= 1e6) return fmt::format("{:.2f} M{}", work / 1e6, unit);
+  if (work >= 1e3) return fmt::format("{:.2f} K{}", work / 1e3, unit);
+  return fmt::format("{:.0f} {}", work, unit);
+}
+
+// The static plan of `g` (passes already run) for `sig`: what static mode compiles for this
+// shape, one line per step and its params below it.
+std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
+  for (const Shape& s : sig)
+    if (!s.isStatic())
+      fail(ErrorKind::kConfig,
+           "--plan needs every dim of every input concrete; --shapes left {} ({})",
+           signatureToString(g, sig), "name every dynamic dim of every input");
+  KernelCache kernels(1024, threads);
+  PlanCompileOptions options;
+  options.allocateArena = false;
+  options.id = 1;
+  const std::shared_ptr<Plan> plan = compilePlan(g, sig, kernels, options);
+  std::string out = fmt::format(
+      "# static plan for {}: {} {}, arena {} ({} without reuse); ISA {}\n",
+      signatureToString(g, sig), plan->steps.size(), plan->steps.size() == 1 ? "step" : "steps",
+      humanBytes(plan->arenaBytes), humanBytes(plan->naiveBytes), isaName(activeIsa()));
+  out += fmt::format(
+      "# tasks: the kernel's split into oneTBB tasks, decided at compile for this shape: 1 below "
+      "twice the threshold (4 MFLOP, or 4 MiB moved), else one per threshold of work, at most "
+      "{}\n",
+      threads > 0 ? fmt::format("the thread cap {} (--threads)", threads)
+                  : "the threads of this machine (no --threads cap)");
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"step", "value", "op", "output", "tasks", "work", "kernel"});
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    const PlanStep& st = plan->steps[i];
+    const Node& node = plan->graph->node(st.node);
+    const KernelSpec& k = *st.kernel;
+    rows.push_back({std::to_string(i), "%" + plan->graph->value(st.out).name,
+                    std::string(opTextName(node.kind)), plan->types[st.out].toString(),
+                    std::to_string(k.tasks), workText(node.kind, k.work), k.name});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string line;
+    for (size_t c = 0; c < rows[i].size(); ++c) {
+      const bool right = c == 0 || c == 4;  // numbers
+      const std::string& cell = rows[i][c];
+      const std::string pad(width[c] - cell.size(), ' ');
+      line +=
+          (c ? "  " : "") + (right ? pad + cell : (c + 1 == rows[i].size() ? cell : cell + pad));
+    }
+    out += line + "\n";
+    if (i == 0) continue;
+    // Long offset lists (a batched matmul's) would bury the table: the first kMaxParams
+    // characters, and how many more `--kernel-meta` writes in full.
+    constexpr size_t kMaxParams = 400;
+    const std::string params = kernelParamsJson(*plan->steps[i - 1].kernel);
+    out += "      params " + params.substr(0, kMaxParams);
+    if (params.size() > kMaxParams)
+      out += fmt::format("... ({} more characters; run --kernel-meta DIR for all)",
+                         params.size() - kMaxParams);
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 void registerPrint(CLI::App& app) {
   struct Opts {
     std::string model, shapes, dot;
-    bool passes = false;
+    bool passes = false, plan = false;
+    int threads = 0;
     std::vector<std::string> disabledPasses;
   };
   auto o = std::make_shared<Opts>();
@@ -141,18 +226,36 @@ void registerPrint(CLI::App& app) {
                 "Run the default pass pipeline and print what each pass changed, as a diff "
                 "(docs/passes.md)");
   cmd->add_option("--disable-pass", o->disabledPasses,
-                  "With --passes: leave this pass out (repeatable), as run's --disable-pass");
+                  "With --passes or --plan: leave this pass out (repeatable), as run's "
+                  "--disable-pass");
+  cmd->add_flag("--plan", o->plan,
+                "With --shapes: print the static plan compiled for them (after the default "
+                "passes): per kernel its thread split (tasks), work and compile-time params");
+  cmd->add_option("--threads", o->threads,
+                  "With --plan: compile for this thread cap, as run's --threads (0: no cap)")
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->add_option("--dot", o->dot, "Write the graph as Graphviz DOT to FILE ('-': stdout)");
   cmd->callback([o] {
     if (!o->dot.empty() && o->dot != "-") {
       checkOutputPath("--dot", o->dot);
       checkOutputsAreNotInputs({{"--dot", o->dot}}, {{"MODEL", o->model}});
     }
-    if (!o->disabledPasses.empty() && !o->passes)
-      fail(ErrorKind::kConfig, "--disable-pass needs --passes");
+    if (!o->disabledPasses.empty() && !o->passes && !o->plan)
+      fail(ErrorKind::kConfig, "--disable-pass needs --passes or --plan");
+    if (o->plan && o->shapes.empty()) fail(ErrorKind::kConfig, "--plan needs --shapes");
+    if (o->plan && (o->passes || !o->dot.empty()))
+      fail(ErrorKind::kConfig, "--plan prints the plan alone: leave out --passes and --dot");
+    if (o->threads != 0 && !o->plan) fail(ErrorKind::kConfig, "--threads needs --plan");
     // An unknown name fails before the model is read.
     PassPipeline pipeline = defaultPipeline(o->disabledPasses);
     Graph g = loadGraph(o->model);
+    if (o->plan) {
+      // Compiled from the unspecialised graph, as a session does (passes, then the signature).
+      const InputSignature sig = parseShapesJson(o->shapes, g, "--shapes");
+      pipeline.run(g);
+      std::cout << printPlan(g, sig, o->threads);
+      return;
+    }
     const bool typed = !o->shapes.empty();
     if (typed) g = specializeGraph(g, parseShapesJson(o->shapes, g, "--shapes"));
     auto text = [&](const Graph& x) { return typed ? printWithTypes(x) : printGraph(x); };
