@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -37,26 +38,31 @@ enum class Fill : uint8_t {
 // padded key at -10000 gets weight exactly 0 when its row keeps a real key whose score is
 // within ~9,896 of that key's unmasked score. A key mask therefore needs real positions that
 // are NOT masked, which a constant cannot promise (x + -10000 shifts every key): it comes
-// from a 0/1 mask input, whose zero padding means "pad", as (1 - mask) * big (big <= -10000;
-// the model's own in-batch masking assumes every row keeps a key, as every request has a
-// token), or from a causal triangle that keeps each row's diagonal (triu(big, 1)).
+// from a 0/1 keep-mask input (1 = keep), whose zero padding means "pad", mapped so that a kept
+// key becomes 0 and a padded one <= -10000 ((1 - mask) * big; the model's own in-batch masking
+// assumes every row keeps a key, as every request has a token), or from a causal triangle that
+// keeps each row's diagonal (triu(big, 1)). Two masks combined (added, or picked by `where`)
+// may keep different keys, so together they keep none: not a key mask.
 constexpr double kMaskFloor = -1e4;
 
 struct Held {
   Fill fill = Fill::kConst;
   double c = 0;
-  // kConst: the real positions of the value hold data (they may differ from `c`): the
-  // padding of a data input and what follows from it by uniform constants. A constant the real
-  // positions share (a uniform constant, its broadcast copies) has `own` false, and so does a
-  // combination of two padded values (their real data may cancel: x - x).
-  bool own = false;
-  static Held constant(double v, bool own = false) {
-    return std::isnan(v) ? any() : Held{Fill::kConst, v, own};
+  // kConst derived from a data input's padding by uniform constants: what a real position
+  // holding a kept key (the input's value 1) becomes through the same ops, so `(1 - mask)`
+  // keeps 0 and pads 1. NaN when the constant is not data-derived: a uniform constant (every
+  // real position holds it too), its broadcast copies, or two padded values combined (their
+  // data may cancel: x - x).
+  double keep = std::numeric_limits<double>::quiet_NaN();
+  bool own() const { return !std::isnan(keep); }
+  static Held constant(double v, double keep = std::numeric_limits<double>::quiet_NaN()) {
+    return std::isnan(v) ? any() : Held{Fill::kConst, v, keep};
   }
-  static Held keyMask(double v) { return Held{Fill::kKeyMask, v, false}; }
-  static Held masked() { return Held{Fill::kMasked, 0, false}; }
-  static Held finite() { return Held{Fill::kFinite, 0, false}; }
-  static Held any() { return Held{Fill::kAny, 0, false}; }
+  static Held keyMask(double v) { return Held{Fill::kKeyMask, v}; }
+  // kKeyMask and kMasked: `c` is how far below a kept key's value the padded keys sit.
+  static Held masked(double gap) { return Held{Fill::kMasked, gap}; }
+  static Held finite() { return Held{Fill::kFinite, 0}; }
+  static Held any() { return Held{Fill::kAny, 0}; }
   bool zero() const { return fill == Fill::kConst && c == 0; }
   bool isConst() const { return fill == Fill::kConst; }
   // Keys softmax gives weight 0 to: a key mask, or scores plus one.
@@ -69,53 +75,73 @@ struct Held {
   Held finiteOf() const { return isFinite() ? finite() : any(); }
 };
 
-// Two constants combined: data-derived when exactly one side is (the other is shared by every
-// real position), unless `kills` (a product by 0).
-Held constOf(double v, const Held& a, const Held& b, bool kills = false) {
-  return Held::constant(v, (a.own != b.own) && !kills);
+// Two constants combined by `f`: data-derived when exactly one side is (the other is shared by
+// every real position), the kept key's value following through `f`.
+template <typename F>
+Held combineConst(const Held& a, const Held& b, F f) {
+  const double v = f(a.c, b.c);
+  if (a.own() == b.own()) return Held::constant(v);
+  return Held::constant(v, f(a.own() ? a.keep : a.c, b.own() ? b.keep : b.c));
 }
 
 // The rules of each fill under the elementwise ops (a side that is not padded there passes
 // what it is known to hold: a uniform constant, or finite real values).
 Held addHeld(Held a, Held b) {
-  if (a.isConst() && b.isConst()) return constOf(a.c + b.c, a, b);
-  // A key mask shifted by a finite constant is one still; plus finite scores (or another mask)
-  // the keys stay hidden.
-  if ((a.fill == Fill::kKeyMask && b.isConst() && std::isfinite(b.c)) ||
-      (b.fill == Fill::kKeyMask && a.isConst() && std::isfinite(a.c)))
+  if (a.isConst() && b.isConst()) return combineConst(a, b, std::plus<double>());
+  // A key mask shifted by a finite constant every position shares is one still; plus finite
+  // scores the keys stay hidden. Two masks (or masked scores and a mask) may keep different
+  // keys: not hidden.
+  if ((a.fill == Fill::kKeyMask && b.isConst() && !b.own() && std::isfinite(b.c)) ||
+      (b.fill == Fill::kKeyMask && a.isConst() && !a.own() && std::isfinite(a.c)))
     return a.fill == Fill::kKeyMask ? a : b;
-  if ((a.hidden() && (b.isFinite() || b.hidden())) || (b.hidden() && a.isFinite()))
-    return Held::masked();
+  // Plus a constant derived from data (scores fed as an input, or another mask's kept-key
+  // values): the padded keys move by its padding, the kept ones by its kept-key value, so the
+  // gap changes by their difference and must stay <= kMaskFloor.
+  if ((a.hidden() && b.own()) || (b.hidden() && a.own())) {
+    const Held& h = a.hidden() ? a : b;
+    const Held& d = a.hidden() ? b : a;
+    const double gap = h.c + (d.c - d.keep);
+    return gap <= kMaskFloor ? Held::masked(gap) : Held::any();
+  }
+  if ((a.hidden() && b.isFinite()) || (b.hidden() && a.isFinite()))
+    return Held::masked(a.hidden() ? a.c : b.c);
   return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
 }
 Held negHeld(Held a) {
-  if (a.isConst()) return Held::constant(-a.c, a.own);
+  if (a.isConst()) return Held::constant(-a.c, -a.keep);
   return a.fill == Fill::kFinite ? a : Held::any();
 }
 Held mulHeld(Held a, Held b) {
   if (a.isConst() && b.isConst()) {
-    // (1 - mask) * big: the padding's data-derived 1 (or more) times a shared big negative
-    // constant is a key mask.
-    const Held& p = a.own ? a : b;
-    const Held& k = a.own ? b : a;
-    if (p.own && !k.own && p.c >= 1 && k.c <= kMaskFloor) return Held::keyMask(p.c * k.c);
-    return constOf(a.c * b.c, a, b, a.c == 0 || b.c == 0);
+    // (1 - mask) * big: the padding's data-derived 1 (or more), whose kept keys are 0, times
+    // a shared big negative constant is a key mask.
+    const Held& p = a.own() ? a : b;
+    const Held& k = a.own() ? b : a;
+    if (p.own() && !k.own() && p.c >= 1 && p.keep == 0 && k.c <= kMaskFloor)
+      return Held::keyMask(p.c * k.c);
+    return combineConst(a, b, std::multiplies<double>());
   }
   if ((a.zero() && b.isFinite()) || (b.zero() && a.isFinite())) return Held::constant(0);
-  // A mask scaled by at least 1 still hides.
-  if ((a.hidden() && b.isConst() && b.c >= 1) || (b.hidden() && a.isConst() && a.c >= 1))
-    return a.hidden() ? a : b;
+  // A mask scaled by a shared constant of at least 1 still hides.
+  if ((a.hidden() && b.isConst() && !b.own() && b.c >= 1) ||
+      (b.hidden() && a.isConst() && !a.own() && a.c >= 1)) {
+    Held h = a.hidden() ? a : b;
+    h.c *= a.hidden() ? b.c : a.c;
+    return h;
+  }
   return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
 }
 Held divHeld(Held a, Held b) {
   const bool byConst = b.isConst() && b.c != 0 && std::isfinite(b.c);
-  if (a.isConst() && byConst) return constOf(a.c / b.c, a, b);
+  if (a.isConst() && byConst && (!b.own() || b.keep != 0))
+    return combineConst(a, b, std::divides<double>());
   if (byConst && a.fill == Fill::kFinite) return a;
-  if (byConst && a.hidden() && b.c > 0 && b.c <= 1) return a;
+  if (byConst && !b.own() && a.hidden() && b.c > 0 && b.c <= 1) return Held{a.fill, a.c / b.c};
   return Held::any();  // x / 0 is inf or NaN
 }
 Held powHeld(Held a, Held b) {
-  if (a.isConst() && b.isConst()) return constOf(std::pow(a.c, b.c), a, b);
+  if (a.isConst() && b.isConst())
+    return combineConst(a, b, [](double x, double y) { return std::pow(x, y); });
   // A non-negative integer exponent keeps a finite base finite (0^0 = 1); a fractional one
   // makes a negative base NaN.
   if (a.isFinite() && b.isConst() && b.c >= 0 && std::isfinite(b.c) && b.c == std::floor(b.c))
@@ -142,10 +168,11 @@ Held subHeld(Held a, Held b) {
   return addHeld(a, negHeld(b));
 }
 // Where either may be picked (where, cat's inputs, pad's new positions).
+// Two masks picked per position may keep different keys, so no mask survives a join.
 Held joinHeld(Held a, Held b) {
-  if (a.isConst() && b.isConst() && a.c == b.c) return Held::constant(a.c, a.own && b.own);
-  if (a.fill == b.fill && (a.fill == Fill::kMasked || a.fill == Fill::kKeyMask))
-    return Held{a.fill, std::max(a.c, b.c), false};
+  if (a.isConst() && b.isConst() && a.c == b.c)
+    return Held::constant(a.c,
+                          a.keep == b.keep ? a.keep : std::numeric_limits<double>::quiet_NaN());
   return a.isFinite() && b.isFinite() ? Held::finite() : Held::any();
 }
 
@@ -174,7 +201,8 @@ class Analyzer {
       if (p.dim < 0 || p.dim >= v.type.shape.rank())
         fail(ErrorKind::kGear, "cannot pad input '{}' dim {}: it has rank {}", v.name, p.dim,
              v.type.shape.rank());
-      tags_[g_.inputs[p.input]][p.dim] = Tag{true, p, Held::constant(0, true)};
+      // The pad writes 0 where a keep-mask's kept key holds 1.
+      tags_[g_.inputs[p.input]][p.dim] = Tag{true, p, Held::constant(0, 1)};
     }
     for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes.size()); ++n) visit(n);
     PaddingPlan plan;
@@ -665,7 +693,11 @@ class Analyzer {
         if (keep) ++o;
         continue;
       }
-      out[o++] = t;
+      // The mean of a constant is that constant; of a mask over other rows, rows that each keep
+      // a different key give a row that keeps none.
+      out[o] = t;
+      if (t.padded) out[o].held = t.held.isConst() ? Held::constant(t.held.c) : t.held.finiteOf();
+      ++o;
     }
   }
 
@@ -843,7 +875,17 @@ class Analyzer {
     for (int64_t a : node.attrs.ints(attr::ReduceSum::axes)) reduced[a < 0 ? a + r : a] = true;
     const bool keep = node.attrs.i(attr::ReduceSum::keepdims) == 1;
     bool sumsPadding = false;
-    for (int d = 0; d < r; ++d) sumsPadding = sumsPadding || (reduced[d] && tags_[in][d].padded);
+    for (int d = 0; d < r; ++d) {
+      const Tag& t = tags_[in][d];
+      // Two summed padded dims bring in their doubly padded corner, which is not followed
+      // (zero along each dim alone says nothing of it: an identity matrix).
+      if (reduced[d] && t.padded && sumsPadding)
+        refuse(n, t,
+               fmt::format("{} dim {} is padded and reduce_sum adds it up together with another "
+                           "padded dim, whose shared padded corner is not known to be zero",
+                           label(node, 0), d));
+      sumsPadding = sumsPadding || (reduced[d] && t.padded);
+    }
     int o = 0;
     for (int d = 0; d < r; ++d) {
       const Tag& t = tags_[in][d];
@@ -857,7 +899,8 @@ class Analyzer {
         continue;
       }
       out[o] = t;
-      if (t.padded && (sumsPadding || !t.zero())) out[o].held = t.held.finiteOf();
+      // A sum of real data: no longer a data-derived constant (its kept-key value is lost).
+      if (t.padded) out[o].held = !sumsPadding && t.zero() ? Held::constant(0) : t.held.finiteOf();
       ++o;
     }
   }
@@ -1051,10 +1094,12 @@ class Analyzer {
       case OpKind::kCast: {
         const bool toFloat = node.attrs.i(attr::Cast::to) == 1;
         unary(node, out, [toFloat](Held h) {
+          auto cast = [toFloat](double x) {
+            return toFloat ? static_cast<double>(static_cast<float>(x)) : std::trunc(x);
+          };
+          // A cast keeps a data-derived constant data-derived (HF casts its int mask).
           if (h.fill == Fill::kConst && std::isfinite(h.c))
-            // A cast keeps a data-derived constant data-derived (HF casts its int mask).
-            return Held::constant(
-                toFloat ? static_cast<double>(static_cast<float>(h.c)) : std::trunc(h.c), h.own);
+            return Held::constant(cast(h.c), h.own() ? cast(h.keep) : h.keep);
           return h.finiteOf();
         });
         break;

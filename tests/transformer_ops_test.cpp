@@ -428,7 +428,7 @@ TEST(TransformerOps, PaddingRefusesWhatChangesRealResults) {
   auto refusedAt = [](const std::string& in, const std::string& body, std::vector<InputDim> padded,
                       const std::string& op) {
     const std::string e = paddingError(graphOf(in, body), padded);
-    EXPECT_NE(e.find(op), std::string::npos) << e;
+    EXPECT_NE(e.find(op), std::string::npos) << op << " | " << body << " | " << e;
   };
   // A constant <= -10000 added to every key is no key mask: the real keys get it too.
   refusedAt("%x: f32[S]",
@@ -477,6 +477,34 @@ TEST(TransformerOps, PaddingRefusesWhatChangesRealResults) {
                 "  %t = trilu(%e, k=0)\n  %sm = add(%x, %t)\n  %p = softmax(%sm, axis=0)\n"
                 "  return %p",
             {{0, 0}, {1, 0}}, "op %p = softmax");
+  // A second review: summing two padded dims brings in their corner (an identity here).
+  refusedAt("%x: f32[S]",
+            "  %one = const f32[1, 1] [1]\n  %ones = expand(%one, shape=[S, S])\n"
+            "  %u = trilu(%ones, k=0)\n  %i = trilu(%u, upper=0, k=0)\n"
+            "  %s = reduce_sum(%i, axes=[0, 1], keepdims=0)\n  %y = add(%x, %s)\n  return %y",
+            {{0, 0}}, "op %s = reduce_sum");
+  // Masks that keep no key: the kept keys of (m + 1) * big are masked too; a mask plus a
+  // data-derived constant moves the kept keys; two masks picked per key, or averaged over
+  // rows, may each keep a different key.
+  const std::string tail = "  %s = add(%x, %mk)\n  %p = softmax(%s)\n  return %p";
+  refusedAt("%x: f32[2, S], %m: f32[S]",
+            "  %one = const f32[] [1]\n  %big = const f32[] [-10000]\n  %inv = add(%m, %one)\n"
+            "  %mk = mul(%inv, %big)\n" +
+                tail,
+            {{0, 1}, {1, 0}}, "op %p = softmax");
+  refusedAt(
+      "%x: f32[2, S], %m: f32[S]",
+      mask + "  %c = const f32[] [-20000]\n  %t = mul(%m, %c)\n  %mk = add(%mask, %t)\n" + tail,
+      {{0, 1}, {1, 0}}, "op %p = softmax");
+  refusedAt("%x: f32[2, S], %m: f32[S], %m2: f32[S], %c: f32[S]",
+            mask +
+                "  %i2 = sub(%one, %m2)\n  %k2 = mul(%i2, %big)\n"
+                "  %mk = where(%c, %mask, %k2)\n" +
+                tail,
+            {{0, 1}, {1, 0}, {2, 0}, {3, 0}}, "op %p = softmax");
+  refusedAt("%x: f32[2, S], %m: f32[4, S]",
+            mask + "  %mk = mean(%mask, axes=[0], keepdims=0)\n" + tail, {{0, 1}, {1, 1}},
+            "op %p = softmax");
   // Expanding a padded dim to another size: a real size of 1 broadcasts.
   refusedAt("%x: f32[S], %y: f32[T]", "  %e = expand(%x, shape=[T])\n  return %e, %y", {{0, 0}},
             "op %e = expand");
