@@ -173,7 +173,9 @@ KernelSpec compileSpec(const KernelKey& key) {
 
 }  // namespace
 
-std::string kernelParamsJson(const KernelSpec& spec) { return ops::paramsToJson(spec).dump(); }
+std::string kernelParamsJson(const KernelSpec& spec) {
+  return ops::paramsToJson(spec).dump();
+}
 
 std::shared_ptr<const KernelSpec> compileKernelSpec(const KernelKey& key) {
   return std::make_shared<const KernelSpec>(compileSpec(key));
