@@ -98,7 +98,14 @@ if [ "$shared" != 0 ]; then
   cmake --install build-shared --prefix "$tmp/shared" >/dev/null
   ls "$tmp/shared/lib/"libgearbox_executor.so* >/dev/null
   check_consumer "$tmp/shared" shared
-  # The consumer really uses the shared libraries of the prefix.
-  ldd "$tmp/consumer-shared/build/consumer" | grep -q "$tmp/shared/lib/libgearbox_executor.so"
+  # The consumer really uses the shared libraries of the prefix. ldd's output is read whole
+  # first: under pipefail, `ldd | grep -q` fails when grep exits at its match before ldd has
+  # written the rest (SIGPIPE), which is what stop 33's CI run died of.
+  deps=$(ldd "$tmp/consumer-shared/build/consumer")
+  if ! grep -qF "$tmp/shared/lib/libgearbox_executor.so" <<<"$deps"; then
+    echo "package: the shared consumer does not load the prefix's libgearbox_executor.so:" >&2
+    echo "$deps" >&2
+    exit 1
+  fi
 fi
 echo "== package: all checks passed =="

@@ -23,7 +23,9 @@ fi
 # The runtime of the compiler that built the tree: clang's shared ASan runtime holds UBSan's
 # handlers and the coverage hooks of GEARBOX_FUZZ (scripts/build.sh asan); GCC's are two.
 cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
-if "$cxx" --version | grep -q clang; then
+# (--version read whole first: under pipefail `| grep -q` can fail by SIGPIPE when it matches.)
+cxx_version=$("$cxx" --version)
+if grep -q clang <<<"$cxx_version"; then
   preload=("$("$cxx" -print-runtime-dir)/libclang_rt.asan-x86_64.so")
 else
   preload=("$(g++ -print-file-name=libasan.so)" "$(g++ -print-file-name=libubsan.so)")
