@@ -2,9 +2,7 @@
 
 A row is a seeded PyTorch module (so the driver, which exports it to ONNX, and the torch worker,
 which runs it, build the same weights from the seed, and the agreement check before timing
-proves it) and the shape of its one input for a batch. Adding a model is one row: the
-transformer encoder, once gearbox imports it, is
-    "encoder": Model(lambda: my_module.build_encoder(), lambda b: (b, 128, 256)),
+proves it) and the shape of its one input for a batch. Adding a model is one row.
 Nothing here imports torch at import time, so the driver's pure helpers (and their pytest) load
 without it.
 """
@@ -46,6 +44,19 @@ def build_torchvision(name):
     return lambda: _export_models().build(name, "full")
 
 
+def build_encoder():
+    """A BERT-style encoder: torch.nn.TransformerEncoder, 2 layers of d_model 256, 4 heads,
+    feed-forward 1024, batch_first, on float inputs [batch, 128, 256] (the embedding left out:
+    the workers pass float32 inputs). torch runs it on its fused inference path
+    (_transformer_encoder_layer_fwd) under inference_mode, as a user's eval() call would; the
+    ONNX export traces the unfused layers."""
+    import torch
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(256, 4, dim_feedforward=1024, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+
+
 # The CNNs run at 224x224, the size of the tutorial's serving trace (docs/tutorial.md,
 # examples/cnn_serving.trace.jsonl).
 IMAGE = 224
@@ -55,6 +66,7 @@ MODELS = {
     "shufflenet_v2_x0_5": Model(build_torchvision("shufflenet_v2_x0_5"),
                                 lambda b: (b, 3, IMAGE, IMAGE)),
     "mobilenet_v2": Model(build_torchvision("mobilenet_v2"), lambda b: (b, 3, IMAGE, IMAGE)),
+    "encoder": Model(build_encoder, lambda b: (b, 128, 256)),
 }
 
 

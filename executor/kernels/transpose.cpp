@@ -100,16 +100,17 @@ namespace {
 // A work unit is kTile output rows of one outer index, walked eight columns (eight input rows)
 // at a time, so each input line is fetched once and used whole.
 //
-// kTile = 64, measured on Zen 3 (2-vCPU EPYC VM, [B, 64, 1024] -> [B, 1024, 64], ratio to
-// memcpy of the same bytes, four runs): 16 rows 0.41-0.50 at 1 MiB and 0.28-0.36 at 16 MiB;
-// 64 rows 0.62-0.78 and 0.58-0.79; 128 rows 0.62-0.69 and 0.63-0.90; 512 rows 0.45-0.58 and
-// 0.71-0.81. A unit then reads 256 contiguous bytes per input row, which the hardware
-// prefetchers follow, where 16 rows gave them one 64-byte line per 4 KiB page. Sixteen columns
-// at a time were slower (0.36-0.39 at 1 MiB): input rows 4 KiB apart share one L1 set, whose 8
-// ways hold only eight of them. Non-temporal stores lost 8x at 1 MiB and were erratic at 16 MiB.
+// kTile = 64, measured on Zen 3 with a standalone copy of these loops (2-vCPU EPYC VM,
+// [B, 64, 1024] -> [B, 1024, 64], ratio to memcpy of the same bytes, four runs): 16 rows 0.41-0.50
+// at 1 MiB and 0.28-0.36 at 16 MiB; 64 rows 0.62-0.78 and 0.58-0.79; 128 rows 0.62-0.69 and
+// 0.63-0.90; 512 rows 0.45-0.58 and 0.71-0.81. A unit then reads 256 contiguous bytes per input
+// row, which the hardware prefetchers follow, where 16 rows gave them one 64-byte line per 4 KiB
+// page. Sixteen columns at a time were slower (0.36-0.39 at 1 MiB): input rows 4 KiB apart share
+// one L1 set, whose 8 ways hold only eight of them. Non-temporal stores straight from the 8 x 8
+// blocks (half lines) lost 8x at 1 MiB and were erratic at 16 MiB; staged, see below.
 //
-// An output too big to stay in the last-level cache (streamThresholdBytes) is written around
-// it: a unit of up to kStageBytes is transposed into a buffer in L1/L2, then copied out with
+// An output too big to stay in the last-level cache (transposeStreamThresholdBytes) is written
+// around it: a unit of up to kStageBytes is transposed into a buffer in L1/L2, then copied out with
 // non-temporal stores, so the output lines are not first read from memory (the read for
 // ownership a plain store pays; memcpy avoids it the same way at these sizes). Measured as
 // above: 16 MiB 0.76-0.95 of memcpy streamed (256-row units) against 0.56-0.69 stored plainly;

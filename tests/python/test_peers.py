@@ -113,7 +113,8 @@ def test_agreement_names_the_error_and_the_verdict():
 def test_models_add_a_row_each_and_import_no_torch():
     import models  # bench/peers/models.py, importable once peers.py is loaded
 
-    assert list(models.MODELS) == ["mlp", "resnet18", "shufflenet_v2_x0_5", "mobilenet_v2"]
+    assert list(models.MODELS) == ["mlp", "resnet18", "shufflenet_v2_x0_5", "mobilenet_v2",
+                                   "encoder"]
     assert models.MODELS["mlp"].input_shape(8) == (8, 1024)
     assert models.MODELS["resnet18"].input_shape(1) == (1, 3, 224, 224)
 
