@@ -43,7 +43,8 @@ if [ $# -eq 0 ]; then set -- tests/python; fi
 # leaves its whole-trace acceptance runs to the Release pytest); the preloaded runtime's name
 # does not: GCC's is libasan, clang's libclang_rt.asan.
 GEARBOX_SANITIZED=1 LD_PRELOAD="$(IFS=:; echo "${preload[*]}")" PYTHONPATH="$PWD/$build/python" \
-  GEARBOX_BUILD_DIR="$PWD/$build" "$py" -m pytest -q -p no:cacheprovider --ignore=tests/python/test_html_report.py "$@"
+  GEARBOX_BUILD_DIR="$PWD/$build" \
+  "$py" -m pytest -q -p no:cacheprovider --ignore=tests/python/test_html_report.py "$@"
 rc=$?
 set -e
 if [ $rc -eq 5 ]; then echo "test-python-asan: pytest collected no tests" >&2; exit 1; fi

@@ -414,8 +414,9 @@ std::vector<OpCase> transposeCases() {
       {"zero", {0, 3}, {1, 0}},
       {"rank6", {2, 1, 3, 2, 1, 3}, {5, 3, 1, 0, 2, 4}},
       {"large_swap", {1024, 1031}, {1, 0}, true},
-      // Three 244-row units per outer index when streamed (checkOnEveryIsa), the last one
-      // ragged; 67 x 517 elements per outer index, so the later outputs start off 32 bytes.
+      // Units of 240 rows when streamed (checkOnEveryIsa: 64 KiB / 268-byte rows, rounded
+      // down to 8), so 240 + 240 + 37 per outer index; 67 x 517 elements per outer index, so the
+      // later outputs start off 32 bytes.
       {"ragged_units", {3, 67, 517}, {0, 2, 1}},
   };
   std::vector<OpCase> cases;
