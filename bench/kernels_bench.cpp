@@ -5,6 +5,10 @@
 //    the baseline, vs oneDNN's and OpenBLAS's sgemm (bench-only peers, found optionally by CMake)
 //    at 1 thread and at their default thread count, and vs a direct single-threaded Eigen
 //    product on row-major Maps;
+//  - Conv2d GFLOP/s on ResNet-18's and MobileNetV2's layer shapes (batch 1, with bias) vs
+//    oneDNN's convolution primitive, free to pick its own layouts (blocked activations, weights
+//    reordered once, outside the timing, as a runtime does at load): the kernel against the
+//    kernel, at 1 thread and at the default count;
 //  - the compile step of one kernel spec (compileKernelSpec), per op: part of what users compare;
 //  - Add, Cat, IndexSelect, Relu and Transpose bandwidth vs std::memcpy of the same output bytes,
 //    counted STREAM style (bytes read + bytes written): Add reads two operands (12 B per f32
@@ -21,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 // GCC 12 reports false -Wmaybe-uninitialized warnings inside its AVX-512 intrinsics when they
@@ -35,6 +40,8 @@
 #if GEARBOX_BENCH_ONEDNN
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 #endif
 #if GEARBOX_BENCH_OPENBLAS
 #include <cblas.h>
@@ -183,6 +190,107 @@ void BM_Sgemm_OpenBLAS(benchmark::State& state, const GemmShape& s, int threads)
     benchmark::ClobberMemory();
   }
   setGflops(state, s);
+}
+#endif
+
+// A convolution layer of the goals: NCHW input [n, c, h, w], m square k x k filters.
+struct ConvShape {
+  std::string label;
+  int64_t n, c, h, w, m, k, stride, pad, group;
+  int64_t out(int64_t size) const { return (size + 2 * pad - k) / stride + 1; }
+  double flops() const {
+    return 2.0 * static_cast<double>(n * m * out(h) * out(w)) * static_cast<double>(c / group) *
+           static_cast<double>(k * k);
+  }
+};
+
+const std::vector<ConvShape>& convShapes() {
+  static const std::vector<ConvShape> shapes = {
+      {"r18_conv1_7x7s2", 1, 3, 224, 224, 64, 7, 2, 3, 1},
+      {"r18_l1_3x3_64", 1, 64, 56, 56, 64, 3, 1, 1, 1},
+      {"r18_l2_3x3s2_128", 1, 64, 56, 56, 128, 3, 2, 1, 1},
+      {"r18_l2_down_1x1s2", 1, 64, 56, 56, 128, 1, 2, 0, 1},
+      {"r18_l2_3x3_128", 1, 128, 28, 28, 128, 3, 1, 1, 1},
+      {"r18_l3_3x3_256", 1, 256, 14, 14, 256, 3, 1, 1, 1},
+      {"r18_l4_3x3_512", 1, 512, 7, 7, 512, 3, 1, 1, 1},
+      {"mv2_stem_3x3s2", 1, 3, 224, 224, 32, 3, 2, 1, 1},
+      {"mv2_expand_1x1_24_144", 1, 24, 56, 56, 144, 1, 1, 0, 1},
+      {"mv2_dw_3x3_144", 1, 144, 56, 56, 144, 3, 1, 1, 144},
+      {"mv2_dw_3x3s2_144", 1, 144, 56, 56, 144, 3, 2, 1, 144},
+      {"mv2_project_1x1_144_32", 1, 144, 28, 28, 32, 1, 1, 0, 1},
+      {"mv2_dw_3x3_960", 1, 960, 7, 7, 960, 3, 1, 1, 960},
+      {"mv2_last_1x1_320_1280", 1, 320, 7, 7, 1280, 1, 1, 0, 1},
+  };
+  return shapes;
+}
+
+void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask) {
+  Attrs attrs;
+  attrs.setInts(attr::Conv2d::strides, {s.stride, s.stride});
+  attrs.setInts(attr::Conv2d::pads, {s.pad, s.pad, s.pad, s.pad});
+  attrs.setInts(attr::Conv2d::dilations, {1, 1});
+  attrs.setInt(attr::Conv2d::group, s.group);
+  Prepared p(OpKind::kConv2d,
+             {randomTensor(DType::kF32, {s.n, s.c, s.h, s.w}, 1),
+              randomTensor(DType::kF32, {s.m, s.c / s.group, s.k, s.k}, 2),
+              randomTensor(DType::kF32, {s.m}, 3)},
+             attrs, oneTask);
+  for (auto _ : state) {
+    p.run();
+    benchmark::DoNotOptimize(p.output.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] =
+      benchmark::Counter(s.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tasks"] = p.spec->tasks;
+}
+
+#if GEARBOX_BENCH_ONEDNN
+// oneDNN's convolution primitive (forward inference, direct or whatever its dispatcher picks for
+// format_tag::any) on `threads` OpenMP threads (0: its default).
+void BM_Conv_OneDNN(benchmark::State& state, const ConvShape& s, int threads) {
+  omp_set_num_threads(threads > 0 ? threads : defaultThreads());
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  const auto f32 = memory::data_type::f32;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(eng);
+  const memory::dims src{s.n, s.c, s.h, s.w}, dst{s.n, s.m, s.out(s.h), s.out(s.w)};
+  const memory::dims wei = s.group > 1
+                               ? memory::dims{s.group, s.m / s.group, s.c / s.group, s.k, s.k}
+                               : memory::dims{s.m, s.c, s.k, s.k};
+  const memory::desc anySrc(src, f32, tag::any), anyWei(wei, f32, tag::any),
+      bias({s.m}, f32, tag::x), anyDst(dst, f32, tag::any);
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, anySrc, anyWei, bias,
+      anyDst, {s.stride, s.stride}, {s.pad, s.pad}, {s.pad, s.pad});
+  const dnnl::convolution_forward::primitive_desc pd(desc, eng);
+  // The weights in the primitive's layout, reordered once from the plain one (not timed).
+  const Tensor plainW = randomTensor(DType::kF32, {s.m, s.c / s.group, s.k, s.k}, 2);
+  memory plainWeights({wei, f32, s.group > 1 ? tag::goihw : tag::oihw}, eng,
+                      const_cast<float*>(plainW.as<float>()));
+  memory weights(pd.weights_desc(), eng);
+  dnnl::reorder(plainWeights, weights).execute(stream, plainWeights, weights);
+  memory srcMem(pd.src_desc(), eng), dstMem(pd.dst_desc(), eng), biasMem(bias, eng);
+  for (memory* m : {&srcMem, &biasMem}) {
+    float* d = static_cast<float*>(m->get_data_handle());
+    const size_t count = m->get_desc().get_size() / sizeof(float);
+    for (size_t i = 0; i < count; ++i) d[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
+  }
+  dnnl::convolution_forward conv(pd);
+  const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, srcMem},
+                                             {DNNL_ARG_WEIGHTS, weights},
+                                             {DNNL_ARG_BIAS, biasMem},
+                                             {DNNL_ARG_DST, dstMem}};
+  conv.execute(stream, args);
+  stream.wait();
+  for (auto _ : state) {
+    conv.execute(stream, args);
+    stream.wait();
+  }
+  state.counters["GFLOPS"] =
+      benchmark::Counter(s.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(pd.impl_info_str());
 }
 #endif
 
@@ -349,6 +457,22 @@ bool registerAll() {
                                  [g](benchmark::State& st) { BM_MatMul_Eigen1T(st, g); })
         ->UseRealTime();
   }
+  for (const ConvShape& c : convShapes()) {
+    for (bool oneTask : {false, true}) {
+      const std::string name = fmt::format("BM_Conv2d_Gearbox{}/{}", oneTask ? "1T" : "", c.label);
+      benchmark::RegisterBenchmark(name.c_str(), [c, oneTask](benchmark::State& st) {
+        BM_Conv2d_Gearbox(st, c, oneTask);
+      })->UseRealTime();
+    }
+#if GEARBOX_BENCH_ONEDNN
+    for (int threads : {0, 1}) {
+      const std::string name = fmt::format("BM_Conv_OneDNN{}/{}", threads ? "1T" : "", c.label);
+      benchmark::RegisterBenchmark(name.c_str(), [c, threads](benchmark::State& st) {
+        BM_Conv_OneDNN(st, c, threads);
+      })->UseRealTime();
+    }
+#endif
+  }
   // Compile time per kernel spec, for the shapes measured here.
   auto compile = [](const std::string& label, OpKind kind, std::vector<TensorType> ins, Attrs a) {
     benchmark::RegisterBenchmark(
@@ -429,6 +553,21 @@ class RatioReporter : public benchmark::ConsoleReporter {
             "{:<18} {:>7} {:>9.1f} {:>8} {:>9} {:>7} {:>9}\n", g.label, one ? "1" : "default", gb,
             dnnl ? fmt::format("{:.1f}", dnnl) : "-", blas ? fmt::format("{:.1f}", blas) : "-",
             best ? fmt::format("{:.2f}", gb / best) : "-", base ? fmt::format("{:.1f}", base) : "");
+      }
+    }
+    os << "\nConv2d vs oneDNN's convolution primitive in this run (GFLOP/s; ratio = gearbox / "
+          "oneDNN):\n";
+    os << fmt::format("{:<24} {:>7} {:>9} {:>8} {:>7}\n", "layer", "threads", "gearbox", "oneDNN",
+                      "ratio");
+    for (const ConvShape& c : convShapes()) {
+      for (bool one : {true, false}) {
+        const std::string t = one ? "1T" : "";
+        const double gb = get(fmt::format("BM_Conv2d_Gearbox{}/{}", t, c.label));
+        const double dnnl = get(fmt::format("BM_Conv_OneDNN{}/{}", t, c.label));
+        if (gb == 0) continue;
+        os << fmt::format("{:<24} {:>7} {:>9.1f} {:>8} {:>7}\n", c.label, one ? "1" : "default", gb,
+                          dnnl ? fmt::format("{:.1f}", dnnl) : "-",
+                          dnnl ? fmt::format("{:.2f}", gb / dnnl) : "-");
       }
     }
     os << "\nCopies vs memcpy of the same bytes in this run (ratio of GB/s):\n";

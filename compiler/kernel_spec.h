@@ -173,11 +173,12 @@ struct TransposeParams {
   int64_t inStrides[kMaxRank] = {};  // per output dim, in elements
 };
 
-// Conv2d on NCHW f32. Work items are (image, group, block of output positions); each item runs
-// one GEMM W_g [mg, K] x cols [K, colBlock] -> out, K = cg * kh * kw.
+// Conv2d on NCHW f32. Work items are (image, group, block of output channels, block of output
+// positions); each item runs one GEMM W_g [~mg / mSplit, K] x cols [K, colBlock] -> out,
+// K = cg * kh * kw, kc deep at a time (executor/simd/conv_body.inc).
 struct ConvParams {
   enum class Path : uint8_t {
-    kIm2col,     // cols gathered per item into a per-thread buffer, then GEMM
+    kIm2col,     // cols gathered per item, kc rows at a time, straight into GEMM panels
     kPointwise,  // 1x1, stride 1, no padding: the input rows are the cols, no gather
     kDepthwise,  // one input channel per group: a direct loop per output plane
   };
@@ -187,6 +188,12 @@ struct ConvParams {
   int64_t group = 1, cg = 0, mg = 0;
   int64_t bias = 0;      // 1: a third input adds one value per output channel
   int64_t colBlock = 0;  // output positions per item (im2col and pointwise)
+  int64_t mSplit = 1;    // items per group's output channels, [channelBound(j), ...(j + 1))
+  int64_t kc = 0;        // rows of K per gathered block (im2col and pointwise)
+  // The first output channel (of a group) of channel item j: j * mg / mSplit rounded down to a
+  // multiple of 12 (the micro-kernel's rows on AVX-512, twice AVX2's), so that only a group's
+  // last item has a partial tile. The compile step keeps mSplit <= mg / 24: no item is empty.
+  int64_t channelBound(int64_t j) const { return j >= mSplit ? mg : j * mg / mSplit / 12 * 12; }
   bool operator==(const ConvParams&) const = default;
 };
 

@@ -243,6 +243,167 @@ TEST(IsaGemm, Avx512LogicOnAvx2MatchesThePlainLoop) {
                 });
 }
 
+// ---- conv2d's GEMM driver (executor/simd/conv_body.inc) ----------------------------------------
+
+struct ConvGeom {
+  std::string name;
+  Shape x, w;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group = 1;
+  bool bias = false;
+};
+
+// Geometries whose groups hold whole and partial micro-kernel tiles (mg = 29, 25, 30, 13, 50),
+// K deeper than one gathered slice (450), padding on every side, strides, dilation, groups, a
+// strided 1x1 (gathered) and a plain 1x1 (read in place).
+std::vector<ConvGeom> convGeoms() {
+  return {
+      {"deep_3x3", {1, 50, 11, 13}, {29, 50, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"grouped_dilated", {2, 6, 9, 17}, {50, 3, 3, 2}, {2, 1}, {1, 0, 2, 1}, {2, 1}, 2, true},
+      {"pointwise", {1, 40, 9, 11}, {30, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {"pointwise_s2", {1, 7, 5, 5}, {13, 7, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
+      {"batch3_5x5_s3", {3, 4, 16, 15}, {50, 4, 5, 5}, {3, 2}, {2, 2, 1, 0}, {1, 1}, 1, false},
+      // Depthwise: rows wider than four vectors (the unrolled loop), a partial vector, narrow
+      // planes, strides 2 and 3 (the phases), dilation, a channel multiplier, asymmetric pads.
+      {"dw_wide", {1, 3, 9, 83}, {3, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3, true},
+      {"dw_s2", {2, 4, 13, 70}, {4, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4, true},
+      {"dw_s3_dilated_x2", {1, 2, 11, 40}, {4, 1, 3, 2}, {3, 3}, {2, 0, 1, 3}, {2, 3}, 2, false},
+      {"dw_7x7", {1, 5, 7, 7}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5, true},
+      {"dw_5x5_no_pad", {1, 2, 6, 5}, {2, 1, 5, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
+  };
+}
+
+using ConvItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float*,
+                            int64_t, int64_t, int64_t, int64_t);
+
+using DepthwiseItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*,
+                                 float*, int64_t);
+
+// Runs every item of `p` through `item` (or `dwItem` for the depthwise path), as
+// executor/kernels/conv2d.cpp does, and checks each output against a double-precision loop. The
+// output starts as NaN: every element is written.
+void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label, ConvItemFn item,
+               DepthwiseItemFn dwItem = nullptr) {
+  SCOPED_TRACE(g.name + " " + label);
+  const Tensor x = randomTensor(DType::kF32, g.x, 31);
+  const Tensor w = randomTensor(DType::kF32, g.w, 32);
+  const Tensor b = randomTensor(DType::kF32, Shape{g.w[0]}, 33);
+  const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
+  std::vector<float> out(static_cast<size_t>(p.n * p.m * positions),
+                         std::numeric_limits<float>::quiet_NaN());
+  if (p.path == ConvParams::Path::kDepthwise) {
+    for (int64_t it = 0; it < p.n * p.m; ++it)
+      ASSERT_TRUE(dwItem(p, x.as<float>(), w.as<float>(), g.bias ? b.as<float>() : nullptr,
+                         out.data(), it));
+  } else {
+    const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
+    for (int64_t img = 0; img < p.n; ++img)
+      for (int64_t grp = 0; grp < p.group; ++grp)
+        for (int64_t mi = 0; mi < p.mSplit; ++mi)
+          for (int64_t blk = 0; blk < blocks; ++blk) {
+            const int64_t p0 = blk * p.colBlock, p1 = std::min(positions, p0 + p.colBlock);
+            ASSERT_TRUE(item(p, x.as<float>() + (img * p.c + grp * p.cg) * p.h * p.w,
+                             w.as<float>() + grp * p.mg * depth,
+                             g.bias ? b.as<float>() + grp * p.mg : nullptr,
+                             out.data() + (img * p.m + grp * p.mg) * positions, p.channelBound(mi),
+                             p.channelBound(mi + 1), p0, p1));
+          }
+  }
+  const float* xv = x.as<float>();
+  const float* wv = w.as<float>();
+  int bad = 0;
+  for (int64_t img = 0; img < p.n && bad < 5; ++img)
+    for (int64_t oc = 0; oc < p.m && bad < 5; ++oc)
+      for (int64_t q = 0; q < positions && bad < 5; ++q) {
+        const int64_t oy = q / p.ow, ox = q % p.ow, grp = oc / p.mg;
+        double sum = g.bias ? b.as<float>()[oc] : 0.0, abs = std::fabs(sum);
+        for (int64_t ci = 0; ci < p.cg; ++ci)
+          for (int64_t ki = 0; ki < p.kh; ++ki)
+            for (int64_t kj = 0; kj < p.kw; ++kj) {
+              const int64_t iy = oy * p.sh - p.pt + ki * p.dh, ix = ox * p.sw - p.pl + kj * p.dw;
+              if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+              const double t =
+                  static_cast<double>(xv[((img * p.c + grp * p.cg + ci) * p.h + iy) * p.w + ix]) *
+                  wv[((oc * p.cg + ci) * p.kh + ki) * p.kw + kj];
+              sum += t;
+              abs += std::fabs(t);
+            }
+        const double got = out[static_cast<size_t>((img * p.m + oc) * positions + q)];
+        if (!(std::fabs(got - sum) <= 2e-7 * static_cast<double>(depth + 2) * abs + 1e-30)) {
+          ADD_FAILURE() << "out[" << img << ", " << oc << ", " << q << "] = " << got
+                        << ", expected " << sum;
+          ++bad;
+        }
+      }
+}
+
+ConvParams compiledConv(const ConvGeom& g, int threads = 0) {
+  Attrs attrs;
+  attrs.setInts(attr::Conv2d::strides, g.strides);
+  attrs.setInts(attr::Conv2d::pads, g.pads);
+  attrs.setInts(attr::Conv2d::dilations, g.dilations);
+  attrs.setInt(attr::Conv2d::group, g.group);
+  std::vector<TensorType> ins{{DType::kF32, g.x}, {DType::kF32, g.w}};
+  if (g.bias) ins.push_back({DType::kF32, Shape{g.w[0]}});
+  return std::get<ConvParams>(
+      compileKernelSpec(makeKernelKey(OpKind::kConv2d, ins, attrs, threads))->params);
+}
+
+// The chosen blocking, and blocks that cut K, the positions and the channels raggedly.
+std::vector<std::pair<std::string, ConvParams>> convBlockings(const ConvGeom& g) {
+  const ConvParams chosen = compiledConv(g);
+  if (chosen.path == ConvParams::Path::kDepthwise) return {{"chosen", chosen}};
+  ConvParams small = chosen;
+  small.kc = 7;
+  small.colBlock = 13;
+  small.mSplit = std::max<int64_t>(chosen.mg / 24, 1);
+  ConvParams one = chosen;
+  one.kc = 100000;
+  one.colBlock = chosen.oh * chosen.ow;
+  return {{"chosen", chosen}, {"small_blocks", small}, {"one_block", one}};
+}
+
+TEST(IsaConv, EveryPathThisMachineHasMatchesThePlainLoop) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2 (the baseline gathers)";
+  for (Isa isa : availableIsas()) {
+    if (isa == Isa::kBaseline) continue;
+    ScopedIsaOverride forced(isa);
+    for (const ConvGeom& g : convGeoms())
+      for (const auto& [name, p] : convBlockings(g))
+        checkConv(g, p, fmt::format("{} {}", isaName(isa), name), kernels::convGemmItemF32,
+                  kernels::convDepthwiseItemF32);
+  }
+}
+
+TEST(IsaConv, Avx512LogicOnAvx2MatchesThePlainLoop) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  for (const ConvGeom& g : convGeoms())
+    for (const auto& [name, p] : convBlockings(g))
+      checkConv(g, p, "avx512 logic " + name, kernels::convGemmItemF32Avx512LogicOnAvx2,
+                kernels::convDepthwiseItemF32Avx512LogicOnAvx2);
+}
+
+TEST(IsaConv, TheCompileStepSplitsChannelsOnlyForFewPositions) {
+  // ResNet-18's last 3 x 3 (512 channels at 7 x 7, K = 4,608): one block of positions, so with
+  // two tasks the channels are split in 8 items (4 per task); its first (64 at 56 x 56) has 14
+  // blocks of 224 positions, enough.
+  const ConvGeom deep{"l4", {1, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvParams p = compiledConv(deep, 2);
+  EXPECT_EQ(p.kc, 384);
+  EXPECT_EQ(p.colBlock, 49);
+  EXPECT_EQ(p.mSplit, 8);
+  EXPECT_EQ(p.channelBound(1), 60);
+  EXPECT_EQ(p.channelBound(8), 512);
+  EXPECT_EQ(compiledConv(deep, 1).mSplit, 1);
+  const ConvGeom early{"l1", {1, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvParams q = compiledConv(early, 2);
+  EXPECT_EQ(q.colBlock, 224);
+  EXPECT_EQ(q.kc, 288);
+  EXPECT_EQ(q.mSplit, 1);
+  EXPECT_LE(q.kc * q.colBlock, 64 * 1024);
+  EXPECT_EQ(q.colBlock % 16, 0);
+}
+
 TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
   EXPECT_EQ(chooseGemmBlocking(Isa::kBaseline, DType::kF32, 64, 64, 64).path, GemmPath::kEigen);
   EXPECT_EQ(chooseGemmBlocking(Isa::kAvx2, DType::kI32, 64, 64, 64).path, GemmPath::kEigen);

@@ -776,6 +776,16 @@ std::vector<OpCase> convCases() {
                true),
       convCase("large_depthwise", {4, 64, 56, 56}, {64, 1, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
                {1, 1}, 64, true),
+      // Channels enough for whole micro-kernel tiles and a partial one, K in two gathered
+      // slices (450 deep), several blocks of positions.
+      convCase("wide_3x3", {1, 50, 11, 13}, {29, 50, 3, 3}, true, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
+      convCase("wide_pointwise", {2, 40, 9, 11}, {30, 40, 1, 1}, true, {1, 1}, {0, 0, 0, 0}, {1, 1},
+               1),
+      convCase("many_positions", {1, 8, 40, 45}, {13, 8, 3, 3}, false, {1, 1}, {1, 1, 1, 1}, {1, 1},
+               1),
+      // Few positions and 11 MFLOP: split into tasks by output channels (ConvParams::mSplit).
+      convCase("deep_channel_split", {1, 128, 7, 7}, {96, 128, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
+               {1, 1}, 1, true),
   };
   Rng rng(900);
   for (int j = 0; j < 12; ++j) {

@@ -8,21 +8,40 @@
 namespace gearbox::ops {
 namespace {
 
-constexpr FieldList<ConvParams, 20> kConvFields{{
-    {"n", &ConvParams::n},       {"c", &ConvParams::c},
-    {"h", &ConvParams::h},       {"w", &ConvParams::w},
-    {"m", &ConvParams::m},       {"oh", &ConvParams::oh},
-    {"ow", &ConvParams::ow},     {"kh", &ConvParams::kh},
-    {"kw", &ConvParams::kw},     {"sh", &ConvParams::sh},
-    {"sw", &ConvParams::sw},     {"dh", &ConvParams::dh},
-    {"dw", &ConvParams::dw},     {"pt", &ConvParams::pt},
-    {"pl", &ConvParams::pl},     {"group", &ConvParams::group},
-    {"cg", &ConvParams::cg},     {"mg", &ConvParams::mg},
-    {"bias", &ConvParams::bias}, {"col_block", &ConvParams::colBlock},
+constexpr FieldList<ConvParams, 22> kConvFields{{
+    {"n", &ConvParams::n},
+    {"c", &ConvParams::c},
+    {"h", &ConvParams::h},
+    {"w", &ConvParams::w},
+    {"m", &ConvParams::m},
+    {"oh", &ConvParams::oh},
+    {"ow", &ConvParams::ow},
+    {"kh", &ConvParams::kh},
+    {"kw", &ConvParams::kw},
+    {"sh", &ConvParams::sh},
+    {"sw", &ConvParams::sw},
+    {"dh", &ConvParams::dh},
+    {"dw", &ConvParams::dw},
+    {"pt", &ConvParams::pt},
+    {"pl", &ConvParams::pl},
+    {"group", &ConvParams::group},
+    {"cg", &ConvParams::cg},
+    {"mg", &ConvParams::mg},
+    {"bias", &ConvParams::bias},
+    {"col_block", &ConvParams::colBlock},
+    {"m_split", &ConvParams::mSplit},
+    {"kc", &ConvParams::kc},
 }};
 
-// The im2col block: at most this many floats per thread (256 KiB, a typical L2 share).
+// The gathered block of one item, kc x colBlock floats, stays within this (256 KiB: half of a
+// Zen 3 or Ice Lake core's L2) while the item's tiles read it once per MR output channels.
 constexpr int64_t kColBlockFloats = 64 * 1024;
+// K is gathered at most this deep at a time: the MR weight rows a tile reads (6 x 384 floats on
+// AVX2, 12 x 384 on AVX-512: 9 and 18 KiB) stay in L1 while it sweeps the block's panels.
+constexpr int64_t kMaxKc = 384;
+// An item gathers its block whatever its channel count: an item of fewer channels than this
+// would spend more on the gather than on the product.
+constexpr int64_t kMinChannelsPerItem = 24;
 
 }  // namespace
 
@@ -61,18 +80,27 @@ void compileConv2d(KernelSpec& spec) {
   if (p.cg == 1 && p.group > 1) {
     p.path = ConvParams::Path::kDepthwise;
     p.colBlock = 0;
+    p.kc = 0;
   } else {
     const bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 &&
                            p.pl == 0 && pads[2] == 0 && pads[3] == 0;
     p.path = pointwise ? ConvParams::Path::kPointwise : ConvParams::Path::kIm2col;
-    int64_t block = std::clamp<int64_t>(kColBlockFloats / std::max<int64_t>(depth, 1), 16,
-                                        std::max<int64_t>(positions, 1));
-    // Enough items to keep every task busy (four per task evens out the last ones).
-    const int64_t outer = p.n * p.group;
-    while (spec.tasks > 1 && block > 16 &&
-           outer * ((positions + block - 1) / block) < 4 * spec.tasks)
-      block = (block + 1) / 2;
-    p.colBlock = block;
+    const int64_t kSlices = (depth + kMaxKc - 1) / kMaxKc;
+    p.kc = std::max<int64_t>((depth + kSlices - 1) / kSlices, 1);
+    // Even blocks of output positions, each within the budget, rounded up to whole 16-column
+    // panels (the last one takes what remains).
+    const int64_t maxBlock = std::max<int64_t>(kColBlockFloats / p.kc / 16 * 16, 16);
+    const int64_t blocks = (std::max<int64_t>(positions, 1) + maxBlock - 1) / maxBlock;
+    p.colBlock = std::min<int64_t>((positions + blocks - 1) / blocks + 15, positions);
+    if (p.colBlock < positions) p.colBlock = p.colBlock / 16 * 16;
+    p.colBlock = std::max<int64_t>(p.colBlock, 1);
+    // Few positions (deep layers, batch 1): split the output channels too, so every task has
+    // work (four items per task evens out the last ones).
+    const int64_t outer = p.n * p.group * ((positions + p.colBlock - 1) / p.colBlock);
+    p.mSplit = 1;
+    if (spec.tasks > 1 && outer < 4 * spec.tasks)
+      p.mSplit = std::clamp<int64_t>((4 * spec.tasks + outer - 1) / outer, 1,
+                                     std::max<int64_t>(p.mg / kMinChannelsPerItem, 1));
   }
   spec.params = p;
 }

@@ -1,6 +1,7 @@
 // Conv2d: reference and optimized kernels. The optimized kernel runs the path the compile step
-// chose (compiler/ops/conv2d.cpp): im2col into a per-thread buffer + the project's GEMM,
-// the GEMM straight on the input for 1x1 convolutions, or a direct loop for depthwise ones.
+// chose (compiler/ops/conv2d.cpp): im2col gathered straight into the GEMM micro-kernel's panels
+// (executor/simd/conv_body.inc; on the baseline ISA, into a per-thread buffer + Eigen's GEMM),
+// the same without the gather for 1x1 convolutions, or a direct loop for depthwise ones.
 #include <algorithm>
 #include <vector>
 
@@ -49,38 +50,48 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
   const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
   const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
   const bool pointwise = p.path == ConvParams::Path::kPointwise;
-  detail::runRanges(tasks, p.n * p.group * blocks, 1, [&](int64_t begin, int64_t end) {
+  // Items in (image, group, channel block, position block) order: a task's consecutive items
+  // share the weight rows of one channel block.
+  const int64_t items = p.n * p.group * p.mSplit * blocks;
+  detail::runRanges(tasks, items, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t blk = item % blocks, ng = item / blocks;
-      const int64_t g = ng % p.group, img = ng / p.group;
+      const int64_t blk = item % blocks, mi = item / blocks % p.mSplit;
+      const int64_t ng = item / blocks / p.mSplit, g = ng % p.group, img = ng / p.group;
       const int64_t p0 = blk * p.colBlock, p1 = std::min(positions, p0 + p.colBlock);
+      const int64_t m0 = p.channelBound(mi), m1 = p.channelBound(mi + 1);
       const float* xg = x + (img * p.c + g * p.cg) * p.h * p.w;
       float* og = out + (img * p.m + g * p.mg) * positions;
       const float* wg = w + g * p.mg * depth;
+      const float* bg = b ? b + g * p.mg : nullptr;
+      if (convGemmItemF32(p, xg, wg, bg, og, m0, m1, p0, p1)) continue;
+      // The baseline ISA: the im2col block into a per-thread buffer, then Eigen's GEMM.
+      float* oi = og + m0 * positions + p0;
+      const float* wi = wg + m0 * depth;
       if (pointwise) {
-        gemmF32(wg, depth, xg + p0, p.h * p.w, og + p0, positions, p.mg, p1 - p0, depth);
+        gemmF32(wi, depth, xg + p0, p.h * p.w, oi, positions, m1 - m0, p1 - p0, depth);
       } else {
         float* cols = colBuffer(static_cast<size_t>(depth * (p1 - p0)));
         gatherCols(p, xg, p0, p1, cols);
-        gemmF32(wg, depth, cols, p1 - p0, og + p0, positions, p.mg, p1 - p0, depth);
+        gemmF32(wi, depth, cols, p1 - p0, oi, positions, m1 - m0, p1 - p0, depth);
       }
-      if (b) {
-        for (int64_t j = 0; j < p.mg; ++j) {
-          const float bj = b[g * p.mg + j];
+      if (bg) {
+        for (int64_t j = m0; j < m1; ++j) {
           float* row = og + j * positions;
-          for (int64_t q = p0; q < p1; ++q) row[q] += bj;
+          for (int64_t q = p0; q < p1; ++q) row[q] += bg[j];
         }
       }
     }
   });
 }
 
-// Depthwise: each output plane (image, output channel) reads one input plane. Interior output
-// columns need no bounds checks; the border ones do.
+// Depthwise: each output plane (image, output channel) reads one input plane; on AVX2 and
+// AVX-512, conv_body.inc's vector loop, else this one: interior output columns need no bounds
+// checks, the border ones do.
 void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
                   float* out) {
   detail::runRanges(tasks, p.n * p.m, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
+      if (convDepthwiseItemF32(p, x, w, b, out, item)) continue;
       const int64_t oc = item % p.m, img = item / p.m;
       const int64_t g = oc / p.mg;
       const float* plane = x + (img * p.c + g) * p.h * p.w;

@@ -19,8 +19,9 @@
 namespace gearbox::kernels {
 namespace {
 
-// Per-thread packing buffers, grown and never shrunk, so the static run path allocates only on a
-// thread's first GEMM of a new size. 64-byte aligned: whole cache lines per panel.
+// Per-thread packing buffers (B panels, A panels, conv2d's gathered row), grown and never shrunk,
+// so the static run path allocates only on a thread's first GEMM of a new size. 64-byte aligned:
+// whole cache lines per panel.
 float* gemmBuffer(int which, size_t floats) {
   struct Buffers {
     float* ptr[3] = {};
@@ -50,6 +51,8 @@ float* gemmBuffer(int which, size_t floats) {
 GEARBOX_ISA_BEGIN_AVX2
 namespace isa_avx2 {
 #include "executor/simd/gemm_body.inc"
+// conv2d's paths, on gemm_body.inc's micro-kernel and packing (so after it).
+#include "executor/simd/conv_body.inc"
 
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
@@ -74,12 +77,36 @@ void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const 
     gemmPacked<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
 }
+void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float* out,
+              int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  convItem<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(p, x, w, bias, out, m0, m1, p0, p1,
+                                                            GemmBuffers{gemmBuffer});
+}
+
+void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float* out,
+                   int64_t item) {
+  depthwiseItem<F32x8>(p, x, w, b, out, item, GemmBuffers{gemmBuffer});
+}
+
+void depthwiseItemAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* b,
+                              float* out, int64_t item) {
+  depthwiseItem<F32x16OnAvx2>(p, x, w, b, out, item, GemmBuffers{gemmBuffer});
+}
+
+void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* bias,
+                         float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  using V = F32x16OnAvx2;
+  convItem<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(p, x, w, bias, out, m0, m1, p0, p1,
+                                                        GemmBuffers{gemmBuffer});
+}
 }  // namespace isa_avx2
 GEARBOX_ISA_END
 
 GEARBOX_ISA_BEGIN_AVX512
 namespace isa_avx512 {
 #include "executor/simd/gemm_body.inc"
+// conv2d's paths, on gemm_body.inc's micro-kernel and packing (so after it).
+#include "executor/simd/conv_body.inc"
 
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
@@ -90,6 +117,15 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
   } else {
     gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
+}
+void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float* out,
+              int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  convItem<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(p, x, w, bias, out, m0, m1, p0,
+                                                                  p1, GemmBuffers{gemmBuffer});
+}
+void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float* out,
+                   int64_t item) {
+  depthwiseItem<F32x16>(p, x, w, b, out, item, GemmBuffers{gemmBuffer});
 }
 }  // namespace isa_avx512
 GEARBOX_ISA_END
@@ -127,6 +163,53 @@ void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
              int64_t m, int64_t n, int64_t k) {
   const Isa isa = activeIsa();
   gemmF32(isa, chooseGemmBlocking(isa, DType::kF32, m, n, k), a, lda, b, ldb, c, ldc, m, n, k);
+}
+
+bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const float* bias,
+                     float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  switch (activeIsa()) {
+    case Isa::kAvx512: isa_avx512::convItem(p, x, w, bias, out, m0, m1, p0, p1); return true;
+    case Isa::kAvx2: isa_avx2::convItem(p, x, w, bias, out, m0, m1, p0, p1); return true;
+    case Isa::kBaseline: break;
+  }
+#endif
+  return false;
+}
+
+bool convDepthwiseItemF32(const ConvParams& p, const float* x, const float* w, const float* b,
+                          float* out, int64_t item) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  switch (activeIsa()) {
+    case Isa::kAvx512: isa_avx512::depthwiseItem(p, x, w, b, out, item); return true;
+    case Isa::kAvx2: isa_avx2::depthwiseItem(p, x, w, b, out, item); return true;
+    case Isa::kBaseline: break;
+  }
+#endif
+  return false;
+}
+
+bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
+                                           const float* b, float* out, int64_t item) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  if (activeIsa() < Isa::kAvx2) return false;
+  isa_avx2::depthwiseItemAvx512Logic(p, x, w, b, out, item);
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
+                                      const float* bias, float* out, int64_t m0, int64_t m1,
+                                      int64_t p0, int64_t p1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  if (activeIsa() < Isa::kAvx2) return false;
+  isa_avx2::convItemAvx512Logic(p, x, w, bias, out, m0, m1, p0, p1);
+  return true;
+#else
+  return false;
+#endif
 }
 
 bool gemmF32Avx512LogicOnAvx2(const GemmBlocking& blocking, const float* a, int64_t lda,
