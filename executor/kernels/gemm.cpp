@@ -19,13 +19,13 @@
 namespace gearbox::kernels {
 namespace {
 
-// Per-thread packing buffers (B panels, A panels, conv2d's gathered row), grown and never shrunk,
-// so the static run path allocates only on a thread's first GEMM of a new size. 64-byte aligned:
-// whole cache lines per panel.
+// Per-thread packing buffers (B panels, A panels, and conv2d's gathered row and phased input),
+// grown and never shrunk, so the static run path allocates only on a thread's first GEMM of a new
+// size. 64-byte aligned: whole cache lines per panel.
 float* gemmBuffer(int which, size_t floats) {
   struct Buffers {
-    float* ptr[3] = {};
-    size_t cap[3] = {};
+    float* ptr[4] = {};
+    size_t cap[4] = {};
     ~Buffers() {
       for (float* p : ptr) std::free(p);
     }
