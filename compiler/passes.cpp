@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -377,6 +378,50 @@ bool FoldBatchNormIntoConv::run(Graph& g) {
   return changed;
 }
 
+// ---- conv2d + relu / clip -> conv2d with an epilogue -----------------------------------------
+
+bool FuseConvActivation::run(Graph& g) {
+  details_.clear();
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+  // Users per value, computed once: a rewrite only moves the conv's uses of its own inputs onto
+  // the activation node, which every later node's users are unaffected by.
+  const std::vector<std::vector<NodeId>> users = usersOf(g);
+  bool changed = false;
+  for (NodeId a = 0; a < static_cast<NodeId>(g.nodes.size()); ++a) {
+    Node& act = g.nodes[a];
+    if (act.kind != OpKind::kRelu && act.kind != OpKind::kClip) continue;
+    const ValueId cv = act.inputs[0];
+    const NodeId c = g.values[cv].producer;
+    if (c == kNoNode || g.nodes[c].kind != OpKind::kConv2d || returned[cv] || users[cv].size() != 1)
+      continue;
+    const Node& conv = g.nodes[c];
+    namespace ca = attr::Conv2d;
+    // One clamp per conv: a conv that already has one keeps the second activation apart.
+    if (!attrIsDefault(OpKind::kConv2d, conv.attrs, ca::act_min) ||
+        !attrIsDefault(OpKind::kConv2d, conv.attrs, ca::act_max))
+      continue;
+    double lo = 0.0, hi = std::numeric_limits<double>::infinity();
+    if (act.kind == OpKind::kClip) {
+      lo = act.attrs.f(attr::Clip::min);
+      hi = act.attrs.f(attr::Clip::max);
+    }
+    const std::string what(opTextName(act.kind));
+    Attrs attrs = conv.attrs;
+    attrs.setFloat(ca::act_min, lo);
+    attrs.setFloat(ca::act_max, hi);
+    act.kind = OpKind::kConv2d;
+    act.inputs = conv.inputs;
+    act.attrs = std::move(attrs);
+    // Errors about the node (a padded window, a bad shape) are about the conv: its line.
+    act.loc = conv.loc;
+    details_.push_back(
+        fmt::format("fused %{} ({}) into %{}", g.values[act.output].name, what, g.values[cv].name));
+    changed = true;
+  }
+  return changed;
+}
+
 // ---- scaled-dot-product attention -> one attention node -----------------------------------
 
 namespace {
@@ -644,6 +689,7 @@ PassPipeline defaultPipeline(std::span<const std::string> disabled) {
   std::vector<std::unique_ptr<Pass>> all;
   all.push_back(std::make_unique<DeadCodeElimination>());
   all.push_back(std::make_unique<FoldBatchNormIntoConv>());
+  all.push_back(std::make_unique<FuseConvActivation>());
   all.push_back(std::make_unique<AttentionFusion>());
   all.push_back(std::make_unique<ChannelShuffleToIndexSelect>());
   all.push_back(std::make_unique<SliceOfIndexSelect>());
@@ -668,6 +714,7 @@ std::vector<std::string> defaultPassNames() {
   // Distinct names in pipeline order (dce runs three times).
   return {"dce",
           "fold-batch-norm",
+          "fuse-conv-activation",
           "fuse-attention",
           "shuffle-to-index-select",
           "slice-of-index-select",

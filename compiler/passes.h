@@ -1,7 +1,8 @@
 #pragma once
 // Graph-to-graph passes run once on a graph before any mode compiles it (docs/passes.md).
 //
-//   PassPipeline p = defaultPipeline();   // dce, fold-batch-norm, fuse-attention,
+//   PassPipeline p = defaultPipeline();   // dce, fold-batch-norm, fuse-conv-activation,
+//                        // fuse-attention,
 //                        // shuffle-to-index-select, slice-of-index-select, dce,
 //                        // fuse-cat-index-select, dce
 //   PassReport r = p.run(graph);          // verifyGraph after every pass
@@ -84,6 +85,17 @@ class SliceOfIndexSelect final : public Pass {
 class FoldBatchNormIntoConv final : public Pass {
  public:
   std::string_view name() const override { return "fold-batch-norm"; }
+  bool run(Graph& g) override;
+};
+
+// Epilogue fusion: a relu or clip whose input is a conv2d's output with no other user (and not
+// returned) becomes the conv itself with the clamp as its epilogue (act_min / act_max: relu is
+// [0, inf]); the relu/clip node is rewritten in place (its value, name and position stay) and
+// the old conv is left for DCE. One kernel instead of two, one launch fewer in eager and
+// dynamic modes, and no intermediate tensor written and read back (docs/passes.md).
+class FuseConvActivation final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-conv-activation"; }
   bool run(Graph& g) override;
 };
 

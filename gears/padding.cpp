@@ -1115,10 +1115,13 @@ class Analyzer {
       case OpKind::kMatMul: visitMatMul(n, node, out); break;
       case OpKind::kIndexSelect: visitIndexSelect(n, node, out); break;
       case OpKind::kCat: visitCatInputs(n, node, node.inputs.size(), true, out); break;
-      case OpKind::kConv2d:
-        // Zero images stay zero only without a bias.
-        visitWindow(n, node, false, node.inputs.size() == 2, out);
+      case OpKind::kConv2d: {
+        // Zero images stay zero only without a bias, and when the fused clamp keeps 0.
+        const double lo = node.attrs.f(attr::Conv2d::act_min),
+                     hi = node.attrs.f(attr::Conv2d::act_max);
+        visitWindow(n, node, false, node.inputs.size() == 2 && lo <= 0.0 && hi >= 0.0, out);
         break;
+      }
       case OpKind::kMaxPool2d:
       case OpKind::kAvgPool2d: visitWindow(n, node, true, true, out); break;
       case OpKind::kMean: visitMean(n, node, out); break;

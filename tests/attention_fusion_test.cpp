@@ -3,7 +3,8 @@
 // option that turns it off, and the differential check -- fused and unfused sessions against
 // referenceRun on the UNFUSED graph, in static, eager and dynamic modes, over shapes with sizes
 // 1 and odd, with and without a mask -- plus the exact eager launch counts per call that the
-// fusion saves. Kept small: every case also runs under ASan.
+// fusion saves. Kept small: every case also runs under ASan. The same differential check covers
+// the fuse-conv-activation pass (conv2d + relu / clip: the epilogue fusion) at the end.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -227,9 +228,10 @@ TEST(AttentionFusion, DisablePassKeepsTheChainAndUnknownNamesAreConfigErrors) {
     FAIL() << "expected a config error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kConfig);
-    EXPECT_NE(std::string(e.what()).find("unknown pass 'fuse-attenton' to disable (the passes: "
-                                         "dce, fold-batch-norm, fuse-attention, "),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("unknown pass 'fuse-attenton' to disable (the passes: "
+                                   "dce, fold-batch-norm, fuse-conv-activation, fuse-attention, "),
+        std::string::npos)
         << e.what();
   }
 }
@@ -241,7 +243,7 @@ TEST(AttentionFusion, DisablePassKeepsTheChainAndUnknownNamesAreConfigErrors) {
 // unfused graph, over `calls`; in eager mode a fused call launches exactly `saved` kernels fewer
 // than an unfused one.
 void expectFusedMatchesUnfused(const Graph& g, const std::vector<InputSignature>& calls,
-                               int64_t saved) {
+                               int64_t saved, const std::string& pass = "fuse-attention") {
   for (const ModeInfo& info : modeTable()) {
     const Mode m = info.mode;
     SCOPED_TRACE(modeName(m));
@@ -249,7 +251,7 @@ void expectFusedMatchesUnfused(const Graph& g, const std::vector<InputSignature>
     fusedOptions.mode = plainOptions.mode = m;
     if (info.needsGears)
       gearOptions(fusedOptions).merge = gearOptions(plainOptions).merge = MergePolicy::kProduct;
-    plainOptions.disabledPasses = {"fuse-attention"};
+    plainOptions.disabledPasses = {pass};
     Session fused(g, fusedOptions), plain(g, plainOptions);
     // Modes with gears: every size the calls use, on the first dim of each symbol (the dims that
     // share it follow), product-merged, so every call is a gear: the fused gear plans against
@@ -276,8 +278,12 @@ void expectFusedMatchesUnfused(const Graph& g, const std::vector<InputSignature>
       compileGears(fused, calls.front());
       compileGears(plain, calls.front());
     }
-    ASSERT_GE(countKind(fused.graph(), OpKind::kAttention), 1);
-    ASSERT_EQ(countKind(plain.graph(), OpKind::kAttention), 0);
+    if (pass == "fuse-attention") {
+      ASSERT_GE(countKind(fused.graph(), OpKind::kAttention), 1);
+      ASSERT_EQ(countKind(plain.graph(), OpKind::kAttention), 0);
+    } else {
+      ASSERT_LT(fused.graph().nodes.size(), plain.graph().nodes.size());
+    }
     for (size_t i = 0; i < calls.size(); ++i) {
       SCOPED_TRACE(i);
       const auto in = makeInputs(g, calls[i], 100 + i);
@@ -371,6 +377,56 @@ TEST(AttentionFusionCli, DisablePassRunsTheUnfusedGraphAndSaysSo) {
   EXPECT_EQ(bad.exitCode, 2) << bad.output;
   EXPECT_NE(bad.output.find("unknown pass 'fuse-attn' to disable"), std::string::npos)
       << bad.output;
+}
+
+// ---- conv2d + relu / clip (fuse-conv-activation) ----------------------------------------------
+
+// A relu after a conv, a clip (relu6-like) after a conv, a conv whose output has two users (its
+// relu stays apart) and a returned conv followed by a relu (both kept).
+constexpr const char* kConvActs = R"(graph g(%x: f32[N, 2, H, 5]) {
+  %w = const f32[3, 2, 1, 1] [0.5, -1, 2, 0.25, -0.5, 1.5]
+  %b = const f32[3] [0.1, -0.2, 0.3]
+  %c1 = conv2d(%x, %w, %b)
+  %r1 = relu(%c1)
+  %w2 = const f32[3, 3, 1, 1] [1, -0.5, 0.25, -1, 2, 0.5, 0.75, -0.25, -2]
+  %c2 = conv2d(%r1, %w2, pads=[1, 0, 0, 1])
+  %k = clip(%c2, min=-0.25, max=0.5)
+  %c3 = conv2d(%k, %w2)
+  %r3 = relu(%c3)
+  %y = add(%r3, %c3)
+  %c4 = conv2d(%y, %w2, %b)
+  %r4 = relu(%c4)
+  return %r4, %c4
+})";
+
+TEST(ConvActivationFusion, ReluAndClipBecomeTheConvsEpilogue) {
+  Graph g = parseGraph(kConvActs);
+  const Graph before = g;
+  const PassReport r = defaultPipeline().run(g);
+  ASSERT_EQ(r.passes[2].name, "fuse-conv-activation");
+  EXPECT_EQ(r.passes[2].details,
+            (std::vector<std::string>{"fused %r1 (relu) into %c1", "fused %k (clip) into %c2"}));
+  EXPECT_EQ(countKind(g, OpKind::kRelu), 2);  // r3 (c3 has two users) and r4 (c4 is returned)
+  EXPECT_EQ(countKind(g, OpKind::kClip), 0);
+  EXPECT_EQ(countKind(g, OpKind::kConv2d), 4);
+  // The names the graph returns stay; %r1 and %k are now convs with their clamps.
+  EXPECT_EQ(printGraph(g).find("%c1 ="), std::string::npos);
+  EXPECT_NE(printGraph(g).find("%r1 = conv2d(%x, %w, %b, act_min=0)"), std::string::npos)
+      << printGraph(g);
+  EXPECT_NE(printGraph(g).find("act_min=-0.25, act_max=0.5)"), std::string::npos);
+  // The clamp is Clip's and Relu's own arithmetic: the reference results are bit for bit those
+  // of the unfused graph.
+  for (const InputSignature& s : {InputSignature{Shape{1, 2, 1, 5}}, {Shape{3, 2, 4, 5}}}) {
+    const auto ins = makeInputs(before, s, 7);
+    const auto want = referenceRun(before, ins), got = referenceRun(g, ins);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].equals(got[i])) << i;
+  }
+}
+
+TEST(ConvActivationFusion, EveryModeMatchesUnfusedAndSavesTwoLaunches) {
+  expectFusedMatchesUnfused(parseGraph(kConvActs),
+                            {{Shape{2, 2, 3, 5}}, {Shape{1, 2, 1, 5}}, {Shape{3, 2, 7, 5}}}, 2,
+                            "fuse-conv-activation");
 }
 
 }  // namespace

@@ -251,6 +251,8 @@ struct ConvGeom {
   std::vector<int64_t> strides, pads, dilations;
   int64_t group = 1;
   bool bias = false;
+  // The fused activation's clamp (act_min, act_max).
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
 };
 
 // Geometries whose groups hold whole and partial micro-kernel tiles (mg = 29, 25, 30, 13, 50),
@@ -259,6 +261,10 @@ struct ConvGeom {
 std::vector<ConvGeom> convGeoms() {
   return {
       {"deep_3x3", {1, 50, 11, 13}, {29, 50, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"deep_3x3_relu", {1, 50, 11, 13}, {29, 50, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true,
+       0.0f},
+      {"pointwise_clip", {1, 40, 9, 11}, {30, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true,
+       -0.5f, 0.3f},
       {"grouped_dilated", {2, 6, 9, 17}, {50, 3, 3, 2}, {2, 1}, {1, 0, 2, 1}, {2, 1}, 2, true},
       {"pointwise", {1, 40, 9, 11}, {30, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
       {"pointwise_s2", {1, 7, 5, 5}, {13, 7, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
@@ -269,15 +275,17 @@ std::vector<ConvGeom> convGeoms() {
       {"dw_s2", {2, 4, 13, 70}, {4, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4, true},
       {"dw_s3_dilated_x2", {1, 2, 11, 40}, {4, 1, 3, 2}, {3, 3}, {2, 0, 1, 3}, {2, 3}, 2, false},
       {"dw_7x7", {1, 5, 7, 7}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5, true},
+      {"dw_7x7_relu6", {1, 5, 7, 7}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5, true, 0.0f,
+       0.4f},
       {"dw_5x5_no_pad", {1, 2, 6, 5}, {2, 1, 5, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
   };
 }
 
-using ConvItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float*,
-                            int64_t, int64_t, int64_t, int64_t);
+using ConvItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float,
+                            float, float*, int64_t, int64_t, int64_t, int64_t);
 
 using DepthwiseItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*,
-                                 float*, int64_t);
+                                 float, float, float*, int64_t);
 
 // Runs every item of `p` through `item` (or `dwItem` for the depthwise path), as
 // executor/kernels/conv2d.cpp does, and checks each output against a double-precision loop. The
@@ -293,8 +301,8 @@ void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label,
                          std::numeric_limits<float>::quiet_NaN());
   if (p.path == ConvParams::Path::kDepthwise) {
     for (int64_t it = 0; it < p.n * p.m; ++it)
-      ASSERT_TRUE(dwItem(p, x.as<float>(), w.as<float>(), g.bias ? b.as<float>() : nullptr,
-                         out.data(), it));
+      ASSERT_TRUE(dwItem(p, x.as<float>(), w.as<float>(), g.bias ? b.as<float>() : nullptr, g.lo,
+                         g.hi, out.data(), it));
   } else {
     const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
     for (int64_t img = 0; img < p.n; ++img)
@@ -304,7 +312,7 @@ void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label,
             const int64_t p0 = blk * p.colBlock, p1 = std::min(positions, p0 + p.colBlock);
             ASSERT_TRUE(item(p, x.as<float>() + (img * p.c + grp * p.cg) * p.h * p.w,
                              w.as<float>() + grp * p.mg * depth,
-                             g.bias ? b.as<float>() + grp * p.mg : nullptr,
+                             g.bias ? b.as<float>() + grp * p.mg : nullptr, g.lo, g.hi,
                              out.data() + (img * p.m + grp * p.mg) * positions, p.channelBound(mi),
                              p.channelBound(mi + 1), p0, p1));
           }
@@ -329,6 +337,9 @@ void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label,
               abs += std::fabs(t);
             }
         const double got = out[static_cast<size_t>((img * p.m + oc) * positions + q)];
+        // The clamp of the exact sum: a result within the tolerance of a bound clamps to it.
+        if (sum < g.lo) sum = g.lo;
+        if (sum > g.hi) sum = g.hi;
         if (!(std::fabs(got - sum) <= 2e-7 * static_cast<double>(depth + 2) * abs + 1e-30)) {
           ADD_FAILURE() << "out[" << img << ", " << oc << ", " << q << "] = " << got
                         << ", expected " << sum;
@@ -343,6 +354,8 @@ ConvParams compiledConv(const ConvGeom& g, int threads = 0) {
   attrs.setInts(attr::Conv2d::pads, g.pads);
   attrs.setInts(attr::Conv2d::dilations, g.dilations);
   attrs.setInt(attr::Conv2d::group, g.group);
+  attrs.setFloat(attr::Conv2d::act_min, g.lo);
+  attrs.setFloat(attr::Conv2d::act_max, g.hi);
   std::vector<TensorType> ins{{DType::kF32, g.x}, {DType::kF32, g.w}};
   if (g.bias) ins.push_back({DType::kF32, Shape{g.w[0]}});
   return std::get<ConvParams>(

@@ -783,6 +783,20 @@ std::vector<OpCase> convCases() {
                1),
       convCase("many_positions", {1, 8, 40, 45}, {13, 8, 3, 3}, false, {1, 1}, {1, 1, 1, 1}, {1, 1},
                1),
+      // The fused activations (fuse-conv-activation): relu on the GEMM path, a clip on depthwise.
+      [] {
+        OpCase c = convCase("wide_3x3_relu", {1, 50, 11, 13}, {29, 50, 3, 3}, true, {1, 1},
+                            {1, 1, 1, 1}, {1, 1}, 1);
+        c.typed.setFloat(attr::Conv2d::act_min, 0.0);
+        return c;
+      }(),
+      [] {
+        OpCase c = convCase("depthwise_clip", {2, 5, 7, 9}, {5, 1, 3, 3}, true, {1, 1},
+                            {1, 1, 1, 1}, {1, 1}, 5);
+        c.typed.setFloat(attr::Conv2d::act_min, -0.5);
+        c.typed.setFloat(attr::Conv2d::act_max, 0.25);
+        return c;
+      }(),
       // Few positions and 11 MFLOP: split into tasks by output channels (ConvParams::mSplit).
       convCase("deep_channel_split", {1, 128, 7, 7}, {96, 128, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
                {1, 1}, 1, true),

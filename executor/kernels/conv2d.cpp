@@ -3,6 +3,7 @@
 // (executor/simd/conv_body.inc; on the baseline ISA, into a per-thread buffer + Eigen's GEMM),
 // the same without the gather for 1x1 convolutions, or a direct loop for depthwise ones.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "executor/kernels/common.h"
@@ -12,6 +13,20 @@
 
 namespace gearbox::kernels {
 namespace {
+
+// The fused activation (attributes act_min, act_max), as Clip computes it: two comparisons, so
+// NaN stays NaN, and [0, inf] is exactly Relu.
+float clampAct(float x, float lo, float hi) {
+  const float y = x < lo ? lo : x;
+  return y > hi ? hi : y;
+}
+
+// A clamp bound; attributes built by hand (tests, the reference's callers) may leave the slot
+// unset, which means its default: no bound.
+float actBound(const Attrs& attrs, int slot, float unset) {
+  return attrs.has(slot) ? static_cast<float>(attrs.f(slot)) : unset;
+}
+constexpr float kInfF = std::numeric_limits<float>::infinity();
 
 // The im2col block of one item: rows are (channel, ki, kj) taps of group g, columns the output
 // positions [p0, p1); a tap that falls in the padding reads 0.
@@ -46,7 +61,7 @@ float* colBuffer(size_t floats) {
 }
 
 void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
-                 float* out) {
+                 float lo, float hi, float* out) {
   const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
   const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
   const bool pointwise = p.path == ConvParams::Path::kPointwise;
@@ -63,7 +78,7 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
       float* og = out + (img * p.m + g * p.mg) * positions;
       const float* wg = w + g * p.mg * depth;
       const float* bg = b ? b + g * p.mg : nullptr;
-      if (convGemmItemF32(p, xg, wg, bg, og, m0, m1, p0, p1)) continue;
+      if (convGemmItemF32(p, xg, wg, bg, lo, hi, og, m0, m1, p0, p1)) continue;
       // The baseline ISA: the im2col block into a per-thread buffer, then Eigen's GEMM.
       float* oi = og + m0 * positions + p0;
       const float* wi = wg + m0 * depth;
@@ -74,11 +89,10 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
         gatherCols(p, xg, p0, p1, cols);
         gemmF32(wi, depth, cols, p1 - p0, oi, positions, m1 - m0, p1 - p0, depth);
       }
-      if (bg) {
-        for (int64_t j = m0; j < m1; ++j) {
-          float* row = og + j * positions;
-          for (int64_t q = p0; q < p1; ++q) row[q] += bg[j];
-        }
+      for (int64_t j = m0; j < m1; ++j) {
+        float* row = og + j * positions;
+        const float bj = bg ? bg[j] : 0.0f;
+        for (int64_t q = p0; q < p1; ++q) row[q] = clampAct(row[q] + bj, lo, hi);
       }
     }
   });
@@ -88,10 +102,10 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
 // AVX-512, conv_body.inc's vector loop, else this one: interior output columns need no bounds
 // checks, the border ones do.
 void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
-                  float* out) {
+                  float lo, float hi, float* out) {
   detail::runRanges(tasks, p.n * p.m, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      if (convDepthwiseItemF32(p, x, w, b, out, item)) continue;
+      if (convDepthwiseItemF32(p, x, w, b, lo, hi, out, item)) continue;
       const int64_t oc = item % p.m, img = item / p.m;
       const int64_t g = oc / p.mg;
       const float* plane = x + (img * p.c + g) * p.h * p.w;
@@ -129,6 +143,7 @@ void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w
             }
           }
         }
+        for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = clampAct(orow[ox], lo, hi);
       }
     }
   });
@@ -148,6 +163,7 @@ void ref::refConv2d(const Attrs& attrs, std::span<const TensorView> ins, const T
   const float* x = ins[0].as<const float>();
   const float* wt = ins[1].as<const float>();
   const float* b = ins.size() == 3 ? ins[2].as<const float>() : nullptr;
+  const float lo = actBound(attrs, a::act_min, -kInfF), hi = actBound(attrs, a::act_max, kInfF);
   float* o = out.as<float>();
   for (int64_t i = 0; i < n; ++i)
     for (int64_t oc = 0; oc < m; ++oc) {
@@ -165,7 +181,7 @@ void ref::refConv2d(const Attrs& attrs, std::span<const TensorView> ins, const T
                 acc += static_cast<double>(x[((i * c + g * cg + ci) * h + iy) * w + ix]) *
                        wt[((oc * cg + ci) * kh + ki) * kw + kj];
               }
-          o[((i * m + oc) * oh + y) * ow + z] = static_cast<float>(acc);
+          o[((i * m + oc) * oh + y) * ow + z] = clampAct(static_cast<float>(acc), lo, hi);
         }
     }
 }
@@ -177,10 +193,12 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
   const float* w = static_cast<const float*>(in[1]);
   const float* b = p->bias ? static_cast<const float*>(in[2]) : nullptr;
   float* o = static_cast<float*>(out);
+  const float lo = actBound(spec.key.attrs, attr::Conv2d::act_min, -kInfF),
+              hi = actBound(spec.key.attrs, attr::Conv2d::act_max, kInfF);
   if (p->path == ConvParams::Path::kDepthwise) {
-    runDepthwise(*p, spec.tasks, x, w, b, o);
+    runDepthwise(*p, spec.tasks, x, w, b, lo, hi, o);
   } else {
-    runGemmPath(*p, spec.tasks, x, w, b, o);
+    runGemmPath(*p, spec.tasks, x, w, b, lo, hi, o);
   }
   return true;
 }

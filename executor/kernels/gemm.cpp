@@ -77,26 +77,27 @@ void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const 
     gemmPacked<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
 }
-void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float* out,
-              int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  convItem<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(p, x, w, bias, out, m0, m1, p0, p1,
-                                                            GemmBuffers{gemmBuffer});
+void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,
+              float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  convItem<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(p, x, w, bias, lo, hi, out, m0, m1, p0,
+                                                            p1, GemmBuffers{gemmBuffer});
 }
 
-void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float* out,
-                   int64_t item) {
-  depthwiseItem<F32x8>(p, x, w, b, out, item, GemmBuffers{gemmBuffer});
+void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                   float hi, float* out, int64_t item) {
+  depthwiseItem<F32x8>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
 }
 
 void depthwiseItemAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* b,
-                              float* out, int64_t item) {
-  depthwiseItem<F32x16OnAvx2>(p, x, w, b, out, item, GemmBuffers{gemmBuffer});
+                              float lo, float hi, float* out, int64_t item) {
+  depthwiseItem<F32x16OnAvx2>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
 }
 
 void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* bias,
-                         float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+                         float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
+                         int64_t p1) {
   using V = F32x16OnAvx2;
-  convItem<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(p, x, w, bias, out, m0, m1, p0, p1,
+  convItem<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(p, x, w, bias, lo, hi, out, m0, m1, p0, p1,
                                                         GemmBuffers{gemmBuffer});
 }
 }  // namespace isa_avx2
@@ -118,14 +119,14 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
     gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
 }
-void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float* out,
-              int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  convItem<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(p, x, w, bias, out, m0, m1, p0,
-                                                                  p1, GemmBuffers{gemmBuffer});
+void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,
+              float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  convItem<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(
+      p, x, w, bias, lo, hi, out, m0, m1, p0, p1, GemmBuffers{gemmBuffer});
 }
-void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float* out,
-                   int64_t item) {
-  depthwiseItem<F32x16>(p, x, w, b, out, item, GemmBuffers{gemmBuffer});
+void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                   float hi, float* out, int64_t item) {
+  depthwiseItem<F32x16>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
 }
 }  // namespace isa_avx512
 GEARBOX_ISA_END
@@ -166,11 +167,14 @@ void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
 }
 
 bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const float* bias,
-                     float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+                     float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
+                     int64_t p1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
-    case Isa::kAvx512: isa_avx512::convItem(p, x, w, bias, out, m0, m1, p0, p1); return true;
-    case Isa::kAvx2: isa_avx2::convItem(p, x, w, bias, out, m0, m1, p0, p1); return true;
+    case Isa::kAvx512:
+      isa_avx512::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1);
+      return true;
+    case Isa::kAvx2: isa_avx2::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1); return true;
     case Isa::kBaseline: break;
   }
 #endif
@@ -178,11 +182,11 @@ bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const 
 }
 
 bool convDepthwiseItemF32(const ConvParams& p, const float* x, const float* w, const float* b,
-                          float* out, int64_t item) {
+                          float lo, float hi, float* out, int64_t item) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
-    case Isa::kAvx512: isa_avx512::depthwiseItem(p, x, w, b, out, item); return true;
-    case Isa::kAvx2: isa_avx2::depthwiseItem(p, x, w, b, out, item); return true;
+    case Isa::kAvx512: isa_avx512::depthwiseItem(p, x, w, b, lo, hi, out, item); return true;
+    case Isa::kAvx2: isa_avx2::depthwiseItem(p, x, w, b, lo, hi, out, item); return true;
     case Isa::kBaseline: break;
   }
 #endif
@@ -190,10 +194,11 @@ bool convDepthwiseItemF32(const ConvParams& p, const float* x, const float* w, c
 }
 
 bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
-                                           const float* b, float* out, int64_t item) {
+                                           const float* b, float lo, float hi, float* out,
+                                           int64_t item) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() < Isa::kAvx2) return false;
-  isa_avx2::depthwiseItemAvx512Logic(p, x, w, b, out, item);
+  isa_avx2::depthwiseItemAvx512Logic(p, x, w, b, lo, hi, out, item);
   return true;
 #else
   return false;
@@ -201,11 +206,11 @@ bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, 
 }
 
 bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
-                                      const float* bias, float* out, int64_t m0, int64_t m1,
-                                      int64_t p0, int64_t p1) {
+                                      const float* bias, float lo, float hi, float* out, int64_t m0,
+                                      int64_t m1, int64_t p0, int64_t p1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() < Isa::kAvx2) return false;
-  isa_avx2::convItemAvx512Logic(p, x, w, bias, out, m0, m1, p0, p1);
+  isa_avx2::convItemAvx512Logic(p, x, w, bias, lo, hi, out, m0, m1, p0, p1);
   return true;
 #else
   return false;

@@ -24,24 +24,27 @@ void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
 // One item of conv2d's im2col or 1x1 path on the packed GEMM's micro-kernel for activeIsa()
 // (executor/simd/conv_body.inc): output rows [m0, m1) of one group at output positions [p0, p1),
 // all of K. x, w, bias and out point at the group's input planes, weight rows, bias values and
-// output planes. False (nothing run) on the baseline ISA, which gathers and runs Eigen's GEMM.
+// output planes; the result is clamped to [lo, hi] as Clip does (the fused activation; -inf, inf
+// for none). False (nothing run) on the baseline ISA, which gathers and runs Eigen's GEMM.
 bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const float* bias,
-                     float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
+                     float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
+                     int64_t p1);
 
 // For tests: the same with the AVX-512 instantiation's logic (12 x 32 tiles) on AVX2 registers.
 // False (nothing run) when this CPU has no AVX2.
 bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
-                                      const float* bias, float* out, int64_t m0, int64_t m1,
-                                      int64_t p0, int64_t p1);
+                                      const float* bias, float lo, float hi, float* out, int64_t m0,
+                                      int64_t m1, int64_t p0, int64_t p1);
 
 // One item of conv2d's depthwise path for activeIsa() (conv_body.inc): output plane `item`
 // (image * m + channel) of the whole tensors x, w, b (b may be null), out. False (nothing run)
 // on the baseline ISA, which runs executor/kernels/conv2d.cpp's direct loop.
 bool convDepthwiseItemF32(const ConvParams& p, const float* x, const float* w, const float* b,
-                          float* out, int64_t item);
+                          float lo, float hi, float* out, int64_t item);
 // For tests: the same with the AVX-512 instantiation's 16-lane logic on AVX2 registers.
 bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
-                                           const float* b, float* out, int64_t item);
+                                           const float* b, float lo, float hi, float* out,
+                                           int64_t item);
 
 // Eigen's GEMM compiled for the baseline ISA (executor/kernels/matmul.cpp).
 void eigenGemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
