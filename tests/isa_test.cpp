@@ -261,10 +261,25 @@ struct ConvGeom {
 std::vector<ConvGeom> convGeoms() {
   return {
       {"deep_3x3", {1, 50, 11, 13}, {29, 50, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
-      {"deep_3x3_relu", {1, 50, 11, 13}, {29, 50, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true,
+      {"deep_3x3_relu",
+       {1, 50, 11, 13},
+       {29, 50, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
        0.0f},
-      {"pointwise_clip", {1, 40, 9, 11}, {30, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true,
-       -0.5f, 0.3f},
+      {"pointwise_clip",
+       {1, 40, 9, 11},
+       {30, 40, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       -0.5f,
+       0.3f},
       {"grouped_dilated", {2, 6, 9, 17}, {50, 3, 3, 2}, {2, 1}, {1, 0, 2, 1}, {2, 1}, 2, true},
       {"pointwise", {1, 40, 9, 11}, {30, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
       {"pointwise_s2", {1, 7, 5, 5}, {13, 7, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
@@ -275,7 +290,15 @@ std::vector<ConvGeom> convGeoms() {
       {"dw_s2", {2, 4, 13, 70}, {4, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4, true},
       {"dw_s3_dilated_x2", {1, 2, 11, 40}, {4, 1, 3, 2}, {3, 3}, {2, 0, 1, 3}, {2, 3}, 2, false},
       {"dw_7x7", {1, 5, 7, 7}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5, true},
-      {"dw_7x7_relu6", {1, 5, 7, 7}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5, true, 0.0f,
+      {"dw_7x7_relu6",
+       {1, 5, 7, 7},
+       {5, 1, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       5,
+       true,
+       0.0f,
        0.4f},
       {"dw_5x5_no_pad", {1, 2, 6, 5}, {2, 1, 5, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
   };
@@ -284,8 +307,8 @@ std::vector<ConvGeom> convGeoms() {
 using ConvItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float,
                             float, float*, int64_t, int64_t, int64_t, int64_t);
 
-using DepthwiseItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*,
-                                 float, float, float*, int64_t);
+using DepthwiseItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float,
+                                 float, float*, int64_t);
 
 // Runs every item of `p` through `item` (or `dwItem` for the depthwise path), as
 // executor/kernels/conv2d.cpp does, and checks each output against a double-precision loop. The
