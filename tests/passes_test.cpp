@@ -315,11 +315,10 @@ TEST(PassPipeline, DefaultPipelineOnTheShuffleNetStage) {
     observed.push_back(rec.name);
     expectConsistent(after);
   });
-  EXPECT_EQ(observed,
-            (std::vector<std::string>{"dce", "fold-batch-norm", "fuse-conv-activation",
-                                      "fuse-attention", "shuffle-to-index-select",
-                                      "slice-of-index-select", "dce", "fuse-cat-index-select",
-                                      "dce"}));
+  EXPECT_EQ(observed, (std::vector<std::string>{"dce", "fold-batch-norm", "fuse-conv-activation",
+                                                "fuse-attention", "shuffle-to-index-select",
+                                                "slice-of-index-select", "dce",
+                                                "fuse-cat-index-select", "dce"}));
   ASSERT_EQ(r.passes.size(), 9u);
   for (int i : {0, 1, 2, 3, 4, 5, 6}) EXPECT_FALSE(r.passes[i].changed) << i;  // gathers already
   EXPECT_TRUE(r.passes[7].changed);
