@@ -440,6 +440,39 @@ TEST(IsaConv, TheCompileStepSplitsChannelsOnlyForFewPositions) {
   EXPECT_EQ(q.colBlock % 16, 0);
 }
 
+// max_pool2d's vector walk (conv_body.inc) against the reference on every ISA: a NaN in a plane
+// must come out as NaN where its windows reach (that plane takes the scalar loop), and +-inf
+// are ordinary values.
+TEST(IsaMaxPool, VectorWalkMatchesTheReferenceWithNaNAndInf) {
+  for (const Shape& shape : {Shape{2, 3, 9, 40}, Shape{1, 2, 7, 7}, Shape{1, 1, 112, 112}}) {
+    Tensor x = randomTensor(DType::kF32, shape, 41);
+    float* v = x.as<float>();
+    v[shape[2] * shape[3] + 5] = std::numeric_limits<float>::quiet_NaN();  // plane 1
+    v[3] = std::numeric_limits<float>::infinity();
+    v[x.numel() - 1] = -std::numeric_limits<float>::infinity();
+    Attrs attrs;
+    attrs.setInts(attr::MaxPool2d::kernel, {3, 3});
+    attrs.setInts(attr::MaxPool2d::strides, {2, 2});
+    attrs.setInts(attr::MaxPool2d::pads, {1, 1, 1, 1});
+    const KernelKey key = makeKernelKey(OpKind::kMaxPool2d, {{DType::kF32, shape}}, attrs);
+    const auto spec = compileKernelSpec(key);
+    Tensor want(DType::kF32, spec->output.shape);
+    const TensorView in[] = {x.view()};
+    kernels::ref::runOp(OpKind::kMaxPool2d, key.attrs, in, want.view());
+    for (Isa isa : availableIsas()) {
+      ScopedIsaOverride forced(isa);
+      Tensor got(DType::kF32, spec->output.shape);
+      const void* ptrs[] = {x.data()};
+      kernels::run(*spec, ptrs, got.data());
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const float e = want.as<float>()[i], g = got.as<float>()[i];
+        ASSERT_TRUE(std::isnan(e) ? std::isnan(g) : e == g)
+            << isaName(isa) << " " << shape.toString() << " at " << i << ": " << g << " vs " << e;
+      }
+    }
+  }
+}
+
 TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
   EXPECT_EQ(chooseGemmBlocking(Isa::kBaseline, DType::kF32, 64, 64, 64).path, GemmPath::kEigen);
   EXPECT_EQ(chooseGemmBlocking(Isa::kAvx2, DType::kI32, 64, 64, 64).path, GemmPath::kEigen);

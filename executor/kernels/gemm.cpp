@@ -88,6 +88,10 @@ void depthwiseItem(const ConvParams& p, const float* x, const float* w, const fl
   depthwiseItem<F32x8>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
 }
 
+bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
+  return maxPoolPlane<F32x8>(p, in, out, GemmBuffers{gemmBuffer});
+}
+
 void depthwiseItemAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* b,
                               float lo, float hi, float* out, int64_t item) {
   depthwiseItem<F32x16OnAvx2>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
@@ -127,6 +131,10 @@ void convItem(const ConvParams& p, const float* x, const float* w, const float* 
 void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
                    float hi, float* out, int64_t item) {
   depthwiseItem<F32x16>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
+}
+
+bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
+  return maxPoolPlane<F32x16>(p, in, out, GemmBuffers{gemmBuffer});
 }
 }  // namespace isa_avx512
 GEARBOX_ISA_END
@@ -187,6 +195,32 @@ bool convDepthwiseItemF32(const ConvParams& p, const float* x, const float* w, c
   switch (activeIsa()) {
     case Isa::kAvx512: isa_avx512::depthwiseItem(p, x, w, b, lo, hi, out, item); return true;
     case Isa::kAvx2: isa_avx2::depthwiseItem(p, x, w, b, lo, hi, out, item); return true;
+    case Isa::kBaseline: break;
+  }
+#endif
+  return false;
+}
+
+bool maxPoolPlaneF32(const PoolParams& pool, const float* in, float* out) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  // The window walk in conv_body.inc's terms: a conv's geometry without channels.
+  ConvParams p;
+  p.h = pool.h;
+  p.w = pool.w;
+  p.oh = pool.oh;
+  p.ow = pool.ow;
+  p.kh = pool.kh;
+  p.kw = pool.kw;
+  p.sh = pool.sh;
+  p.sw = pool.sw;
+  p.dh = pool.dh;
+  p.dw = pool.dw;
+  p.pt = pool.pt;
+  p.pl = pool.pl;
+  if (p.oh <= 0 || p.ow <= 0) return true;
+  switch (activeIsa()) {
+    case Isa::kAvx512: return isa_avx512::maxPoolPlane(p, in, out);
+    case Isa::kAvx2: return isa_avx2::maxPoolPlane(p, in, out);
     case Isa::kBaseline: break;
   }
 #endif

@@ -46,6 +46,11 @@ bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, 
                                            const float* b, float lo, float hi, float* out,
                                            int64_t item);
 
+// One plane of max_pool2d for activeIsa() (conv_body.inc: the depthwise walk with max instead of
+// multiply-add). False (nothing written) on the baseline ISA and for a plane holding a NaN: the
+// caller's scalar loop then runs it (a vector max does not propagate NaN as PyTorch does).
+bool maxPoolPlaneF32(const PoolParams& p, const float* in, float* out);
+
 // Eigen's GEMM compiled for the baseline ISA (executor/kernels/matmul.cpp).
 void eigenGemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                   int64_t m, int64_t n, int64_t k);

@@ -1,9 +1,11 @@
 // MaxPool2d: reference and optimized kernels. Padded positions never win; NaN propagates (a NaN
-// in the window gives NaN, as in PyTorch).
+// in the window gives NaN, as in PyTorch). On AVX2 and AVX-512 a plane without NaN runs the
+// vector walk of executor/simd/conv_body.inc (maxPoolPlaneF32), else the loop below.
 #include <cmath>
 #include <limits>
 
 #include "executor/kernels/common.h"
+#include "executor/kernels/gemm.h"
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/pool2d.h"
 #include "executor/kernels/ref_common.h"
@@ -71,7 +73,11 @@ bool runMaxPool2d(const KernelSpec& spec, const void* const* in, void* out) {
   const float* x = static_cast<const float*>(in[0]);
   float* o = static_cast<float*>(out);
   detail::runRanges(spec.tasks, p->planes, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) maxPlane(*p, x + i * p->h * p->w, o + i * p->oh * p->ow);
+    for (int64_t i = begin; i < end; ++i) {
+      const float* in = x + i * p->h * p->w;
+      float* planeOut = o + i * p->oh * p->ow;
+      if (!maxPoolPlaneF32(*p, in, planeOut)) maxPlane(*p, in, planeOut);
+    }
   });
   return true;
 }
