@@ -1,7 +1,9 @@
 // The f32 GEMM behind MatMul and conv2d (executor/kernels/gemm.h): a BLIS-style packed GEMM and
 // a skinny (small-M) GEMM, written once over vector traits (gemm_body.inc) and compiled per ISA
 // in target regions (isa_target.h), chosen at run time. The baseline ISA runs Eigen's GEMM
-// (executor/kernels/matmul.cpp), compiled for the baseline like the rest of the library.
+// (executor/kernels/matmul.cpp), compiled for the baseline like the rest of the library. The
+// same regions hold conv2d's own paths and max_pool2d's walk (conv_body.inc), which share the
+// micro-kernel, the packing and the per-thread buffers.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>

@@ -1,7 +1,8 @@
 #pragma once
 // The f32 GEMM the MatMul kernel runs (executor/kernels/gemm.cpp), for other kernels that reduce
 // to one too: conv2d's im2col and 1x1 paths, which also have their own driver on its
-// micro-kernel. Internal to the executor library.
+// micro-kernel, and the per-ISA depthwise and max-pool walks beside it. Internal to the
+// executor library.
 
 #include <cstdint>
 
