@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <set>
@@ -417,6 +418,53 @@ TEST(IsaConv, Avx512LogicOnAvx2MatchesThePlainLoop) {
     for (const auto& [name, p] : convBlockings(g))
       checkConv(g, p, "avx512 logic " + name, kernels::convGemmItemF32Avx512LogicOnAvx2,
                 kernels::convDepthwiseItemF32Avx512LogicOnAvx2);
+}
+
+// The two-phase path (executor/kernels/conv2d.cpp's runSharedPack, for items whose channels are
+// split between tasks) as an item function: K slices packed in two calls, as two tasks would.
+bool twoPhaseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                  float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  const int64_t floats = kernels::convPackedFloatsF32(p, p0, p1);
+  if (floats <= 0) return false;
+  std::vector<float> packed(static_cast<size_t>(floats), std::numeric_limits<float>::quiet_NaN());
+  const int64_t depth = p.cg * p.kh * p.kw, kc = p.kc < 1 ? depth : p.kc;
+  const int64_t slices = (depth + kc - 1) / kc;
+  return kernels::convPackF32(p, x, 0, slices / 2, p0, p1, packed.data()) &&
+         kernels::convPackF32(p, x, slices / 2, slices, p0, p1, packed.data()) &&
+         kernels::convFromPackedF32(p, packed.data(), w, b, lo, hi, out, m0, m1, p0, p1);
+}
+
+TEST(IsaConv, TwoPhasePathMatchesThePlainLoopAndTheItemPathBitForBit) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2 (the baseline gathers)";
+  for (Isa isa : availableIsas()) {
+    if (isa == Isa::kBaseline) continue;
+    ScopedIsaOverride forced(isa);
+    for (const ConvGeom& g : convGeoms())
+      for (const auto& [name, p] : convBlockings(g)) {
+        if (p.path == ConvParams::Path::kDepthwise) continue;
+        const std::string label = fmt::format("{} {}", isaName(isa), name);
+        checkConv(g, p, label + " two-phase", twoPhaseItem);
+        // The same sums in the same order as the one-item path: equal bit for bit.
+        SCOPED_TRACE(g.name + " " + label);
+        const Tensor x = randomTensor(DType::kF32, g.x, 51);
+        const Tensor w = randomTensor(DType::kF32, g.w, 52);
+        const Tensor b = randomTensor(DType::kF32, Shape{g.w[0]}, 53);
+        const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
+        for (int64_t m0 : {int64_t{0}, p.mg / 3}) {
+          std::vector<float> one(static_cast<size_t>(p.mg * positions), 0.0f), two = one;
+          const float* bias = g.bias ? b.as<float>() : nullptr;
+          for (int64_t p0 = 0; p0 < positions; p0 += p.colBlock) {
+            const int64_t p1 = std::min(positions, p0 + p.colBlock);
+            ASSERT_TRUE(kernels::convGemmItemF32(p, x.as<float>(), w.as<float>(), bias, g.lo, g.hi,
+                                                 one.data(), m0, p.mg, p0, p1));
+            ASSERT_TRUE(twoPhaseItem(p, x.as<float>(), w.as<float>(), bias, g.lo, g.hi, two.data(),
+                                     m0, p.mg, p0, p1));
+          }
+          EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
+              << "rows from " << m0 << ", depth " << depth;
+        }
+      }
+  }
 }
 
 TEST(IsaConv, TheCompileStepSplitsChannelsOnlyForFewPositions) {

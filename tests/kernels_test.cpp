@@ -800,6 +800,16 @@ std::vector<OpCase> convCases() {
       // Few positions and 11 MFLOP: split into tasks by output channels (ConvParams::mSplit).
       convCase("deep_channel_split", {1, 128, 7, 7}, {96, 128, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
                {1, 1}, 1, true),
+      // The same through the shared B of a two-phase run: two images x two groups (four items,
+      // two channel blocks each), and K in two slices over 196 positions with partial panels.
+      [] {
+        OpCase c = convCase("two_phase_groups", {2, 64, 10, 10}, {96, 32, 3, 3}, true, {1, 1},
+                            {1, 1, 1, 1}, {1, 1}, 2, true);
+        c.typed.setFloat(attr::Conv2d::act_min, 0.0);
+        return c;
+      }(),
+      convCase("two_phase_slices", {1, 64, 14, 14}, {100, 64, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
+               {1, 1}, 1, true),
   };
   Rng rng(900);
   for (int j = 0; j < 12; ++j) {

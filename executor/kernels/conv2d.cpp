@@ -2,8 +2,12 @@
 // chose (compiler/ops/conv2d.cpp): im2col gathered straight into the GEMM micro-kernel's panels
 // (executor/simd/conv_body.inc; on the baseline ISA, into a per-thread buffer + Eigen's GEMM),
 // the same without the gather for 1x1 convolutions, or a direct loop for depthwise ones.
+// Items with few positions split their output channels between tasks; their B is then gathered
+// once into a buffer the tasks share (runSharedPack).
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "executor/kernels/common.h"
@@ -60,11 +64,106 @@ float* colBuffer(size_t floats) {
   return buf.data();
 }
 
+// The calling thread's buffer for the B the tasks of a two-phase run share (runSharedPack),
+// grown and never shrunk. oneTBB may hand a thread that waits on its tasks another task, which
+// may run a convolution of its own: that nested run gets a buffer of its own, allocated for it.
+class SharedPackLease {
+ public:
+  explicit SharedPackLease(size_t floats) {
+    thread_local Slot slot;
+    Slot* use = slot.busy ? &own_ : &slot;
+    if (use->cap < floats) {
+      std::free(use->ptr);
+      use->ptr = nullptr;
+      use->cap = 0;
+      const size_t bytes = (std::max<size_t>(floats, 16) * sizeof(float) + 63) / 64 * 64;
+      use->ptr = static_cast<float*>(std::aligned_alloc(64, bytes));
+      if (!use->ptr) throw std::bad_alloc();
+      use->cap = bytes / sizeof(float);
+    }
+    if (use == &slot) {
+      slot.busy = true;
+      held_ = &slot;
+    }
+    ptr_ = use->ptr;
+  }
+  ~SharedPackLease() {
+    if (held_) held_->busy = false;
+  }
+  SharedPackLease(const SharedPackLease&) = delete;
+  SharedPackLease& operator=(const SharedPackLease&) = delete;
+  float* get() const { return ptr_; }
+
+ private:
+  struct Slot {
+    float* ptr = nullptr;
+    size_t cap = 0;
+    bool busy = false;
+    ~Slot() { std::free(ptr); }
+  };
+  Slot own_;
+  Slot* held_ = nullptr;
+  float* ptr_ = nullptr;
+};
+
+// At most this much packed B at once in a two-phase run (8 MiB): more items than fit run in
+// turns, each turn two fork-joins.
+constexpr int64_t kMaxSharedPackFloats = int64_t{1} << 21;
+
+// Items whose output channels are split between tasks (ConvParams::mSplit > 1: few positions,
+// deep layers at batch 1): each item's B is gathered once, its K slices split between the
+// tasks, into one buffer; then the tasks compute their channel blocks from it. False when the
+// ISA has no such path (the baseline).
+bool runSharedPack(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
+                   float lo, float hi, float* out) {
+  const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
+  const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
+  const int64_t kc = p.kc < 1 ? depth : p.kc, slices = (depth + kc - 1) / kc;
+  const int64_t itemFloats = convPackedFloatsF32(p, 0, std::min(positions, p.colBlock));
+  if (itemFloats <= 0) return false;
+  const int64_t outer = p.n * p.group * blocks;
+  const int64_t chunk = std::clamp<int64_t>(kMaxSharedPackFloats / itemFloats, 1, outer);
+  SharedPackLease lease(static_cast<size_t>(chunk * itemFloats));
+  float* packed = lease.get();
+  // Outer item o: (image, group, position block).
+  struct Where {
+    int64_t g, img, p0, p1;
+  };
+  auto where = [&](int64_t o) {
+    const int64_t blk = o % blocks, ng = o / blocks;
+    const int64_t p0 = blk * p.colBlock;
+    return Where{ng % p.group, ng / p.group, p0, std::min(positions, p0 + p.colBlock)};
+  };
+  for (int64_t o0 = 0; o0 < outer; o0 += chunk) {
+    const int64_t o1 = std::min(outer, o0 + chunk);
+    detail::runRanges(tasks, (o1 - o0) * slices, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t o = o0 + u / slices, s = u % slices;
+        const Where at = where(o);
+        const float* xg = x + (at.img * p.c + at.g * p.cg) * p.h * p.w;
+        convPackF32(p, xg, s, s + 1, at.p0, at.p1, packed + (o - o0) * itemFloats);
+      }
+    });
+    detail::runRanges(tasks, (o1 - o0) * p.mSplit, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t o = o0 + u / p.mSplit, mi = u % p.mSplit;
+        const Where at = where(o);
+        float* og = out + (at.img * p.m + at.g * p.mg) * positions;
+        convFromPackedF32(p, packed + (o - o0) * itemFloats, w + at.g * p.mg * depth,
+                          b ? b + at.g * p.mg : nullptr, lo, hi, og, p.channelBound(mi),
+                          p.channelBound(mi + 1), at.p0, at.p1);
+      }
+    });
+  }
+  return true;
+}
+
 void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
                  float lo, float hi, float* out) {
   const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
   const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
   const bool pointwise = p.path == ConvParams::Path::kPointwise;
+  if (p.mSplit > 1 && tasks > 1 && runSharedPack(p, tasks, x, w, b, lo, hi, out)) return;
   // Items in (image, group, channel block, position block) order: a task's consecutive items
   // share the weight rows of one channel block.
   const int64_t items = p.n * p.group * p.mSplit * blocks;

@@ -85,6 +85,18 @@ void convItem(const ConvParams& p, const float* x, const float* w, const float* 
                                                             p1, GemmBuffers{gemmBuffer});
 }
 
+void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,
+              float* packed) {
+  convPackSlices<F32x8, kGemmNrAvx2 / F32x8::kLanes>(p, x, s0, s1, p0, p1, packed,
+                                                     GemmBuffers{gemmBuffer});
+}
+void convFromPacked(const ConvParams& p, const float* packed, const float* w, const float* bias,
+                    float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
+                    int64_t p1) {
+  convFromPacked<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(p, packed, w, bias, lo, hi, out,
+                                                                  m0, m1, p0, p1);
+}
+
 void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
                    float hi, float* out, int64_t item) {
   depthwiseItem<F32x8>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
@@ -129,6 +141,17 @@ void convItem(const ConvParams& p, const float* x, const float* w, const float* 
               float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   convItem<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(
       p, x, w, bias, lo, hi, out, m0, m1, p0, p1, GemmBuffers{gemmBuffer});
+}
+void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,
+              float* packed) {
+  convPackSlices<F32x16, kGemmNrAvx512 / F32x16::kLanes>(p, x, s0, s1, p0, p1, packed,
+                                                         GemmBuffers{gemmBuffer});
+}
+void convFromPacked(const ConvParams& p, const float* packed, const float* w, const float* bias,
+                    float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
+                    int64_t p1) {
+  convFromPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(p, packed, w, bias, lo, hi,
+                                                                        out, m0, m1, p0, p1);
 }
 void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
                    float hi, float* out, int64_t item) {
@@ -185,6 +208,46 @@ bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const 
       isa_avx512::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1);
       return true;
     case Isa::kAvx2: isa_avx2::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1); return true;
+    case Isa::kBaseline: break;
+  }
+#endif
+  return false;
+}
+
+int64_t convPackedFloatsF32(const ConvParams& p, int64_t p0, int64_t p1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  switch (activeIsa()) {
+    case Isa::kAvx512: return isa_avx512::convPackedFloats<kGemmNrAvx512>(p, p0, p1);
+    case Isa::kAvx2: return isa_avx2::convPackedFloats<kGemmNrAvx2>(p, p0, p1);
+    case Isa::kBaseline: break;
+  }
+#endif
+  return 0;
+}
+
+bool convPackF32(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0,
+                 int64_t p1, float* packed) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  switch (activeIsa()) {
+    case Isa::kAvx512: isa_avx512::convPack(p, x, s0, s1, p0, p1, packed); return true;
+    case Isa::kAvx2: isa_avx2::convPack(p, x, s0, s1, p0, p1, packed); return true;
+    case Isa::kBaseline: break;
+  }
+#endif
+  return false;
+}
+
+bool convFromPackedF32(const ConvParams& p, const float* packed, const float* w, const float* bias,
+                       float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
+                       int64_t p1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  switch (activeIsa()) {
+    case Isa::kAvx512:
+      isa_avx512::convFromPacked(p, packed, w, bias, lo, hi, out, m0, m1, p0, p1);
+      return true;
+    case Isa::kAvx2:
+      isa_avx2::convFromPacked(p, packed, w, bias, lo, hi, out, m0, m1, p0, p1);
+      return true;
     case Isa::kBaseline: break;
   }
 #endif

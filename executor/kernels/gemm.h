@@ -31,6 +31,19 @@ bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const 
                      float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
                      int64_t p1);
 
+// The same item in two phases, for items whose output channels are split between tasks
+// (ConvParams::mSplit > 1), so that B is gathered once rather than once per channel block:
+// convPackF32 packs K slices [s0, s1) (slice s: tap rows from s * kc) of the item at positions
+// [p0, p1) into `packed` (convPackedFloatsF32 floats, 64-byte aligned, shared by the tasks), and
+// convFromPackedF32 then computes output rows [m0, m1) from it, as convGemmItemF32 does.
+// 0 / false (nothing run) on the baseline ISA.
+int64_t convPackedFloatsF32(const ConvParams& p, int64_t p0, int64_t p1);
+bool convPackF32(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0,
+                 int64_t p1, float* packed);
+bool convFromPackedF32(const ConvParams& p, const float* packed, const float* w, const float* bias,
+                       float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
+                       int64_t p1);
+
 // For tests: the same with the AVX-512 instantiation's logic (12 x 32 tiles) on AVX2 registers.
 // False (nothing run) when this CPU has no AVX2.
 bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,

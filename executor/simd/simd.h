@@ -4,9 +4,10 @@
 //   V::R          the register type;        V::kLanes  floats per register;
 //   V::kRegs      vector registers the ISA has (16 or 32), for register-blocking decisions;
 //   V::zero(), V::load(p), V::store(p, r), V::set1(p) (broadcast *p), V::fma(a, b, c) = a*b+c,
-//   V::add(a, b), V::max(a, b) (x86's: not for NaN), V::loadN(p, n) / V::storeN(p, r, n) (the first
-//   n lanes, 0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may
-//   lie past an array's end).
+//   V::add(a, b), V::max(a, b) / V::min(a, b) (x86's: a > b ? a : b and a < b ? a : b, so b
+//   when either is NaN), V::loadN(p, n) / V::storeN(p, r, n) (the first n lanes,
+//   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
+//   an array's end).
 // The AVX-512 kernels are the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane
 // logic (tile shapes, edges, blocking for 32 registers) on pairs of AVX2 registers, so the
 // tests exercise the AVX-512 instantiation's logic on a machine without AVX-512.
@@ -30,6 +31,7 @@ struct F32x8 {
   GEARBOX_SIMD_INLINE R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
   GEARBOX_SIMD_INLINE R add(R a, R b) { return _mm256_add_ps(a, b); }
   GEARBOX_SIMD_INLINE R max(R a, R b) { return _mm256_max_ps(a, b); }
+  GEARBOX_SIMD_INLINE R min(R a, R b) { return _mm256_min_ps(a, b); }
   GEARBOX_SIMD_INLINE __m256i mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -67,6 +69,9 @@ struct F32x16OnAvx2 {
   GEARBOX_SIMD_INLINE R max(R a, R b) {
     return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)};
   }
+  GEARBOX_SIMD_INLINE R min(R a, R b) {
+    return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)};
+  }
   GEARBOX_SIMD_INLINE R loadN(const float* p, int64_t n) {
     return {F32x8::loadN(p, n < 8 ? n : 8), F32x8::loadN(p + 8, n > 8 ? n - 8 : 0)};
   }
@@ -93,6 +98,7 @@ struct F32x16 {
   GEARBOX_SIMD_INLINE R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   GEARBOX_SIMD_INLINE R add(R a, R b) { return _mm512_add_ps(a, b); }
   GEARBOX_SIMD_INLINE R max(R a, R b) { return _mm512_max_ps(a, b); }
+  GEARBOX_SIMD_INLINE R min(R a, R b) { return _mm512_min_ps(a, b); }
   GEARBOX_SIMD_INLINE __mmask16 mask(int64_t n) {
     return static_cast<__mmask16>((1u << static_cast<unsigned>(n)) - 1u);
   }
