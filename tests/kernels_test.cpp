@@ -10,15 +10,20 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
 #include <unordered_set>
 
 #include "compiler/kernel_spec.h"
+#include "executor/fork_join.h"
 #include "executor/transpose_stream.h"
 #include "graph/error.h"
 
@@ -1925,6 +1930,112 @@ TEST(KernelSpec, BadShapesAreShapeErrors) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kShape);
   }
+}
+
+// ---- the fork-join pool behind the kernels' splits (executor/fork_join.h) ---------------------
+
+struct ForkJoinProbe {
+  std::atomic<int> runs[4] = {};
+  std::thread::id ids[4];
+};
+void probeTask(void* ctx, int t) {
+  auto* probe = static_cast<ForkJoinProbe*>(ctx);
+  probe->runs[t].fetch_add(1);
+  probe->ids[t] = std::this_thread::get_id();
+}
+bool poolCanSplit() {
+  return std::thread::hardware_concurrency() >= 2;
+}
+
+TEST(ForkJoin, RunsEachTaskOnceTheCallerRunningTaskZero) {
+  const long long before = gearbox::detail::forkJoinStats().runs;
+  for (int round = 0; round < 50; ++round) {
+    ForkJoinProbe probe;
+    const bool ran = gearbox::detail::forkJoin(2, probeTask, &probe);
+    ASSERT_EQ(ran, poolCanSplit());
+    if (!ran) {
+      EXPECT_EQ(probe.runs[0].load() + probe.runs[1].load(), 0) << "refused, yet ran";
+      continue;
+    }
+    EXPECT_EQ(probe.runs[0].load(), 1);
+    EXPECT_EQ(probe.runs[1].load(), 1);
+    EXPECT_EQ(probe.ids[0], std::this_thread::get_id());
+    EXPECT_NE(probe.ids[1], std::this_thread::get_id());
+  }
+  EXPECT_EQ(gearbox::detail::forkJoinStats().runs - before, poolCanSplit() ? 50 : 0);
+  // One task, or more than the machine has threads: not the pool's (the caller splits itself).
+  ForkJoinProbe probe;
+  EXPECT_FALSE(gearbox::detail::forkJoin(1, probeTask, &probe));
+  EXPECT_FALSE(gearbox::detail::forkJoin(static_cast<int>(std::thread::hardware_concurrency()) + 1,
+                                         probeTask, &probe));
+  EXPECT_EQ(probe.runs[0].load(), 0);
+}
+
+TEST(ForkJoin, ATaskExceptionIsRethrownAfterEveryTaskFinished) {
+  if (!poolCanSplit()) GTEST_SKIP() << "one hardware thread: the pool never splits";
+  struct Ctx {
+    std::atomic<int> finished{0};
+    int thrower;
+  };
+  for (int thrower : {0, 1}) {
+    Ctx ctx{{0}, thrower};
+    auto body = [](void* c, int t) {
+      auto* x = static_cast<Ctx*>(c);
+      if (t == x->thrower) throw std::runtime_error("task failed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // finishes after the thrower
+      x->finished.fetch_add(1);
+    };
+    EXPECT_THROW(gearbox::detail::forkJoin(2, body, &ctx), std::runtime_error);
+    EXPECT_EQ(ctx.finished.load(), 1) << "returned before the other task finished";
+  }
+  ForkJoinProbe probe;  // released: the next split runs
+  EXPECT_TRUE(gearbox::detail::forkJoin(2, probeTask, &probe));
+}
+
+TEST(ForkJoin, ANestedSplitIsRefusedSoTheCallerUsesOneTbb) {
+  if (!poolCanSplit()) GTEST_SKIP() << "one hardware thread: the pool never splits";
+  std::atomic<int> nested[2] = {-1, -1};
+  auto body = [](void* c, int t) {
+    ForkJoinProbe inner;
+    static_cast<std::atomic<int>*>(c)[t] = gearbox::detail::forkJoin(2, probeTask, &inner) ? 1 : 0;
+  };
+  ASSERT_TRUE(gearbox::detail::forkJoin(2, body, nested));
+  EXPECT_EQ(nested[0].load(), 0);  // the pool is held by this split
+  EXPECT_EQ(nested[1].load(), 0);  // a worker never splits on the pool
+}
+
+TEST(ForkJoin, SleepingWorkersWakeForEverySplit) {
+  if (!poolCanSplit()) GTEST_SKIP() << "one hardware thread: the pool never splits";
+  // No spin: every split after a pause finds its worker asleep (a lost wake-up would hang here).
+  const auto previous = gearbox::detail::setForkJoinSpin(std::chrono::microseconds(0));
+  for (int round = 0; round < 100; ++round) {
+    if (round % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ForkJoinProbe probe;
+    ASSERT_TRUE(gearbox::detail::forkJoin(2, probeTask, &probe));
+    ASSERT_EQ(probe.runs[1].load(), 1);
+  }
+  gearbox::detail::setForkJoinSpin(previous);
+}
+
+// Two threads splitting at once: one holds the pool, the other is refused and falls back to
+// oneTBB inside the kernel; both results are right.
+TEST(ForkJoin, ConcurrentKernelsOnePoolAndOneTbbBothRight) {
+  OpCase c = convCase("concurrent", {1, 16, 64, 64}, {32, 16, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
+                      {1, 1}, 1, true);
+  const std::vector<Tensor> ins = makeInputs(c);
+  const Tensor expected = runReference(c, ins);
+  auto spec = compileKernelSpec(makeKernelKey(c.kind, typesOf(ins), c.attrs(), 2));
+  std::vector<const void*> ptrs;
+  for (const Tensor& t : ins) ptrs.push_back(t.data());
+  std::vector<Tensor> outs;
+  for (int i = 0; i < 2; ++i) outs.push_back(poisoned(spec->output));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i)
+    threads.emplace_back([&, i] {
+      for (int r = 0; r < 20; ++r) kernels::run(*spec, ptrs.data(), outs[i].data());
+    });
+  for (std::thread& t : threads) t.join();
+  for (const Tensor& out : outs) expectMatches(c, expected, out);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "executor/fork_join.h"
 #include "graph/error.h"
 
 #if defined(__x86_64__)
@@ -26,8 +27,10 @@ namespace gearbox::kernels::detail {
 // ---- threading --------------------------------------------------------------------------------
 
 // Runs fn(begin, end) over `tasks` contiguous slices of [0, n). Slice bounds (except the last)
-// are rounded down to multiples of `align` so vector loops start on whole vectors. The static
-// partitioner gives each task exactly one slice: the split was decided at compile time.
+// are rounded down to multiples of `align` so vector loops start on whole vectors. Each task runs
+// exactly one slice, on a thread of its own: the split was decided at compile time. The slices go
+// to the spinning fork-join pool (executor/fork_join.h), or to oneTBB with its static partitioner
+// when the pool cannot take them (another thread's split holds it, more tasks than cores).
 //
 // Never inlined: oneTBB's cache-aligned task objects would otherwise make every caller realign
 // its stack frame, a cost the single-task path must not pay.
@@ -38,13 +41,19 @@ template <typename Fn>
     const int64_t x = n / tasks * t + n % tasks * t / tasks;
     return align > 1 ? x / align * align : x;
   };
+  auto slice = [&](int t) {
+    const int64_t b = bound(t), e = bound(t + 1);
+    if (b < e) fn(b, e);
+  };
+  using Slice = decltype(slice);
+  if (gearbox::detail::forkJoin(
+          tasks, [](void* ctx, int t) { (*static_cast<const Slice*>(ctx))(t); },
+          const_cast<void*>(static_cast<const void*>(&slice))))
+    return;
   tbb::parallel_for(
       tbb::blocked_range<int>(0, tasks, 1),
       [&](const tbb::blocked_range<int>& r) {
-        for (int t = r.begin(); t < r.end(); ++t) {
-          const int64_t b = bound(t), e = bound(t + 1);
-          if (b < e) fn(b, e);
-        }
+        for (int t = r.begin(); t < r.end(); ++t) slice(t);
       },
       tbb::static_partitioner());
 }

@@ -1,0 +1,221 @@
+#include "executor/fork_join.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace gearbox::detail {
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+using Clock = std::chrono::steady_clock;
+
+// One worker's mailbox, alone on its cache lines: the caller writes the job, then bumps `seq`
+// (release); the worker waits for `seq` to change (acquire), so it reads the job the caller
+// wrote. Only the workers a split uses are signalled, so a worker never reads a job that is
+// being rewritten.
+struct alignas(64) Mailbox {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<bool> sleeping{false};
+  std::mutex mutex;  // with `wake`: where a worker past its spin sleeps
+  std::condition_variable wake;
+  void (*body)(void*, int) = nullptr;
+  void* ctx = nullptr;
+  int task = 0;
+};
+
+thread_local bool tIsWorker = false;
+
+constexpr const char* kSpinEnvVar = "GEARBOX_SPIN_US";
+constexpr long long kMaxSpinUs = 1000000;
+
+class Pool {
+ public:
+  Pool() : pid_(::getpid()) {
+    const unsigned hw = std::thread::hardware_concurrency();
+    maxWorkers_ = hw > 1 ? static_cast<int>(hw) - 1 : 0;
+    if (const char* v = std::getenv(kSpinEnvVar); v && *v) {
+      char* end = nullptr;
+      errno = 0;
+      const long long us = std::strtoll(v, &end, 10);
+      if (errno == 0 && end && *end == '\0' && us >= 0 && us <= kMaxSpinUs) {
+        spinUs_.store(us, std::memory_order_relaxed);
+      } else {
+        std::fprintf(stderr,
+                     "gearbox: %s='%.40s' is not a whole number of microseconds from 0 to %lld; "
+                     "idle threads spin %lld us\n",
+                     kSpinEnvVar, v, kMaxSpinUs, spinUs_.load(std::memory_order_relaxed));
+      }
+    }
+  }
+
+  bool run(int tasks, void (*body)(void*, int), void* ctx) {
+    if (tasks < 2 || tasks - 1 > maxWorkers_ || tIsWorker || ::getpid() != pid_) return false;
+    if (busy_.exchange(true, std::memory_order_acquire)) return false;
+    struct Release {
+      std::atomic<bool>& busy;
+      ~Release() { busy.store(false, std::memory_order_release); }
+    } release{busy_};
+    try {
+      grow(tasks - 1);
+    } catch (...) {
+      return false;  // could not start a thread: oneTBB splits instead
+    }
+    error_ = nullptr;
+    failed_.store(false, std::memory_order_relaxed);
+    pending_.store(tasks - 1, std::memory_order_relaxed);
+    for (int t = 1; t < tasks; ++t) {
+      Mailbox& box = *boxes_[static_cast<size_t>(t - 1)];
+      box.body = body;
+      box.ctx = ctx;
+      box.task = t;
+      box.seq.fetch_add(1, std::memory_order_seq_cst);
+      // Dekker with the worker's sleeping flag: one of the two sees the other's store. Under the
+      // mutex, so the notify cannot fall between the worker's check and its wait.
+      if (box.sleeping.load(std::memory_order_seq_cst)) {
+        std::lock_guard<std::mutex> lock(box.mutex);
+        box.wake.notify_one();
+      }
+    }
+    try {
+      body(ctx, 0);
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    // The other tasks are as long as this one: spin, and yield only if a worker was preempted.
+    for (int i = 0; pending_.load(std::memory_order_acquire) > 0; ++i) {
+      if (i < 1 << 14) {
+        cpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    runs_.fetch_add(1, std::memory_order_relaxed);
+    if (failed_.load(std::memory_order_acquire)) std::rethrow_exception(error_);
+    return true;
+  }
+
+  std::chrono::microseconds setSpin(std::chrono::microseconds spin) {
+    return std::chrono::microseconds(spinUs_.exchange(spin.count(), std::memory_order_relaxed));
+  }
+
+  ForkJoinStats stats() const {
+    return {runs_.load(std::memory_order_relaxed), started_.load(std::memory_order_relaxed)};
+  }
+
+ private:
+  // Called with the pool held (busy_), so threads_ and boxes_ have one writer; workers only read
+  // their own mailbox, created before their thread.
+  void grow(int workers) {
+    // Reserved first, so that once a thread runs, adding its mailbox cannot throw.
+    threads_.reserve(static_cast<size_t>(workers));
+    boxes_.reserve(static_cast<size_t>(workers));
+    while (static_cast<int>(threads_.size()) < workers) {
+      auto box = std::make_unique<Mailbox>();
+      Mailbox* mine = box.get();
+      threads_.emplace_back([this, mine] { work(*mine); });  // may throw: nothing added
+      boxes_.push_back(std::move(box));
+      started_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  void fail(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (!failed_.load(std::memory_order_relaxed)) {
+      error_ = std::move(e);
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+
+  void work(Mailbox& box) {
+    tIsWorker = true;
+    // Not a load: the caller may have posted the first job before this thread ran.
+    uint32_t seen = 0;
+    for (;;) {
+      uint32_t now = box.seq.load(std::memory_order_acquire);
+      if (now == seen) {
+        // Spin for the configured time (the clock read every 256 pauses), then sleep.
+        const auto limit =
+            Clock::now() + std::chrono::microseconds(spinUs_.load(std::memory_order_relaxed));
+        for (int i = 0; (now = box.seq.load(std::memory_order_acquire)) == seen; ++i) {
+          if ((i & 255) == 0 && Clock::now() >= limit) break;
+          cpuRelax();
+        }
+        if (now == seen) {
+          std::unique_lock<std::mutex> lock(box.mutex);
+          box.sleeping.store(true, std::memory_order_seq_cst);
+          box.wake.wait(lock, [&] {
+            now = box.seq.load(std::memory_order_seq_cst);
+            return now != seen;
+          });
+          box.sleeping.store(false, std::memory_order_relaxed);
+        }
+      }
+      seen = now;
+      try {
+        box.body(box.ctx, box.task);
+      } catch (...) {
+        fail(std::current_exception());
+      }
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+
+  const pid_t pid_;
+  int maxWorkers_ = 0;
+  std::atomic<bool> busy_{false};
+  std::atomic<int> pending_{0};
+  std::atomic<long long> spinUs_{200};
+  std::atomic<long long> runs_{0};
+  std::atomic<int> started_{0};
+  std::atomic<bool> failed_{false};
+  std::mutex errorMutex_;
+  std::exception_ptr error_;
+  std::vector<std::unique_ptr<Mailbox>> boxes_;
+  std::vector<std::thread> threads_;
+};
+
+// Never destroyed: its workers may still be spinning while the process exits, and a child
+// forked from this process has the Pool but not its threads (run() refuses there), so there is
+// nothing a destructor could safely join.
+Pool& pool() {
+  static Pool* p = new Pool;
+  return *p;
+}
+
+}  // namespace
+
+bool forkJoin(int tasks, void (*body)(void* ctx, int task), void* ctx) {
+  return pool().run(tasks, body, ctx);
+}
+
+std::chrono::microseconds setForkJoinSpin(std::chrono::microseconds spin) {
+  return pool().setSpin(spin < std::chrono::microseconds(0) ? std::chrono::microseconds(0) : spin);
+}
+
+ForkJoinStats forkJoinStats() {
+  return pool().stats();
+}
+
+}  // namespace gearbox::detail
