@@ -164,9 +164,9 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
       signatureToString(g, sig), plan->steps.size(), plan->steps.size() == 1 ? "step" : "steps",
       humanBytes(plan->arenaBytes), humanBytes(plan->naiveBytes), isaName(activeIsa()));
   out += fmt::format(
-      "# tasks: the kernel's split into oneTBB tasks, decided at compile for this shape: 1 below "
-      "twice the threshold (4 MFLOP, or 4 MiB moved), else one per threshold of work, at most "
-      "{}\n",
+      "# tasks: the kernel's split into tasks on as many threads, decided at compile for this "
+      "shape: 1 below twice the threshold (4 MFLOP, or 4 MiB moved; conv2d: 2 MFLOP, depthwise "
+      "FLOPs counted 8x), else one per threshold of work, at most {}\n",
       threads > 0 ? fmt::format("the thread cap {} (--threads)", threads)
                   : "the threads of this machine (no --threads cap)");
   std::vector<std::vector<std::string>> rows;

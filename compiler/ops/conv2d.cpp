@@ -42,6 +42,14 @@ constexpr int64_t kMaxKc = 384;
 // An item gathers its block whatever its channel count: an item of fewer channels than this
 // would spend more on the gather than on the product.
 constexpr int64_t kMinChannelsPerItem = 24;
+// The thread split. Kernels split on the spinning fork-join pool (executor/fork_join.h), where a
+// split costs microseconds, not a wake-up: the GEMM paths split from 4 MFLOP (~40 us at 100
+// GFLOP/s; half of the generic threshold, which also covers ops on oneTBB). Depthwise runs at
+// about a tenth of the GEMM paths' FLOP rate (4.5-23 GFLOP/s against 55-130 on ResNet-18's and
+// MobileNetV2's layers, docs/performance.md), so its FLOPs count 8x: MobileNetV2's depthwise
+// layers of 0.5-2.7 MFLOP took a quarter of its time at batch 1, all on one thread.
+constexpr double kConvSplitFlops = 2.0e6;
+constexpr double kDepthwiseWorkScale = 8.0;
 
 }  // namespace
 
@@ -76,8 +84,9 @@ void compileConv2d(KernelSpec& spec) {
   const double flops = 2.0 * static_cast<double>(p.n * p.m) * static_cast<double>(positions) *
                        static_cast<double>(depth);
   spec.work = flops;
-  spec.tasks = decideTasks(flops, kParallelFlopThreshold);
-  if (p.cg == 1 && p.group > 1) {
+  const bool depthwise = p.cg == 1 && p.group > 1;
+  spec.tasks = decideTasks(depthwise ? kDepthwiseWorkScale * flops : flops, kConvSplitFlops);
+  if (depthwise) {
     p.path = ConvParams::Path::kDepthwise;
     p.colBlock = 0;
     p.kc = 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "compiler/parallel_for.h"
 #include "executor/fork_join.h"
 #include "graph/error.h"
 
@@ -50,12 +51,17 @@ template <typename Fn>
           tasks, [](void* ctx, int t) { (*static_cast<const Slice*>(ctx))(t); },
           const_cast<void*>(static_cast<const void*>(&slice))))
     return;
+#ifdef GEARBOX_STD_THREADS
+  // The ThreadSanitizer build: std::threads, whose hand-offs TSan sees (compiler/parallel_for.h).
+  gearbox::parallelFor(static_cast<size_t>(tasks), [&](size_t t) { slice(static_cast<int>(t)); });
+#else
   tbb::parallel_for(
       tbb::blocked_range<int>(0, tasks, 1),
       [&](const tbb::blocked_range<int>& r) {
         for (int t = r.begin(); t < r.end(); ++t) slice(t);
       },
       tbb::static_partitioner());
+#endif
 }
 
 // Runs inline for one task (no oneTBB involvement at all), else splits.
