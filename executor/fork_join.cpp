@@ -31,18 +31,25 @@ inline void cpuRelax() {
 
 using Clock = std::chrono::steady_clock;
 
-// One worker's mailbox, alone on its cache lines: the caller writes the job, then bumps `seq`
-// (release); the worker waits for `seq` to change (acquire), so it reads the job the caller
-// wrote. Only the workers a split uses are signalled, so a worker never reads a job that is
-// being rewritten.
+// One worker's mailbox, alone on its cache lines. A split of generation g posts g to the
+// mailboxes of the tasks it has (task t: mailbox t - 1); whoever first moves `taken` to g runs
+// that task: the worker when it wakes, or the caller when it has finished its own task and the
+// worker has not started (a preempted or sleeping worker on a busy machine), as oneTBB's caller
+// runs the tasks no worker stole. So a split is never slower than the caller running every task.
 struct alignas(64) Mailbox {
-  std::atomic<uint32_t> seq{0};
+  std::atomic<uint64_t> posted{0};
+  std::atomic<uint64_t> taken{0};
   std::atomic<bool> sleeping{false};
   std::mutex mutex;  // with `wake`: where a worker past its spin sleeps
   std::condition_variable wake;
-  void (*body)(void*, int) = nullptr;
-  void* ctx = nullptr;
-  int task = 0;
+
+  // True for the one caller that claims generation g of this task.
+  bool claim(uint64_t g) {
+    uint64_t cur = taken.load(std::memory_order_acquire);
+    while (cur < g)
+      if (taken.compare_exchange_weak(cur, g, std::memory_order_acq_rel)) return true;
+    return false;
+  }
 };
 
 thread_local bool tIsWorker = false;
@@ -85,12 +92,14 @@ class Pool {
     error_ = nullptr;
     failed_.store(false, std::memory_order_relaxed);
     pending_.store(tasks - 1, std::memory_order_relaxed);
+    // Read by a worker only once it has claimed its task of this generation, and rewritten only
+    // when every task of it has finished (pending_).
+    body_ = body;
+    ctx_ = ctx;
+    const uint64_t g = ++generation_;
     for (int t = 1; t < tasks; ++t) {
       Mailbox& box = *boxes_[static_cast<size_t>(t - 1)];
-      box.body = body;
-      box.ctx = ctx;
-      box.task = t;
-      box.seq.fetch_add(1, std::memory_order_seq_cst);
+      box.posted.store(g, std::memory_order_seq_cst);
       // Dekker with the worker's sleeping flag: one of the two sees the other's store. Under the
       // mutex, so the notify cannot fall between the worker's check and its wait.
       if (box.sleeping.load(std::memory_order_seq_cst)) {
@@ -98,13 +107,15 @@ class Pool {
         box.wake.notify_one();
       }
     }
-    try {
-      body(ctx, 0);
-    } catch (...) {
-      fail(std::current_exception());
-    }
-    // The other tasks are about as long as this one: spin a little (1,024 pauses, ~10-40 us),
-    // then yield, which lets a preempted worker (a busy machine) have this core.
+    runTask(body, ctx, 0);
+    // Then every task no worker has started.
+    for (int t = 1; t < tasks; ++t)
+      if (boxes_[static_cast<size_t>(t - 1)]->claim(g)) {
+        runTask(body, ctx, t);
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    // The workers' tasks started before this one finished: spin a little (1,024 pauses, ~10-40
+    // us), then yield, which lets a preempted worker have this core.
     for (int i = 0; pending_.load(std::memory_order_acquire) > 0; ++i) {
       if (i < 1 << 10) {
         cpuRelax();
@@ -135,7 +146,8 @@ class Pool {
     while (static_cast<int>(threads_.size()) < workers) {
       auto box = std::make_unique<Mailbox>();
       Mailbox* mine = box.get();
-      threads_.emplace_back([this, mine] { work(*mine); });  // may throw: nothing added
+      const int task = static_cast<int>(threads_.size()) + 1;
+      threads_.emplace_back([this, mine, task] { work(*mine, task); });  // may throw: nothing added
       boxes_.push_back(std::move(box));
       started_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -149,17 +161,24 @@ class Pool {
     }
   }
 
-  void work(Mailbox& box) {
+  void runTask(void (*body)(void*, int), void* ctx, int task) {
+    try {
+      body(ctx, task);
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  }
+
+  void work(Mailbox& box, int task) {
     tIsWorker = true;
-    // Not a load: the caller may have posted the first job before this thread ran.
-    uint32_t seen = 0;
+    uint64_t seen = 0;
     for (;;) {
-      uint32_t now = box.seq.load(std::memory_order_acquire);
+      uint64_t now = box.posted.load(std::memory_order_acquire);
       if (now == seen) {
         // Spin for the configured time (the clock read every 256 pauses), then sleep.
         const auto limit =
             Clock::now() + std::chrono::microseconds(spinUs_.load(std::memory_order_relaxed));
-        for (int i = 0; (now = box.seq.load(std::memory_order_acquire)) == seen; ++i) {
+        for (int i = 0; (now = box.posted.load(std::memory_order_acquire)) == seen; ++i) {
           if ((i & 255) == 0 && Clock::now() >= limit) break;
           cpuRelax();
         }
@@ -167,18 +186,16 @@ class Pool {
           std::unique_lock<std::mutex> lock(box.mutex);
           box.sleeping.store(true, std::memory_order_seq_cst);
           box.wake.wait(lock, [&] {
-            now = box.seq.load(std::memory_order_seq_cst);
+            now = box.posted.load(std::memory_order_seq_cst);
             return now != seen;
           });
           box.sleeping.store(false, std::memory_order_relaxed);
         }
       }
       seen = now;
-      try {
-        box.body(box.ctx, box.task);
-      } catch (...) {
-        fail(std::current_exception());
-      }
+      // The caller may have run this task already (then body_ may belong to a later split).
+      if (!box.claim(now)) continue;
+      runTask(body_, ctx_, task);
       pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
@@ -193,6 +210,9 @@ class Pool {
   std::atomic<bool> failed_{false};
   std::mutex errorMutex_;
   std::exception_ptr error_;
+  uint64_t generation_ = 0;
+  void (*body_)(void*, int) = nullptr;
+  void* ctx_ = nullptr;
   std::vector<std::unique_ptr<Mailbox>> boxes_;
   std::vector<std::thread> threads_;
 };

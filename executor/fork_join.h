@@ -11,12 +11,13 @@
 
 namespace gearbox::detail {
 
-// Runs body(ctx, t) for t in [0, tasks): the calling thread runs task 0, pool workers the others,
-// and it returns when all have (an exception from any task is rethrown here, after all have
-// finished). False, with nothing run, when the pool cannot take the split now: tasks < 2 or
-// more than the machine has hardware threads, another thread's split holds the pool, the caller
-// is a pool worker itself, or the process forked since the pool started. The caller then splits
-// with oneTBB, as before the pool.
+// Runs body(ctx, t) for t in [0, tasks): the calling thread runs task 0, pool workers the others
+// (the caller also runs any a worker has not started when task 0 is done: a worker preempted on
+// a busy machine costs no more than oneTBB's caller running it), and it returns when all have (an
+// exception from any task is rethrown here, after all have finished). False, with nothing run, when
+// the pool cannot take the split now: tasks < 2 or more than the machine has hardware threads,
+// another thread's split holds the pool, the caller is a pool worker itself, or the process forked
+// since the pool started. The caller then splits with oneTBB, as before the pool.
 bool forkJoin(int tasks, void (*body)(void* ctx, int task), void* ctx);
 
 // How long an idle worker spins before it sleeps: 200 us, or the environment's GEARBOX_SPIN_US

@@ -1940,14 +1940,25 @@ struct ForkJoinProbe {
 };
 void probeTask(void* ctx, int t) {
   auto* probe = static_cast<ForkJoinProbe*>(ctx);
-  probe->runs[t].fetch_add(1);
   probe->ids[t] = std::this_thread::get_id();
+  probe->runs[t].fetch_add(1);
+}
+// Task 0 (the caller's) waits until task 1 has started, at most 10 s: the caller runs a task no
+// worker started only after its own, so task 1 then ran on a worker, woken if it slept.
+void waitingProbeTask(void* ctx, int t) {
+  auto* probe = static_cast<ForkJoinProbe*>(ctx);
+  if (t == 0) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (probe->runs[1].load() == 0 && std::chrono::steady_clock::now() < limit)
+      std::this_thread::yield();
+  }
+  probeTask(ctx, t);
 }
 bool poolCanSplit() {
   return std::thread::hardware_concurrency() >= 2;
 }
 
-TEST(ForkJoin, RunsEachTaskOnceTheCallerRunningTaskZero) {
+TEST(ForkJoin, RunsEachTaskOnceTheCallerRunningTaskZeroAndWhatNoWorkerStarted) {
   const long long before = gearbox::detail::forkJoinStats().runs;
   for (int round = 0; round < 50; ++round) {
     ForkJoinProbe probe;
@@ -1960,9 +1971,13 @@ TEST(ForkJoin, RunsEachTaskOnceTheCallerRunningTaskZero) {
     EXPECT_EQ(probe.runs[0].load(), 1);
     EXPECT_EQ(probe.runs[1].load(), 1);
     EXPECT_EQ(probe.ids[0], std::this_thread::get_id());
-    EXPECT_NE(probe.ids[1], std::this_thread::get_id());
+    // Task 1 ran on a worker, or on the caller if the worker had not started it by then.
+    ForkJoinProbe waited;
+    ASSERT_TRUE(gearbox::detail::forkJoin(2, waitingProbeTask, &waited));
+    EXPECT_EQ(waited.runs[1].load(), 1);
+    EXPECT_NE(waited.ids[1], std::this_thread::get_id());
   }
-  EXPECT_EQ(gearbox::detail::forkJoinStats().runs - before, poolCanSplit() ? 50 : 0);
+  EXPECT_EQ(gearbox::detail::forkJoinStats().runs - before, poolCanSplit() ? 100 : 0);
   // One task, or more than the machine has threads: not the pool's (the caller splits itself).
   ForkJoinProbe probe;
   EXPECT_FALSE(gearbox::detail::forkJoin(1, probeTask, &probe));
@@ -2011,7 +2026,17 @@ TEST(ForkJoin, SleepingWorkersWakeForEverySplit) {
   for (int round = 0; round < 100; ++round) {
     if (round % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ForkJoinProbe probe;
+    ASSERT_TRUE(gearbox::detail::forkJoin(2, waitingProbeTask, &probe));
+    ASSERT_EQ(probe.runs[1].load(), 1);
+    ASSERT_NE(probe.ids[1], std::this_thread::get_id()) << "the worker never woke";
+  }
+  // A sleeping worker's task the caller ran itself: the split is done, and the worker, when it
+  // wakes, finds the task taken and runs nothing twice.
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ForkJoinProbe probe;
     ASSERT_TRUE(gearbox::detail::forkJoin(2, probeTask, &probe));
+    ASSERT_EQ(probe.runs[0].load(), 1);
     ASSERT_EQ(probe.runs[1].load(), 1);
   }
   gearbox::detail::setForkJoinSpin(previous);
