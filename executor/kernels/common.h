@@ -7,6 +7,7 @@
 #include <tbb/partitioner.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -72,6 +73,25 @@ void runRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
   } else {
     parallelRanges(tasks, n, align, fn);
   }
+}
+
+// Runs fn(i) for every i in [0, n) on up to `tasks` threads, each taking the next item when it
+// finishes one: items of uneven cost (a convolution's last position block), or a worker that
+// starts late, leave no thread idle while items remain. For independent items whose result does
+// not depend on which thread runs them.
+template <typename Fn>
+void runItems(int tasks, int64_t n, const Fn& fn) {
+  if (tasks <= 1 || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  const int used = static_cast<int>(std::min<int64_t>(tasks, n));
+  parallelRanges(used, used, 1, [&](int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+         i = next.fetch_add(1, std::memory_order_relaxed))
+      fn(i);
+  });
 }
 
 // ---- streaming stores --------------------------------------------------------------------------

@@ -136,23 +136,19 @@ bool runSharedPack(const ConvParams& p, int tasks, const float* x, const float* 
   };
   for (int64_t o0 = 0; o0 < outer; o0 += chunk) {
     const int64_t o1 = std::min(outer, o0 + chunk);
-    detail::runRanges(tasks, (o1 - o0) * slices, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) {
-        const int64_t o = o0 + u / slices, s = u % slices;
-        const Where at = where(o);
-        const float* xg = x + (at.img * p.c + at.g * p.cg) * p.h * p.w;
-        convPackF32(p, xg, s, s + 1, at.p0, at.p1, packed + (o - o0) * itemFloats);
-      }
+    detail::runItems(tasks, (o1 - o0) * slices, [&](int64_t u) {
+      const int64_t o = o0 + u / slices, s = u % slices;
+      const Where at = where(o);
+      const float* xg = x + (at.img * p.c + at.g * p.cg) * p.h * p.w;
+      convPackF32(p, xg, s, s + 1, at.p0, at.p1, packed + (o - o0) * itemFloats);
     });
-    detail::runRanges(tasks, (o1 - o0) * p.mSplit, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) {
-        const int64_t o = o0 + u / p.mSplit, mi = u % p.mSplit;
-        const Where at = where(o);
-        float* og = out + (at.img * p.m + at.g * p.mg) * positions;
-        convFromPackedF32(p, packed + (o - o0) * itemFloats, w + at.g * p.mg * depth,
-                          b ? b + at.g * p.mg : nullptr, lo, hi, og, p.channelBound(mi),
-                          p.channelBound(mi + 1), at.p0, at.p1);
-      }
+    detail::runItems(tasks, (o1 - o0) * p.mSplit, [&](int64_t u) {
+      const int64_t o = o0 + u / p.mSplit, mi = u % p.mSplit;
+      const Where at = where(o);
+      float* og = out + (at.img * p.m + at.g * p.mg) * positions;
+      convFromPackedF32(p, packed + (o - o0) * itemFloats, w + at.g * p.mg * depth,
+                        b ? b + at.g * p.mg : nullptr, lo, hi, og, p.channelBound(mi),
+                        p.channelBound(mi + 1), at.p0, at.p1);
     });
   }
   return true;
@@ -164,35 +160,33 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
   const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
   const bool pointwise = p.path == ConvParams::Path::kPointwise;
   if (p.mSplit > 1 && tasks > 1 && runSharedPack(p, tasks, x, w, b, lo, hi, out)) return;
-  // Items in (image, group, channel block, position block) order: a task's consecutive items
-  // share the weight rows of one channel block.
+  // Items in (image, group, channel block, position block) order, claimed in that order: the
+  // items running at once share the weight rows of one channel block.
   const int64_t items = p.n * p.group * p.mSplit * blocks;
-  detail::runRanges(tasks, items, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t blk = item % blocks, mi = item / blocks % p.mSplit;
-      const int64_t ng = item / blocks / p.mSplit, g = ng % p.group, img = ng / p.group;
-      const int64_t p0 = blk * p.colBlock, p1 = std::min(positions, p0 + p.colBlock);
-      const int64_t m0 = p.channelBound(mi), m1 = p.channelBound(mi + 1);
-      const float* xg = x + (img * p.c + g * p.cg) * p.h * p.w;
-      float* og = out + (img * p.m + g * p.mg) * positions;
-      const float* wg = w + g * p.mg * depth;
-      const float* bg = b ? b + g * p.mg : nullptr;
-      if (convGemmItemF32(p, xg, wg, bg, lo, hi, og, m0, m1, p0, p1)) continue;
-      // The baseline ISA: the im2col block into a per-thread buffer, then Eigen's GEMM.
-      float* oi = og + m0 * positions + p0;
-      const float* wi = wg + m0 * depth;
-      if (pointwise) {
-        gemmF32(wi, depth, xg + p0, p.h * p.w, oi, positions, m1 - m0, p1 - p0, depth);
-      } else {
-        float* cols = colBuffer(static_cast<size_t>(depth * (p1 - p0)));
-        gatherCols(p, xg, p0, p1, cols);
-        gemmF32(wi, depth, cols, p1 - p0, oi, positions, m1 - m0, p1 - p0, depth);
-      }
-      for (int64_t j = m0; j < m1; ++j) {
-        float* row = og + j * positions;
-        const float bj = bg ? bg[j] : 0.0f;
-        for (int64_t q = p0; q < p1; ++q) row[q] = clampAct(row[q] + bj, lo, hi);
-      }
+  detail::runItems(tasks, items, [&](int64_t item) {
+    const int64_t blk = item % blocks, mi = item / blocks % p.mSplit;
+    const int64_t ng = item / blocks / p.mSplit, g = ng % p.group, img = ng / p.group;
+    const int64_t p0 = blk * p.colBlock, p1 = std::min(positions, p0 + p.colBlock);
+    const int64_t m0 = p.channelBound(mi), m1 = p.channelBound(mi + 1);
+    const float* xg = x + (img * p.c + g * p.cg) * p.h * p.w;
+    float* og = out + (img * p.m + g * p.mg) * positions;
+    const float* wg = w + g * p.mg * depth;
+    const float* bg = b ? b + g * p.mg : nullptr;
+    if (convGemmItemF32(p, xg, wg, bg, lo, hi, og, m0, m1, p0, p1)) return;
+    // The baseline ISA: the im2col block into a per-thread buffer, then Eigen's GEMM.
+    float* oi = og + m0 * positions + p0;
+    const float* wi = wg + m0 * depth;
+    if (pointwise) {
+      gemmF32(wi, depth, xg + p0, p.h * p.w, oi, positions, m1 - m0, p1 - p0, depth);
+    } else {
+      float* cols = colBuffer(static_cast<size_t>(depth * (p1 - p0)));
+      gatherCols(p, xg, p0, p1, cols);
+      gemmF32(wi, depth, cols, p1 - p0, oi, positions, m1 - m0, p1 - p0, depth);
+    }
+    for (int64_t j = m0; j < m1; ++j) {
+      float* row = og + j * positions;
+      const float bj = bg ? bg[j] : 0.0f;
+      for (int64_t q = p0; q < p1; ++q) row[q] = clampAct(row[q] + bj, lo, hi);
     }
   });
 }
@@ -202,48 +196,46 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
 // checks, the border ones do.
 void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
                   float lo, float hi, float* out) {
-  detail::runRanges(tasks, p.n * p.m, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      if (convDepthwiseItemF32(p, x, w, b, lo, hi, out, item)) continue;
-      const int64_t oc = item % p.m, img = item / p.m;
-      const int64_t g = oc / p.mg;
-      const float* plane = x + (img * p.c + g) * p.h * p.w;
-      const float* k = w + oc * p.kh * p.kw;
-      float* o = out + item * p.oh * p.ow;
-      const float bias = b ? b[oc] : 0.0f;
-      // Output columns whose whole window row lies inside the input: [x0, x1).
-      int64_t x0 = 0;
-      while (x0 < p.ow && x0 * p.sw - p.pl < 0) ++x0;
-      int64_t x1 = p.ow;
-      while (x1 > x0 && (x1 - 1) * p.sw - p.pl + (p.kw - 1) * p.dw >= p.w) --x1;
-      for (int64_t oy = 0; oy < p.oh; ++oy) {
-        float* orow = o + oy * p.ow;
-        for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = bias;
-        for (int64_t ki = 0; ki < p.kh; ++ki) {
-          const int64_t iy = oy * p.sh - p.pt + ki * p.dh;
-          if (iy < 0 || iy >= p.h) continue;
-          const float* irow = plane + iy * p.w;
-          for (int64_t kj = 0; kj < p.kw; ++kj) {
-            const float kv = k[ki * p.kw + kj];
-            const int64_t off = kj * p.dw - p.pl;
-            for (int64_t ox = 0; ox < x0; ++ox) {
-              const int64_t ix = ox * p.sw + off;
-              if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
-            }
-            if (p.sw == 1) {
-              const float* src = irow + x0 + off;
-              for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * src[ox - x0];
-            } else {
-              for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * irow[ox * p.sw + off];
-            }
-            for (int64_t ox = std::max(x0, x1); ox < p.ow; ++ox) {
-              const int64_t ix = ox * p.sw + off;
-              if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
-            }
+  detail::runItems(tasks, p.n * p.m, [&](int64_t item) {
+    if (convDepthwiseItemF32(p, x, w, b, lo, hi, out, item)) return;
+    const int64_t oc = item % p.m, img = item / p.m;
+    const int64_t g = oc / p.mg;
+    const float* plane = x + (img * p.c + g) * p.h * p.w;
+    const float* k = w + oc * p.kh * p.kw;
+    float* o = out + item * p.oh * p.ow;
+    const float bias = b ? b[oc] : 0.0f;
+    // Output columns whose whole window row lies inside the input: [x0, x1).
+    int64_t x0 = 0;
+    while (x0 < p.ow && x0 * p.sw - p.pl < 0) ++x0;
+    int64_t x1 = p.ow;
+    while (x1 > x0 && (x1 - 1) * p.sw - p.pl + (p.kw - 1) * p.dw >= p.w) --x1;
+    for (int64_t oy = 0; oy < p.oh; ++oy) {
+      float* orow = o + oy * p.ow;
+      for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = bias;
+      for (int64_t ki = 0; ki < p.kh; ++ki) {
+        const int64_t iy = oy * p.sh - p.pt + ki * p.dh;
+        if (iy < 0 || iy >= p.h) continue;
+        const float* irow = plane + iy * p.w;
+        for (int64_t kj = 0; kj < p.kw; ++kj) {
+          const float kv = k[ki * p.kw + kj];
+          const int64_t off = kj * p.dw - p.pl;
+          for (int64_t ox = 0; ox < x0; ++ox) {
+            const int64_t ix = ox * p.sw + off;
+            if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
+          }
+          if (p.sw == 1) {
+            const float* src = irow + x0 + off;
+            for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * src[ox - x0];
+          } else {
+            for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * irow[ox * p.sw + off];
+          }
+          for (int64_t ox = std::max(x0, x1); ox < p.ow; ++ox) {
+            const int64_t ix = ox * p.sw + off;
+            if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
           }
         }
-        for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = clampAct(orow[ox], lo, hi);
       }
+      for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = clampAct(orow[ox], lo, hi);
     }
   });
 }
