@@ -20,7 +20,7 @@ namespace gearbox::detail {
 // since the pool started. The caller then splits with oneTBB, as before the pool.
 bool forkJoin(int tasks, void (*body)(void* ctx, int task), void* ctx);
 
-// How long an idle worker spins before it sleeps: 200 us, or the environment's GEARBOX_SPIN_US
+// How long an idle worker spins before it sleeps: 2 ms, or the environment's GEARBOX_SPIN_US
 // (0 to 1,000,000; 0: sleep at once, roughly oneTBB's behaviour, to compare the two), as
 // OMP_WAIT_POLICY and ONNX Runtime's allow_spinning do. Process-wide; returns the previous.
 std::chrono::microseconds setForkJoinSpin(std::chrono::microseconds spin);
