@@ -88,15 +88,19 @@ int64_t tileRows(const MatMulParams& p) {
 }
 
 // Chooses MatMul's split: whole batches per task when there are enough of them; for the skinny
-// path blocks of N columns (each task then reads only its share of B, which is what a small-M
-// product is bound by); else blocks of M rows (each task runs one GEMM on its rows). Returns the
-// task count actually usable.
+// path, and the packed path with at most 8 tiles of rows, blocks of N columns (each task then
+// reads and packs only its share of B, which is what a small-M product is bound by); else blocks
+// of M rows (each task runs one GEMM on its rows). Returns the task count actually usable.
 int splitMatMul(MatMulParams& p, int tasks) {
   p.rowsPerTask = 0;
   p.colsPerTask = 0;
   if (tasks <= 1 || p.batch >= tasks) return tasks;
   const int64_t blocksPerBatch = (tasks + p.batch - 1) / p.batch;
-  if (p.gemm.path == GemmPath::kSkinny) {
+  // Small M on the packed path splits columns too: rows would round to whole micro-kernel tiles
+  // (M = 32 on AVX-512's 12-row tiles: 24 + 8, so two threads bought 1.2x) and every task would
+  // pack all of B; column blocks are even and each task packs only its part of B.
+  const bool fewRows = p.gemm.path == GemmPath::kPacked && p.m <= 8 * tileRows(p);
+  if (p.gemm.path == GemmPath::kSkinny || fewRows) {
     // Whole 64-float (256-byte) column blocks: cache-line aligned rows of B and C per task.
     const int64_t cols = roundUp((p.n + blocksPerBatch - 1) / blocksPerBatch, 64);
     if (cols < p.n) {

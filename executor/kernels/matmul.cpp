@@ -123,7 +123,7 @@ void gemmBlock(const MatMulParams& p, const T* a, const T* b, T* c, int64_t rows
   if constexpr (std::is_same_v<T, float>) {
     gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k);
   } else {
-    // The integer path has no column split (the compile step splits only skinny f32 by columns).
+    // The integer path has no column split (the compile step splits only f32 by columns).
     gemm<T>(a, b, c, rows, cols, p.k);
   }
 }
