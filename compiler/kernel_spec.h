@@ -95,8 +95,10 @@ enum class GemmPath : uint8_t {
             // register-blocked micro-kernel (6x16 on AVX2+FMA, 12x32 on AVX-512)
   kSkinny,  // small M: B's rows are streamed where they are (no packing, which would cost as
             // much as the product), A's rows read in place, blocked by kc x nc for the cache
+  kDirect,  // nothing packed: the micro-kernel broadcasts A and loads B where they are, in
+            // register tiles of gemmDirectTile() (AVX-512's choice for M = 4..512)
 };
-std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny"
+std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny", "direct"
 std::optional<GemmPath> parseGemmPath(std::string_view text);
 
 // Cache blocking of one GEMM: kc deep, mc rows of A and nc columns of B per block. Zero for
@@ -111,6 +113,18 @@ struct GemmBlocking {
 // executor's kernels are instantiated with these values; the blocking is rounded to them.
 inline constexpr int kGemmMrAvx2 = 6, kGemmNrAvx2 = 16;
 inline constexpr int kGemmMrAvx512 = 12, kGemmNrAvx512 = 32;
+
+// The direct path's tile for a GEMM of m rows: 6 x 64 (24 accumulators, 4 loads of B and 6
+// broadcasts per 24 FMAs, against 12 x 32's 2 + 12), or 8 x 48 where 6-row tiles would leave
+// more rows to the 2- and 1-row tiles after the 4-row ones (m = 8: 6 + 2 rows, 77 GF/s on
+// Zen 4, against 96 as one 8-row tile). The compile step (splits) and the executor (which
+// instantiation runs) both ask this, so they agree. `rows` x `vectors` 16-lane vectors.
+struct GemmDirectTile {
+  int rows, vectors;
+};
+inline constexpr GemmDirectTile gemmDirectTile(int64_t m) {
+  return (m % 8) % 4 < (m % 6) % 4 ? GemmDirectTile{8, 3} : GemmDirectTile{6, 4};
+}
 
 // The path and blocking for C[m, n] = A[m, k] B[k, n] in `dtype` on `isa`
 // (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its

@@ -189,6 +189,13 @@ std::vector<GemmShape> gemmShapes() {
       {3, 9, 2, 3, 5, 7},
       {31, 47, 29, 1, 2, 3},
       {64, 64, 64, 0, 0, 5},
+      // The direct path's tiles: 8 rows of 48 (m = 8, 16 + 8), 6 of 64 with 4-, 2- and 1-row
+      // tiles after them (m = 13 is 6 + 6 + 1, m = 11 is 6 + 4 + 1), columns past the last
+      // whole tile (the copied part-panel).
+      {8, 97, 50},
+      {24, 49, 7},
+      {13, 130, 33},
+      {11, 64, 300, 2, 1, 0},
   };
   // Deterministic random shapes, sizes 1 and odd sizes included.
   uint64_t state = 23;
@@ -212,6 +219,8 @@ std::vector<std::pair<std::string, GemmBlocking>> blockingsFor(Isa isa, const Ge
   out.push_back({"packed_one_block", {GemmPath::kPacked, 4096, 4096, 4096}});
   out.push_back({"skinny_small_blocks", {GemmPath::kSkinny, 5, 0, 24}});
   out.push_back({"skinny_one_block", {GemmPath::kSkinny, 4096, 0, 4096}});
+  out.push_back({"direct_small_blocks", {GemmPath::kDirect, 7, 1, 70}});
+  out.push_back({"direct_one_block", {GemmPath::kDirect, 4096, 1, 4096}});
   return out;
 }
 
@@ -528,7 +537,17 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
     const int64_t mr = isa == Isa::kAvx2 ? kGemmMrAvx2 : kGemmMrAvx512;
     const int64_t nr = isa == Isa::kAvx2 ? kGemmNrAvx2 : kGemmNrAvx512;
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, GemmPath::kSkinny);
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 64, 1024, 1024).path, GemmPath::kPacked);
+    // AVX-512 reads both operands in place from 4 rows to 512 (the direct path); AVX2 packs
+    // from 17 rows on.
+    const bool avx512 = isa == Isa::kAvx512;
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024).path, GemmPath::kSkinny);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 4, 1024, 1024).path,
+              avx512 ? GemmPath::kDirect : GemmPath::kSkinny);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 64, 1024, 1024).path,
+              avx512 ? GemmPath::kDirect : GemmPath::kPacked);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 512, 1024, 1024).path,
+              avx512 ? GemmPath::kDirect : GemmPath::kPacked);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 513, 1024, 1024).path, GemmPath::kPacked);
     const GemmBlocking b = chooseGemmBlocking(isa, DType::kF32, 1024, 1024, 1024);
     EXPECT_EQ(b.path, GemmPath::kPacked);
     EXPECT_EQ(b.mc % mr, 0);
@@ -570,7 +589,7 @@ TEST(IsaSpecs, SpecForAnyIsaRunsCorrectlyHere) {
   kernels::ref::matmul(a.view(), b.view(), expected.view());
   const auto compiled = compileKernelSpec(matmulKey(m, k, n));
   for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
-    for (GemmPath path : {GemmPath::kPacked, GemmPath::kSkinny}) {
+    for (GemmPath path : {GemmPath::kPacked, GemmPath::kSkinny, GemmPath::kDirect}) {
       SCOPED_TRACE(fmt::format("{} {}", isaName(isa), gemmPathName(path)));
       KernelSpec spec = *compiled;
       auto& p = std::get<MatMulParams>(spec.params);

@@ -232,6 +232,9 @@ std::vector<OpCase> matmulCases() {
       {"packed_m33_two_k_blocks", {33, 300}, {300, 45}},
       {"attention_batch", {2, 3, 16, 8}, {2, 3, 8, 16}},
       {"large_skinny_column_split", {8, 512}, {512, 1000}, true},
+      // AVX-512's direct path split by rows (100 rows in whole 6-row tiles) and by columns.
+      {"large_direct_row_split", {100, 256}, {256, 200}, true},
+      {"large_direct_column_split", {20, 300}, {300, 700}, true},
   };
   std::vector<OpCase> cases;
   for (DType t : kAllDTypes) {

@@ -84,6 +84,7 @@ MatMulParams compileMatrices(const Shape& a, const Shape& b, const Shape& out) {
 // The rows of the micro-kernel tile on the path's ISA (8 for Eigen's register blocks).
 int64_t tileRows(const MatMulParams& p) {
   if (p.gemm.path == GemmPath::kEigen) return 8;
+  if (p.gemm.path == GemmPath::kDirect) return gemmDirectTile(p.m).rows;
   return p.isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
 }
 
@@ -99,7 +100,8 @@ int splitMatMul(MatMulParams& p, int tasks) {
   // Small M on the packed path splits columns too: rows would round to whole micro-kernel tiles
   // (M = 32 on AVX-512's 12-row tiles: 24 + 8, so two threads bought 1.2x) and every task would
   // pack all of B; column blocks are even and each task packs only its part of B.
-  const bool fewRows = p.gemm.path == GemmPath::kPacked && p.m <= 8 * tileRows(p);
+  const bool fewRows = (p.gemm.path == GemmPath::kPacked || p.gemm.path == GemmPath::kDirect) &&
+                       p.m <= 8 * tileRows(p);
   if (p.gemm.path == GemmPath::kSkinny || fewRows) {
     // Whole 64-float (256-byte) column blocks: cache-line aligned rows of B and C per task.
     const int64_t cols = roundUp((p.n + blocksPerBatch - 1) / blocksPerBatch, 64);
@@ -226,12 +228,13 @@ std::string_view gemmPathName(GemmPath path) {
     case GemmPath::kEigen: return "eigen";
     case GemmPath::kPacked: return "packed";
     case GemmPath::kSkinny: return "skinny";
+    case GemmPath::kDirect: return "direct";
   }
   return "eigen";
 }
 
 std::optional<GemmPath> parseGemmPath(std::string_view text) {
-  for (GemmPath p : {GemmPath::kEigen, GemmPath::kPacked, GemmPath::kSkinny})
+  for (GemmPath p : {GemmPath::kEigen, GemmPath::kPacked, GemmPath::kSkinny, GemmPath::kDirect})
     if (text == gemmPathName(p)) return p;
   return std::nullopt;
 }
@@ -241,8 +244,15 @@ std::optional<GemmPath> parseGemmPath(std::string_view text) {
 // mc x kc block of packed A held in L2. BLIS's Zen configuration uses mc 144, kc 256 for sgemm.
 // GEMMs with at most this many rows take the skinny path. Measured on Zen 3 (issue 23, at K =
 // N = 1024): streaming B's rows beat packing B up to M = 16-32; from M = 64 on, packing B once
-// and reusing it from L1/L2 per row panel wins.
+// and reusing it from L1/L2 per row panel wins. AVX2 keeps that split.
 constexpr int64_t kGemmSkinnyMaxM = 16;
+// On AVX-512, the direct path (nothing packed, 6 x 64 or 8 x 48 tiles) from 4 rows to 512.
+// Measured on Zen 4 (GF/s at K = N = 1024, one thread; issue 23's note): M = 3 skinny 60,
+// direct 26; M = 4 skinny 74, direct 86; M = 8 skinny 76, packed 41, direct 96; M = 64 packed
+// 83, direct 109; M = 512 (N = 4096) packed 95, direct 99; M = 2048 packed 99.5, direct 99.
+// With AVX2's 16 registers the direct tiles (6 x 16) fell to 45-50 GF/s from M = 16 on, where
+// packing held 63-104, so AVX2 never takes it.
+constexpr int64_t kGemmSkinnyMaxMAvx512 = 3, kGemmDirectMaxMAvx512 = 512;
 
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k) {
   GemmBlocking b;
@@ -252,7 +262,8 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
   // kc near 256, split evenly: k = 300 runs as 2 x 150 rather than 256 + 44.
   const int64_t kBlocks = std::max<int64_t>(1, (k + 255) / 256);
   b.kc = std::max<int64_t>(1, (k + kBlocks - 1) / kBlocks);
-  if (m <= kGemmSkinnyMaxM) {
+  const bool avx512 = isa == Isa::kAvx512;
+  if (m <= (avx512 ? kGemmSkinnyMaxMAvx512 : kGemmSkinnyMaxM)) {
     // Too few rows to pay for packing B, which would move as many bytes as the product reads.
     // B's rows are streamed once per pair of A rows, k = 4096 deep at a time (sequential reads
     // the prefetchers follow), against 1024 columns of C held in L1 (4 KiB per row).
@@ -260,6 +271,15 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
     b.kc = std::min<int64_t>(std::max<int64_t>(k, 1), 4096);
     b.mc = m;
     b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), 64), 1024);
+    return b;
+  }
+  if (avx512 && m <= kGemmDirectMaxMAvx512) {
+    // Up to 16 rows every element of B feeds at most three tiles, so the whole N is one block
+    // (up to 4,096 columns: M = 8, N = 4,096 ran 87 GF/s so, 77 in 512-column blocks); more
+    // rows walk a 512-column block of B (kc x 512, 512 KiB) from L2 once per row tile.
+    b.path = GemmPath::kDirect;
+    b.mc = m;
+    b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), 64), m <= 16 ? 4096 : 512);
     return b;
   }
   b.path = GemmPath::kPacked;

@@ -62,6 +62,10 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
   const GemmBuffers buf{gemmBuffer};
   if (bl.path == GemmPath::kSkinny) {
     gemmSkinny<F32x8>(g, bl.kc, bl.nc);
+  } else if (bl.path == GemmPath::kDirect) {
+    // Never chosen for AVX2 (chooseGemmBlocking says why); a spec that asks for it (built by
+    // hand, or a test) gets AVX2's 6 x 16 tile, in place.
+    gemmDirect<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(g, bl.kc, bl.nc, buf);
   } else {
     gemmPacked<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
@@ -75,6 +79,12 @@ void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const 
   using V = F32x16OnAvx2;
   if (bl.path == GemmPath::kSkinny) {
     gemmSkinny<V>(g, bl.kc, bl.nc);
+  } else if (bl.path == GemmPath::kDirect) {
+    if (gemmDirectTile(m).rows == 8) {
+      gemmDirect<V, 8, 3>(g, bl.kc, bl.nc, buf);
+    } else {
+      gemmDirect<V, 6, 4>(g, bl.kc, bl.nc, buf);
+    }
   } else {
     gemmPacked<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
@@ -121,6 +131,10 @@ void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, co
 }  // namespace isa_avx2
 GEARBOX_ISA_END
 
+// The instantiations below are the tiles gemmDirectTile() names.
+static_assert(gemmDirectTile(8).rows == 8 && gemmDirectTile(8).vectors == 3 &&
+              gemmDirectTile(6).rows == 6 && gemmDirectTile(6).vectors == 4);
+
 GEARBOX_ISA_BEGIN_AVX512
 namespace isa_avx512 {
 #include "executor/simd/gemm_body.inc"
@@ -133,6 +147,12 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
   const GemmBuffers buf{gemmBuffer};
   if (bl.path == GemmPath::kSkinny) {
     gemmSkinny<F32x16>(g, bl.kc, bl.nc);
+  } else if (bl.path == GemmPath::kDirect) {
+    if (gemmDirectTile(m).rows == 8) {
+      gemmDirect<F32x16, 8, 3>(g, bl.kc, bl.nc, buf);
+    } else {
+      gemmDirect<F32x16, 6, 4>(g, bl.kc, bl.nc, buf);
+    }
   } else {
     gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
