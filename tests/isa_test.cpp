@@ -293,6 +293,29 @@ std::vector<ConvGeom> convGeoms() {
       {"grouped_dilated", {2, 6, 9, 17}, {50, 3, 3, 2}, {2, 1}, {1, 0, 2, 1}, {2, 1}, 2, true},
       {"pointwise", {1, 40, 9, 11}, {30, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
       {"pointwise_s2", {1, 7, 5, 5}, {13, 7, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
+      // 1x1 read in place on 16-lane vectors (convPointwiseDirect): 8 rows as one 8 x 48 tile
+      // with a one-vector part-panel (63 = 48 + 15), and 13 rows as 6 + 6 + 1 with a two-vector
+      // one (91 = 64 + 27), both over two K slices (K > 384) and clamped.
+      {"pointwise_8rows_two_slices",
+       {2, 400, 7, 9},
+       {8, 400, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
+      {"pointwise_13rows_two_slices",
+       {1, 390, 7, 13},
+       {13, 390, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
       {"batch3_5x5_s3", {3, 4, 16, 15}, {50, 4, 5, 5}, {3, 2}, {2, 2, 1, 0}, {1, 1}, 1, false},
       // Depthwise: rows wider than four vectors (the unrolled loop), a partial vector, narrow
       // planes, strides 2 and 3 (the phases), dilation, a channel multiplier, asymmetric pads.

@@ -3,6 +3,7 @@
 // be too skinny to pay for packing), no gather at all for 1x1 stride-1 unpadded convolutions
 // (the input is already the GEMM's right operand), im2col + GEMM otherwise. It also sizes the
 // column blocks so the gathered block stays in L2 and there are enough items for the threads.
+#include "compiler/cpu_isa.h"
 #include "compiler/ops/window_params.h"
 
 namespace gearbox::ops {
@@ -102,6 +103,10 @@ void compileConv2d(KernelSpec& spec) {
     const int64_t blocks = (std::max<int64_t>(positions, 1) + maxBlock - 1) / maxBlock;
     p.colBlock = std::min<int64_t>((positions + blocks - 1) / blocks + 15, positions);
     if (p.colBlock < positions) p.colBlock = p.colBlock / 16 * 16;
+    // A 1x1 item on AVX-512 reads its positions in place in 64-column tiles (conv_body.inc's
+    // convPointwiseDirect): whole tiles per block, or every block ends in a part-tile.
+    if (pointwise && activeIsa() == Isa::kAvx512 && p.colBlock < positions)
+      p.colBlock = std::min<int64_t>((p.colBlock + 63) / 64 * 64, positions);
     p.colBlock = std::max<int64_t>(p.colBlock, 1);
     // Few positions (deep layers, batch 1): split the output channels too, so every task has
     // work (four items per task evens out the last ones).

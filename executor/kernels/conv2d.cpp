@@ -159,7 +159,10 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
   const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
   const int64_t blocks = (positions + p.colBlock - 1) / p.colBlock;
   const bool pointwise = p.path == ConvParams::Path::kPointwise;
-  if (p.mSplit > 1 && tasks > 1 && runSharedPack(p, tasks, x, w, b, lo, hi, out)) return;
+  // A 1x1 item read in place packs nothing, so its channel blocks just run as items.
+  if (p.mSplit > 1 && tasks > 1 && !(pointwise && convPointwiseInPlaceF32()) &&
+      runSharedPack(p, tasks, x, w, b, lo, hi, out))
+    return;
   // Items in (image, group, channel block, position block) order, claimed in that order: the
   // items running at once share the weight rows of one channel block.
   const int64_t items = p.n * p.group * p.mSplit * blocks;

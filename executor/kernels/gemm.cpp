@@ -234,6 +234,14 @@ bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const 
   return false;
 }
 
+bool convPointwiseInPlaceF32() {
+#if GEARBOX_HAVE_ISA_REGIONS
+  return activeIsa() == Isa::kAvx512;
+#else
+  return false;
+#endif
+}
+
 int64_t convPackedFloatsF32(const ConvParams& p, int64_t p0, int64_t p1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {

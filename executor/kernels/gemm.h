@@ -44,6 +44,10 @@ bool convFromPackedF32(const ConvParams& p, const float* packed, const float* w,
                        float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
                        int64_t p1);
 
+// True when convGemmItemF32 runs 1x1 items with both operands read in place (AVX-512: the direct
+// path's tiles), so an item split by channels needs no shared pack (conv2d.cpp).
+bool convPointwiseInPlaceF32();
+
 // For tests: the same with the AVX-512 instantiation's logic (12 x 32 tiles) on AVX2 registers.
 // False (nothing run) when this CPU has no AVX2.
 bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
