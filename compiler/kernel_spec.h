@@ -113,6 +113,9 @@ struct GemmBlocking {
 // executor's kernels are instantiated with these values; the blocking is rounded to them.
 inline constexpr int kGemmMrAvx2 = 6, kGemmNrAvx2 = 16;
 inline constexpr int kGemmMrAvx512 = 12, kGemmNrAvx512 = 32;
+// conv2d's im2col tile on AVX-512 (conv_body.inc): the weights read in place, B gathered into
+// panels of 64 columns.
+inline constexpr int kConvMrAvx512 = 6, kConvNrAvx512 = 64;
 
 // The direct path's tile for a GEMM of m rows: 6 x 64 (24 accumulators, 4 loads of B and 6
 // broadcasts per 24 FMAs, against 12 x 32's 2 + 12), or 8 x 48 where 6-row tiles would leave

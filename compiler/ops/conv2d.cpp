@@ -103,10 +103,11 @@ void compileConv2d(KernelSpec& spec) {
     const int64_t blocks = (std::max<int64_t>(positions, 1) + maxBlock - 1) / maxBlock;
     p.colBlock = std::min<int64_t>((positions + blocks - 1) / blocks + 15, positions);
     if (p.colBlock < positions) p.colBlock = p.colBlock / 16 * 16;
-    // A 1x1 item on AVX-512 reads its positions in place in 64-column tiles (conv_body.inc's
-    // convPointwiseDirect): whole tiles per block, or every block ends in a part-tile.
-    if (pointwise && activeIsa() == Isa::kAvx512 && p.colBlock < positions)
-      p.colBlock = std::min<int64_t>((p.colBlock + 63) / 64 * 64, positions);
+    // On AVX-512 a block's positions run in 64-column tiles (kConvNrAvx512, and the 1x1 path's
+    // in-place tiles): whole tiles per block (rounded down, within the budget), or every block
+    // would end in a part-tile.
+    if (activeIsa() == Isa::kAvx512 && p.colBlock < positions && p.colBlock >= 64)
+      p.colBlock = p.colBlock / 64 * 64;
     p.colBlock = std::max<int64_t>(p.colBlock, 1);
     // Few positions (deep layers, batch 1): split the output channels too, so every task has
     // work (four items per task evens out the last ones).

@@ -125,7 +125,7 @@ void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, co
                          float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
                          int64_t p1) {
   using V = F32x16OnAvx2;
-  convItem<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(p, x, w, bias, lo, hi, out, m0, m1, p0, p1,
+  convItem<V, kConvMrAvx512, kConvNrAvx512 / V::kLanes>(p, x, w, bias, lo, hi, out, m0, m1, p0, p1,
                                                         GemmBuffers{gemmBuffer});
 }
 }  // namespace isa_avx2
@@ -159,18 +159,18 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
 }
 void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,
               float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  convItem<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(
+  convItem<F32x16, kConvMrAvx512, kConvNrAvx512 / F32x16::kLanes>(
       p, x, w, bias, lo, hi, out, m0, m1, p0, p1, GemmBuffers{gemmBuffer});
 }
 void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,
               float* packed) {
-  convPackSlices<F32x16, kGemmNrAvx512 / F32x16::kLanes>(p, x, s0, s1, p0, p1, packed,
+  convPackSlices<F32x16, kConvNrAvx512 / F32x16::kLanes>(p, x, s0, s1, p0, p1, packed,
                                                          GemmBuffers{gemmBuffer});
 }
 void convFromPacked(const ConvParams& p, const float* packed, const float* w, const float* bias,
                     float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
                     int64_t p1) {
-  convFromPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(p, packed, w, bias, lo, hi,
+  convFromPacked<F32x16, kConvMrAvx512, kConvNrAvx512 / F32x16::kLanes>(p, packed, w, bias, lo, hi,
                                                                         out, m0, m1, p0, p1);
 }
 void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
@@ -245,7 +245,7 @@ bool convPointwiseInPlaceF32() {
 int64_t convPackedFloatsF32(const ConvParams& p, int64_t p0, int64_t p1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
-    case Isa::kAvx512: return isa_avx512::convPackedFloats<kGemmNrAvx512>(p, p0, p1);
+    case Isa::kAvx512: return isa_avx512::convPackedFloats<kConvNrAvx512>(p, p0, p1);
     case Isa::kAvx2: return isa_avx2::convPackedFloats<kGemmNrAvx2>(p, p0, p1);
     case Isa::kBaseline: break;
   }

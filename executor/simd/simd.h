@@ -8,6 +8,8 @@
 //   when either is NaN), V::loadN(p, n) / V::storeN(p, r, n) (the first n lanes,
 //   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
 //   an array's end).
+// 16-lane types also have V::permute2(lo, idx, hi, keep): lane i is lane idx[i] (0..31) of the
+// 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's vpermt2ps).
 // The AVX-512 kernels are the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane
 // logic (tile shapes, edges, blocking for 32 registers) on pairs of AVX2 registers, so the
 // tests exercise the AVX-512 instantiation's logic on a machine without AVX-512.
@@ -79,6 +81,13 @@ struct F32x16OnAvx2 {
     F32x8::storeN(p, v.lo, n < 8 ? n : 8);
     F32x8::storeN(p + 8, v.hi, n > 8 ? n - 8 : 0);
   }
+  GEARBOX_SIMD_INLINE R permute2(R lo, const int32_t* idx, R hi, uint32_t keep) {
+    alignas(32) float both[32], out[16];
+    store(both, lo);
+    store(both + 16, hi);
+    for (int i = 0; i < 16; ++i) out[i] = (keep >> i & 1u) ? both[idx[i] & 31] : 0.0f;
+    return load(out);
+  }
 };
 
 }  // namespace gearbox::kernels::isa_avx2
@@ -107,6 +116,10 @@ struct F32x16 {
   }
   GEARBOX_SIMD_INLINE void storeN(float* p, R v, int64_t n) {
     _mm512_mask_storeu_ps(p, mask(n), v);
+  }
+  GEARBOX_SIMD_INLINE R permute2(R lo, const int32_t* idx, R hi, uint32_t keep) {
+    return _mm512_maskz_permutex2var_ps(static_cast<__mmask16>(keep), lo, _mm512_loadu_si512(idx),
+                                        hi);
   }
 };
 
