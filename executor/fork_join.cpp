@@ -1,5 +1,6 @@
 #include "executor/fork_join.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -60,8 +61,8 @@ constexpr long long kMaxSpinUs = 1000000;
 class Pool {
  public:
   Pool() : pid_(::getpid()) {
-    const unsigned hw = std::thread::hardware_concurrency();
-    maxWorkers_ = hw > 1 ? static_cast<int>(hw) - 1 : 0;
+    const int cpus = usableCpus();
+    maxWorkers_ = cpus > 1 ? cpus - 1 : 0;
     if (const char* v = std::getenv(kSpinEnvVar); v && *v) {
       char* end = nullptr;
       errno = 0;
@@ -230,6 +231,18 @@ Pool& pool() {
 }
 
 }  // namespace
+
+int usableCpus() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+#endif
+  return static_cast<int>(std::thread::hardware_concurrency());
+}
 
 bool forkJoin(int tasks, void (*body)(void* ctx, int task), void* ctx) {
   return pool().run(tasks, body, ctx);

@@ -15,7 +15,7 @@ namespace gearbox::detail {
 // (the caller also runs any a worker has not started when task 0 is done: a worker preempted on
 // a busy machine costs no more than oneTBB's caller running it), and it returns when all have (an
 // exception from any task is rethrown here, after all have finished). False, with nothing run, when
-// the pool cannot take the split now: tasks < 2 or more than the machine has hardware threads,
+// the pool cannot take the split now: tasks < 2 or more than the process has CPUs (usableCpus),
 // another thread's split holds the pool, the caller is a pool worker itself, or the process forked
 // since the pool started. The caller then splits with oneTBB, as before the pool.
 bool forkJoin(int tasks, void (*body)(void* ctx, int task), void* ctx);
@@ -24,6 +24,13 @@ bool forkJoin(int tasks, void (*body)(void* ctx, int task), void* ctx);
 // (0 to 1,000,000; 0: sleep at once, roughly oneTBB's behaviour, to compare the two), as
 // OMP_WAIT_POLICY and ONNX Runtime's allow_spinning do. Process-wide; returns the previous.
 std::chrono::microseconds setForkJoinSpin(std::chrono::microseconds spin);
+
+// The CPUs the calling thread may run on: its affinity mask (taskset, cgroup cpusets, a
+// container's --cpuset-cpus), or hardware_concurrency() where the mask cannot be read. The pool
+// takes at most this many tasks, counted when its first split starts: a worker spinning on a
+// CPU the process may not use would take that time from the caller (`taskset -c 0` on a 2-CPU
+// machine ran every 2-task split with the worker spinning on the caller's one CPU).
+int usableCpus();
 
 // For tests: the splits the pool ran and the workers it started, since the process started.
 struct ForkJoinStats {

@@ -6,6 +6,7 @@
 #include "executor/kernels.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -1958,7 +1959,7 @@ void waitingProbeTask(void* ctx, int t) {
   probeTask(ctx, t);
 }
 bool poolCanSplit() {
-  return std::thread::hardware_concurrency() >= 2;
+  return gearbox::detail::usableCpus() >= 2;
 }
 
 TEST(ForkJoin, RunsEachTaskOnceTheCallerRunningTaskZeroAndWhatNoWorkerStarted) {
@@ -1984,13 +1985,35 @@ TEST(ForkJoin, RunsEachTaskOnceTheCallerRunningTaskZeroAndWhatNoWorkerStarted) {
   // One task, or more than the machine has threads: not the pool's (the caller splits itself).
   ForkJoinProbe probe;
   EXPECT_FALSE(gearbox::detail::forkJoin(1, probeTask, &probe));
-  EXPECT_FALSE(gearbox::detail::forkJoin(static_cast<int>(std::thread::hardware_concurrency()) + 1,
-                                         probeTask, &probe));
+  EXPECT_FALSE(gearbox::detail::forkJoin(gearbox::detail::usableCpus() + 1, probeTask, &probe));
   EXPECT_EQ(probe.runs[0].load(), 0);
 }
 
+#if defined(__linux__)
+// The pool's size counts the CPUs the process may use, not the machine's: a thread pinned to one
+// CPU (as `taskset -c 0` pins a process) sees one.
+TEST(ForkJoin, UsableCpusFollowTheAffinityMask) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(gearbox::detail::usableCpus(), CPU_COUNT(&all));
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  int seen = -1;
+  // In a thread of its own, so the test's thread keeps its mask.
+  std::thread pinned([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) == 0) seen = gearbox::detail::usableCpus();
+  });
+  pinned.join();
+  EXPECT_EQ(seen, 1);
+}
+#endif
+
 TEST(ForkJoin, ATaskExceptionIsRethrownAfterEveryTaskFinished) {
-  if (!poolCanSplit()) GTEST_SKIP() << "one hardware thread: the pool never splits";
+  if (!poolCanSplit()) GTEST_SKIP() << "one usable CPU: the pool never splits";
   struct Ctx {
     std::atomic<int> finished{0};
     int thrower;
@@ -2011,7 +2034,7 @@ TEST(ForkJoin, ATaskExceptionIsRethrownAfterEveryTaskFinished) {
 }
 
 TEST(ForkJoin, ANestedSplitIsRefusedSoTheCallerUsesOneTbb) {
-  if (!poolCanSplit()) GTEST_SKIP() << "one hardware thread: the pool never splits";
+  if (!poolCanSplit()) GTEST_SKIP() << "one usable CPU: the pool never splits";
   std::atomic<int> nested[2] = {-1, -1};
   auto body = [](void* c, int t) {
     ForkJoinProbe inner;
@@ -2023,7 +2046,7 @@ TEST(ForkJoin, ANestedSplitIsRefusedSoTheCallerUsesOneTbb) {
 }
 
 TEST(ForkJoin, SleepingWorkersWakeForEverySplit) {
-  if (!poolCanSplit()) GTEST_SKIP() << "one hardware thread: the pool never splits";
+  if (!poolCanSplit()) GTEST_SKIP() << "one usable CPU: the pool never splits";
   // No spin: every split after a pause finds its worker asleep (a lost wake-up would hang here).
   const auto previous = gearbox::detail::setForkJoinSpin(std::chrono::microseconds(0));
   for (int round = 0; round < 100; ++round) {
