@@ -194,52 +194,61 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
   });
 }
 
-// Depthwise: each output plane (image, output channel) reads one input plane; on AVX2 and
-// AVX-512, conv_body.inc's vector loop, else this one: interior output columns need no bounds
-// checks, the border ones do.
-void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
-                  float lo, float hi, float* out) {
-  detail::runItems(tasks, p.n * p.m, [&](int64_t item) {
-    if (convDepthwiseItemF32(p, x, w, b, lo, hi, out, item)) return;
-    const int64_t oc = item % p.m, img = item / p.m;
-    const int64_t g = oc / p.mg;
-    const float* plane = x + (img * p.c + g) * p.h * p.w;
-    const float* k = w + oc * p.kh * p.kw;
-    float* o = out + item * p.oh * p.ow;
-    const float bias = b ? b[oc] : 0.0f;
-    // Output columns whose whole window row lies inside the input: [x0, x1).
-    int64_t x0 = 0;
-    while (x0 < p.ow && x0 * p.sw - p.pl < 0) ++x0;
-    int64_t x1 = p.ow;
-    while (x1 > x0 && (x1 - 1) * p.sw - p.pl + (p.kw - 1) * p.dw >= p.w) --x1;
-    for (int64_t oy = 0; oy < p.oh; ++oy) {
-      float* orow = o + oy * p.ow;
-      for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = bias;
-      for (int64_t ki = 0; ki < p.kh; ++ki) {
-        const int64_t iy = oy * p.sh - p.pt + ki * p.dh;
-        if (iy < 0 || iy >= p.h) continue;
-        const float* irow = plane + iy * p.w;
-        for (int64_t kj = 0; kj < p.kw; ++kj) {
-          const float kv = k[ki * p.kw + kj];
-          const int64_t off = kj * p.dw - p.pl;
-          for (int64_t ox = 0; ox < x0; ++ox) {
-            const int64_t ix = ox * p.sw + off;
-            if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
-          }
-          if (p.sw == 1) {
-            const float* src = irow + x0 + off;
-            for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * src[ox - x0];
-          } else {
-            for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * irow[ox * p.sw + off];
-          }
-          for (int64_t ox = std::max(x0, x1); ox < p.ow; ++ox) {
-            const int64_t ix = ox * p.sw + off;
-            if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
-          }
+// One output plane of the baseline ISA's depthwise loop.
+void runDepthwisePlane(const ConvParams& p, const float* x, const float* w, const float* b,
+                       float lo, float hi, float* out, int64_t item) {
+  const int64_t oc = item % p.m, img = item / p.m;
+  const int64_t g = oc / p.mg;
+  const float* plane = x + (img * p.c + g) * p.h * p.w;
+  const float* k = w + oc * p.kh * p.kw;
+  float* o = out + item * p.oh * p.ow;
+  const float bias = b ? b[oc] : 0.0f;
+  // Output columns whose whole window row lies inside the input: [x0, x1).
+  int64_t x0 = 0;
+  while (x0 < p.ow && x0 * p.sw - p.pl < 0) ++x0;
+  int64_t x1 = p.ow;
+  while (x1 > x0 && (x1 - 1) * p.sw - p.pl + (p.kw - 1) * p.dw >= p.w) --x1;
+  for (int64_t oy = 0; oy < p.oh; ++oy) {
+    float* orow = o + oy * p.ow;
+    for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = bias;
+    for (int64_t ki = 0; ki < p.kh; ++ki) {
+      const int64_t iy = oy * p.sh - p.pt + ki * p.dh;
+      if (iy < 0 || iy >= p.h) continue;
+      const float* irow = plane + iy * p.w;
+      for (int64_t kj = 0; kj < p.kw; ++kj) {
+        const float kv = k[ki * p.kw + kj];
+        const int64_t off = kj * p.dw - p.pl;
+        for (int64_t ox = 0; ox < x0; ++ox) {
+          const int64_t ix = ox * p.sw + off;
+          if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
+        }
+        if (p.sw == 1) {
+          const float* src = irow + x0 + off;
+          for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * src[ox - x0];
+        } else {
+          for (int64_t ox = x0; ox < x1; ++ox) orow[ox] += kv * irow[ox * p.sw + off];
+        }
+        for (int64_t ox = std::max(x0, x1); ox < p.ow; ++ox) {
+          const int64_t ix = ox * p.sw + off;
+          if (ix >= 0 && ix < p.w) orow[ox] += kv * irow[ix];
         }
       }
-      for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = clampAct(orow[ox], lo, hi);
     }
+    for (int64_t ox = 0; ox < p.ow; ++ox) orow[ox] = clampAct(orow[ox], lo, hi);
+  }
+}
+
+// Depthwise: each output plane (image, output channel) reads one input plane; on AVX2 and
+// AVX-512, conv_body.inc's vector loop over groups of planes (depthwiseGroup), else
+// runDepthwisePlane's above: interior output columns need no bounds checks, the border ones do.
+void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
+                  float lo, float hi, float* out) {
+  const int64_t planes = p.n * p.m, group = depthwiseGroup(p);
+  detail::runItems(tasks, (planes + group - 1) / group, [&](int64_t chunk) {
+    const int64_t first = chunk * group, last = std::min(planes, first + group);
+    if (convDepthwiseItemsF32(p, x, w, b, lo, hi, out, first, last)) return;
+    for (int64_t item = first; item < last; ++item)
+      runDepthwisePlane(p, x, w, b, lo, hi, out, item);
   });
 }
 

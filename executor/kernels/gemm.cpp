@@ -107,18 +107,19 @@ void convFromPacked(const ConvParams& p, const float* packed, const float* w, co
                                                                   m0, m1, p0, p1);
 }
 
-void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
-                   float hi, float* out, int64_t item) {
-  depthwiseItem<F32x8>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
+void depthwiseItems(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                    float hi, float* out, int64_t item0, int64_t item1) {
+  depthwiseItems<F32x8>(p, x, w, b, lo, hi, out, item0, item1, GemmBuffers{gemmBuffer});
 }
 
 bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
   return maxPoolPlane<F32x8>(p, in, out, GemmBuffers{gemmBuffer});
 }
 
-void depthwiseItemAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* b,
-                              float lo, float hi, float* out, int64_t item) {
-  depthwiseItem<F32x16OnAvx2>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
+void depthwiseItemsAvx512Logic(const ConvParams& p, const float* x, const float* w,
+                               const float* b, float lo, float hi, float* out, int64_t item0,
+                               int64_t item1) {
+  depthwiseItems<F32x16OnAvx2>(p, x, w, b, lo, hi, out, item0, item1, GemmBuffers{gemmBuffer});
 }
 
 void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* bias,
@@ -173,9 +174,9 @@ void convFromPacked(const ConvParams& p, const float* packed, const float* w, co
   convFromPacked<F32x16, kConvMrAvx512, kConvNrAvx512 / F32x16::kLanes>(p, packed, w, bias, lo, hi,
                                                                         out, m0, m1, p0, p1);
 }
-void depthwiseItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
-                   float hi, float* out, int64_t item) {
-  depthwiseItem<F32x16>(p, x, w, b, lo, hi, out, item, GemmBuffers{gemmBuffer});
+void depthwiseItems(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                    float hi, float* out, int64_t item0, int64_t item1) {
+  depthwiseItems<F32x16>(p, x, w, b, lo, hi, out, item0, item1, GemmBuffers{gemmBuffer});
 }
 
 bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
@@ -282,16 +283,23 @@ bool convFromPackedF32(const ConvParams& p, const float* packed, const float* w,
   return false;
 }
 
-bool convDepthwiseItemF32(const ConvParams& p, const float* x, const float* w, const float* b,
-                          float lo, float hi, float* out, int64_t item) {
+bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, const float* b,
+                           float lo, float hi, float* out, int64_t item0, int64_t item1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
-    case Isa::kAvx512: isa_avx512::depthwiseItem(p, x, w, b, lo, hi, out, item); return true;
-    case Isa::kAvx2: isa_avx2::depthwiseItem(p, x, w, b, lo, hi, out, item); return true;
+    case Isa::kAvx512:
+      isa_avx512::depthwiseItems(p, x, w, b, lo, hi, out, item0, item1);
+      return true;
+    case Isa::kAvx2: isa_avx2::depthwiseItems(p, x, w, b, lo, hi, out, item0, item1); return true;
     case Isa::kBaseline: break;
   }
 #endif
   return false;
+}
+
+int64_t depthwiseGroup(const ConvParams& p) {
+  const int64_t plane = std::max<int64_t>(p.h * p.w, 1);
+  return std::clamp<int64_t>(8192 / plane, 1, 8);
 }
 
 bool maxPoolPlaneF32(const PoolParams& pool, const float* in, float* out) {
@@ -322,10 +330,10 @@ bool maxPoolPlaneF32(const PoolParams& pool, const float* in, float* out) {
 
 bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
                                            const float* b, float lo, float hi, float* out,
-                                           int64_t item) {
+                                           int64_t item0, int64_t item1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() < Isa::kAvx2) return false;
-  isa_avx2::depthwiseItemAvx512Logic(p, x, w, b, lo, hi, out, item);
+  isa_avx2::depthwiseItemsAvx512Logic(p, x, w, b, lo, hi, out, item0, item1);
   return true;
 #else
   return false;

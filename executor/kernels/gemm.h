@@ -54,15 +54,18 @@ bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const
                                       const float* bias, float lo, float hi, float* out, int64_t m0,
                                       int64_t m1, int64_t p0, int64_t p1);
 
-// One item of conv2d's depthwise path for activeIsa() (conv_body.inc): output plane `item`
-// (image * m + channel) of the whole tensors x, w, b (b may be null), out. False (nothing run)
-// on the baseline ISA, which runs executor/kernels/conv2d.cpp's direct loop.
-bool convDepthwiseItemF32(const ConvParams& p, const float* x, const float* w, const float* b,
-                          float lo, float hi, float* out, int64_t item);
+// Items of conv2d's depthwise path for activeIsa() (conv_body.inc): output planes
+// [item0, item1) (item: image * m + channel) of the whole tensors x, w, b (b may be null), out.
+// False (nothing run) on the baseline ISA, which runs executor/kernels/conv2d.cpp's direct loop.
+bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, const float* b,
+                           float lo, float hi, float* out, int64_t item0, int64_t item1);
 // For tests: the same with the AVX-512 instantiation's 16-lane logic on AVX2 registers.
 bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
                                            const float* b, float lo, float hi, float* out,
-                                           int64_t item);
+                                           int64_t item0, int64_t item1);
+// Planes per depthwise item: narrow planes in groups, so that each plane's phased copy is made
+// well before it is read (conv_body.inc's depthwiseItems says why), up to 8 and ~32 KiB of copies.
+int64_t depthwiseGroup(const ConvParams& p);
 
 // One plane of max_pool2d for activeIsa() (conv_body.inc: the depthwise walk with max instead of
 // multiply-add). False (nothing written) on the baseline ISA and for a plane holding a NaN: the

@@ -9,7 +9,9 @@
 //   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
 //   an array's end).
 // 16-lane types also have V::permute2(lo, idx, hi, keep): lane i is lane idx[i] (0..31) of the
-// 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's vpermt2ps).
+// 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's vpermt2ps); and
+// V::loadMask(p, m): lane i is p[i] where bit i of m is set, else zero, and no other lane is
+// read (so p + i may lie outside the array for a clear bit).
 // The AVX-512 kernels are the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane
 // logic (tile shapes, edges, blocking for 32 registers) on pairs of AVX2 registers, so the
 // tests exercise the AVX-512 instantiation's logic on a machine without AVX-512.
@@ -81,6 +83,11 @@ struct F32x16OnAvx2 {
     F32x8::storeN(p, v.lo, n < 8 ? n : 8);
     F32x8::storeN(p + 8, v.hi, n > 8 ? n - 8 : 0);
   }
+  GEARBOX_SIMD_INLINE R loadMask(const float* p, uint32_t m) {
+    alignas(32) float out[16];
+    for (int i = 0; i < 16; ++i) out[i] = (m >> i & 1u) ? p[i] : 0.0f;
+    return load(out);
+  }
   GEARBOX_SIMD_INLINE R permute2(R lo, const int32_t* idx, R hi, uint32_t keep) {
     alignas(32) float both[32], out[16];
     store(both, lo);
@@ -116,6 +123,9 @@ struct F32x16 {
   }
   GEARBOX_SIMD_INLINE void storeN(float* p, R v, int64_t n) {
     _mm512_mask_storeu_ps(p, mask(n), v);
+  }
+  GEARBOX_SIMD_INLINE R loadMask(const float* p, uint32_t m) {
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), p);
   }
   GEARBOX_SIMD_INLINE R permute2(R lo, const int32_t* idx, R hi, uint32_t keep) {
     return _mm512_maskz_permutex2var_ps(static_cast<__mmask16>(keep), lo, _mm512_loadu_si512(idx),
