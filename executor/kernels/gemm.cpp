@@ -116,9 +116,8 @@ bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
   return maxPoolPlane<F32x8>(p, in, out, GemmBuffers{gemmBuffer});
 }
 
-void depthwiseItemsAvx512Logic(const ConvParams& p, const float* x, const float* w,
-                               const float* b, float lo, float hi, float* out, int64_t item0,
-                               int64_t item1) {
+void depthwiseItemsAvx512Logic(const ConvParams& p, const float* x, const float* w, const float* b,
+                               float lo, float hi, float* out, int64_t item0, int64_t item1) {
   depthwiseItems<F32x16OnAvx2>(p, x, w, b, lo, hi, out, item0, item1, GemmBuffers{gemmBuffer});
 }
 
