@@ -9,6 +9,7 @@
 
 #include "compiler/compile_log.h"
 #include "compiler/memory_plan.h"
+#include "compiler/weight_pack.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -55,6 +56,25 @@ namespace {
 struct Lifetimes {
   std::vector<int> producerStep, lastUse;
 };
+
+// A conv2d on the channel-tile path whose weight is a constant gets the weight packed for the
+// path (shared with the graph's other plans) and its own copy of the spec, which says so. Any
+// other weight (a graph input, a computed value) keeps the path the spec falls back to.
+void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
+  if (node.kind != OpKind::kConv2d || !plan.isStatic) return;
+  const auto* p = std::get_if<ConvParams>(&step.kernel->params);
+  if (!p || !p->channelTiles) return;
+  const ValueId w = node.inputs[1];
+  if (plan.storage[w] != Storage::kConst) return;
+  const Node& producer = g.nodes[g.values[w].producer];
+  bool packedNow = false;
+  step.packedWeight = weightPackCache().get(producer.constant, *p, &packedNow);
+  auto spec = std::make_shared<KernelSpec>(*step.kernel);
+  std::get<ConvParams>(spec->params).weightsPacked = 1;
+  step.kernel = std::move(spec);
+  plan.packedWeightBytes += convPackedWeightFloats(*p) * static_cast<int64_t>(sizeof(float));
+  plan.weightsPackedNow += packedNow ? 1 : 0;
+}
 
 // Step one: a step per non-constant node, its kernel from `kernels` (each distinct op shape
 // asked for once), and where constants and graph outputs live. Returns the values' lifetimes.
@@ -106,6 +126,7 @@ Lifetimes planSteps(Plan& plan, const Graph& g, KernelCache& kernels) {
       step.kernel = kernels.get(key, hash, &compiled);
       memo.push_back(Memo{hash, step.kernel});
     }
+    bindPackedWeight(plan, g, node, step);
     step.compiled = compiled > 0;
     plan.kernelsCompiled += compiled;
     plan.kernelsReused += compiled ? 0 : 1;

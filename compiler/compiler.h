@@ -33,6 +33,10 @@ struct PlanStep {
   int32_t numArgs = 0;
   ValueId out = 0;
   bool compiled = false;  // this plan's compile compiled the kernel (not a cache or memo hit)
+  // A conv2d whose weight is a constant, on the channel-tile path: the weight packed for it
+  // (compiler/weight_pack.h), bound as input 1 when the step runs; `kernel` is then the plan's
+  // copy of the cached spec with ConvParams::weightsPacked set.
+  std::shared_ptr<const float> packedWeight;
 };
 
 struct Plan {
@@ -53,7 +57,9 @@ struct Plan {
   int64_t naiveBytes = 0;              // without reuse
   int kernelsCompiled = 0;             // kernel compiles this plan caused (others were cache hits)
   int kernelsReused = 0;
-  double compileSeconds = 0;  // measured host time
+  int64_t packedWeightBytes = 0;  // packs this plan holds (shared with other plans of the graph)
+  int weightsPackedNow = 0;       // packs this plan's compile made (not found in the cache)
+  double compileSeconds = 0;      // measured host time
   std::string reason;
 
   // Scratch owned by the plan so that running it allocates nothing. A plan runs on one

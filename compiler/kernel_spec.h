@@ -116,6 +116,10 @@ inline constexpr int kGemmMrAvx512 = 12, kGemmNrAvx512 = 32;
 // conv2d's im2col tile on AVX-512 (conv_body.inc): the weights read in place, B gathered into
 // panels of 64 columns.
 inline constexpr int kConvMrAvx512 = 6, kConvNrAvx512 = 64;
+// conv2d's channel-tile path (ConvParams::channelTiles): 7 positions x 64 channels per tile,
+// 28 accumulators + 4 weight vectors of AVX-512's 32 registers; 7 divides every plane width
+// of ResNet, MobileNet and ShuffleNet at 224 x 224 (224 = 32 x 7).
+inline constexpr int kConvTileRows = 7, kConvTileChannels = 64;
 
 // The direct path's tile for a GEMM of m rows: 6 x 64 (24 accumulators, 4 loads of B and 6
 // broadcasts per 24 FMAs, against 12 x 32's 2 + 12), or 8 x 48 where 6-row tiles would leave
@@ -207,6 +211,16 @@ struct ConvParams {
   int64_t colBlock = 0;  // output positions per item (im2col and pointwise)
   int64_t mSplit = 1;    // items per group's output channels, [channelBound(j), ...(j + 1))
   int64_t kc = 0;        // rows of K per gathered block (im2col and pointwise)
+  // 1: where the plan holds the weight as a constant, it runs the channel-tile path instead
+  // (AVX-512, one group, column stride 1 or 2): tiles of kConvTileRows output positions of one
+  // row x kConvTileChannels output channels, the weight pre-packed by the plan (below), the
+  // input read in place (or from a zero-padded copy). No im2col, and no part-tile where a plane
+  // is narrower than a 64-position tile (ResNet's 7 x 7 layers ran at 0.52 of oneDNN on those).
+  int64_t channelTiles = 0;
+  // Not a compile decision: a static plan sets it on its own copy of the spec when it binds the
+  // packed weight (compiler/weight_pack.h) in place of input 1. Never stored or compared with a
+  // recompile (a stored spec always has 0).
+  int64_t weightsPacked = 0;
   // The first output channel (of a group) of channel item j: j * mg / mSplit rounded down to a
   // multiple of 12 (the micro-kernel's rows on AVX-512, twice AVX2's), so that only a group's
   // last item has a partial tile. The compile step keeps mSplit <= mg / 24: no item is empty.

@@ -36,6 +36,7 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
   for (const PlanStep& step : plan.steps) {
     for (int32_t a = 0; a < step.numArgs; ++a)
       args[step.firstArg + a] = ptrs[plan.args[step.firstArg + a]];
+    if (step.packedWeight) args[step.firstArg + 1] = step.packedWeight.get();
     try {
       kernels::run(*step.kernel, args + step.firstArg, ptrs[step.out]);
     } catch (const std::exception& e) {

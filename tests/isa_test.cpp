@@ -20,6 +20,7 @@
 #include "compiler/cpu_isa.h"
 #include "compiler/kernel_spec.h"
 #include "compiler/kernel_store.h"
+#include "compiler/weight_pack.h"
 #include "executor/kernels.h"
 #include "executor/kernels/gemm.h"
 #include "graph/error.h"
@@ -343,11 +344,15 @@ using ConvItemFn = bool (*)(const ConvParams&, const float*, const float*, const
 using DepthwiseItemFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float,
                                  float, float*, int64_t, int64_t);
 
-// Runs every item of `p` through `item` (or `dwItem` for the depthwise path), as
-// executor/kernels/conv2d.cpp does, and checks each output against a double-precision loop. The
-// output starts as NaN: every element is written.
+// A path that runs the whole tensors at once (the channel-tile path).
+using ConvWholeFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float,
+                             float, float*);
+
+// Runs every item of `p` through `item` (or `dwItem` for the depthwise path, or the whole conv
+// through `whole`), as executor/kernels/conv2d.cpp does, and checks each output against a
+// double-precision loop. The output starts as NaN: every element is written.
 void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label, ConvItemFn item,
-               DepthwiseItemFn dwItem = nullptr) {
+               DepthwiseItemFn dwItem = nullptr, ConvWholeFn whole = nullptr) {
   SCOPED_TRACE(g.name + " " + label);
   const Tensor x = randomTensor(DType::kF32, g.x, 31);
   const Tensor w = randomTensor(DType::kF32, g.w, 32);
@@ -355,7 +360,10 @@ void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label,
   const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
   std::vector<float> out(static_cast<size_t>(p.n * p.m * positions),
                          std::numeric_limits<float>::quiet_NaN());
-  if (p.path == ConvParams::Path::kDepthwise) {
+  if (whole) {
+    ASSERT_TRUE(whole(p, x.as<float>(), w.as<float>(), g.bias ? b.as<float>() : nullptr, g.lo, g.hi,
+                      out.data()));
+  } else if (p.path == ConvParams::Path::kDepthwise) {
     // In groups of 3 planes and a ragged last one (conv2d.cpp groups narrow planes).
     for (int64_t it = 0; it < p.n * p.m; it += 3)
       ASSERT_TRUE(dwItem(p, x.as<float>(), w.as<float>(), g.bias ? b.as<float>() : nullptr, g.lo,
@@ -498,6 +506,102 @@ TEST(IsaConv, TwoPhasePathMatchesThePlainLoopAndTheItemPathBitForBit) {
         }
       }
   }
+}
+
+// The channel-tile path (ConvParams::channelTiles) as a whole-tensor function: the weight
+// packed as a plan packs it (its padding channels checked to be zeros), then run on kTasks
+// threads, with the AVX-512 tiles or their logic on AVX2 registers.
+template <int kTasks, bool kLogic>
+bool channelTilesWhole(const ConvParams& p, const float* x, const float* w, const float* b,
+                       float lo, float hi, float* out) {
+  std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(p)),
+                            std::numeric_limits<float>::quiet_NaN());
+  packConvWeights(p, w, packed.data());
+  const int64_t depth = p.c * p.kh * p.kw, m16 = (p.m + 15) / 16 * 16;
+  for (int64_t c0 = 0; c0 < m16; c0 += kConvTileChannels) {
+    const int64_t width = std::min<int64_t>(kConvTileChannels, m16 - c0);
+    for (int64_t k = 0; k < depth; ++k)
+      for (int64_t c = 0; c < width; ++c) {
+        const float v = packed[static_cast<size_t>(c0 * depth + k * width + c)];
+        const float want = c0 + c < p.m ? w[(c0 + c) * depth + k] : 0.0f;
+        if (!(v == want)) {
+          ADD_FAILURE() << "packed weight of channel " << c0 + c << ", tap " << k << ": " << v;
+          return true;
+        }
+      }
+  }
+  return kernels::runConvChannelTiles(p, kTasks, x, packed.data(), b, lo, hi, out, kLogic);
+}
+
+// Geometries of the channel-tile path: rows of 7 and of 1..6 left (13 = 7 + 6, 9 = 7 + 2, 3),
+// channel tiles of 4, 3, 2 and 1 vectors with a partial vector (130 = 64 + 64 + 16 with 2
+// valid, 40 = 48 with 8 padding, 24), strides 1 and 2 (and 3 down the rows), dilation,
+// asymmetric and bottom-right-only padding, 1x1 strided convs read in place, 2 images, and
+// the fused clamp.
+std::vector<ConvGeom> channelTileGeoms() {
+  std::vector<ConvGeom> out;
+  for (const ConvGeom& g : convGeoms())
+    if (g.group == 1 && (g.strides[1] == 1 || g.strides[1] == 2)) out.push_back(g);
+  const std::vector<ConvGeom> more = {
+      {"ct_7x7_130", {1, 9, 7, 7}, {130, 9, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_13_wide_s2", {2, 5, 9, 27}, {40, 5, 3, 3}, {3, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_dilated", {1, 4, 12, 11}, {24, 4, 3, 3}, {1, 1}, {2, 0, 1, 3}, {2, 2}, 1, false},
+      {"ct_pad_bottom_right", {1, 3, 6, 6}, {17, 3, 2, 2}, {1, 1}, {0, 0, 1, 1}, {1, 1}, 1, true},
+      {"ct_1x1_s2_in_place",
+       {1, 70, 14, 14},
+       {64, 70, 1, 1},
+       {2, 2},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f},
+      {"ct_row_of_1",
+       {1, 6, 5, 1},
+       {33, 6, 3, 1},
+       {1, 1},
+       {1, 0, 1, 0},
+       {1, 1},
+       1,
+       true,
+       -0.2f,
+       0.25f},
+  };
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+TEST(IsaConv, ChannelTilePathMatchesThePlainLoop) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const bool avx512 = detectedIsa() >= Isa::kAvx512;
+  for (const ConvGeom& g : channelTileGeoms()) {
+    const ConvParams p = compiledConv(g);
+    checkConv(g, p, "avx512 logic, 1 task", nullptr, nullptr, channelTilesWhole<1, true>);
+    checkConv(g, p, "avx512 logic, 3 tasks", nullptr, nullptr, channelTilesWhole<3, true>);
+    if (!avx512) continue;
+    ScopedIsaOverride forced(Isa::kAvx512);
+    checkConv(g, p, "avx512, 1 task", nullptr, nullptr, channelTilesWhole<1, false>);
+    checkConv(g, p, "avx512, 2 tasks", nullptr, nullptr, channelTilesWhole<2, false>);
+  }
+}
+
+TEST(IsaConv, TheCompileStepChoosesChannelTilesForDeepConvsOnAvx512) {
+  const ConvGeom l4{"l4", {1, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom down{"down", {1, 64, 56, 56}, {128, 64, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1};
+  const ConvGeom stem{"stem", {1, 3, 224, 224}, {32, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom expand{"expand", {1, 24, 56, 56}, {144, 24, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1},
+                        1};
+  const ConvGeom last{"last", {1, 320, 7, 7}, {1280, 320, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1};
+  const ConvGeom s3{"s3", {1, 64, 30, 30}, {64, 64, 3, 3}, {3, 3}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom grouped{"g2", {1, 64, 14, 14}, {64, 32, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+  const int64_t on = activeIsa() == Isa::kAvx512 ? 1 : 0;
+  EXPECT_EQ(compiledConv(l4).channelTiles, on);
+  EXPECT_EQ(compiledConv(down).channelTiles, on);
+  EXPECT_EQ(compiledConv(last).channelTiles, on);
+  EXPECT_EQ(compiledConv(stem).channelTiles, 0);     // K = 27: too shallow
+  EXPECT_EQ(compiledConv(expand).channelTiles, 0);   // 1x1 over 3,136 positions: in place
+  EXPECT_EQ(compiledConv(s3).channelTiles, 0);       // column stride 3
+  EXPECT_EQ(compiledConv(grouped).channelTiles, 0);  // groups
 }
 
 TEST(IsaConv, TheCompileStepSplitsChannelsOnlyForFewPositions) {

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "compiler/compiler.h"
+#include "compiler/weight_pack.h"
 #include "executor/modes/geared.h"
+#include "executor/plan_runner.h"
 #include "executor/session.h"
 #include "graph/error.h"
 #include "graph/text.h"
@@ -206,6 +209,110 @@ TEST(Geared, GearsShareOneArenaSizedForTheLargest) {
     auto in = makeInputs(s.graph(), {Shape{n, 16, 49}}, n);
     EXPECT_LE(maxAbsDiff(s.run(in)[0], referenceRun(s.graph(), in)[0]), 1e-4) << "batch " << n;
   }
+}
+
+// ---- weights packed by the plan (compiler/weight_pack.h) ----------------------------------
+
+// A conv over 7 x 7 planes with 70 output channels and K = 81: on AVX-512 the channel-tile
+// path, whose constant weight the plan packs once for all plans of the graph.
+Graph packedConvGraph(bool weightIsInput) {
+  GraphBuilder b("packed");
+  auto x = b.input("x", DType::kF32, {symbolDim("N"), 9, 7, 7});
+  auto w = weightIsInput ? b.input("w", DType::kF32, {70, 9, 3, 3})
+                         : b.constant(randomTensor(DType::kF32, Shape{70, 9, 3, 3}, 5), "w");
+  auto bias = b.constant(randomTensor(DType::kF32, Shape{70}, 6), "b");
+  Attrs attrs;
+  attrs.setInts(attr::Conv2d::strides, {1, 1});
+  attrs.setInts(attr::Conv2d::pads, {1, 1, 1, 1});
+  attrs.setInts(attr::Conv2d::dilations, {1, 1});
+  attrs.setInt(attr::Conv2d::group, 1);
+  attrs.setFloat(attr::Conv2d::act_min, 0.0f);
+  b.output(b.op(OpKind::kConv2d, {x, w, bias}, attrs, "y"));
+  return b.build();
+}
+
+void expectPlanMatchesReference(const Plan& plan, uint64_t seed) {
+  const auto ins = makeInputs(*plan.graph, plan.signature, seed);
+  std::vector<TensorView> inViews;
+  for (const Tensor& t : ins) inViews.push_back(t.view());
+  auto outs = allocateOutputs(plan);
+  std::vector<TensorView> outViews;
+  for (const Tensor& t : outs) outViews.push_back(t.view());
+  runStaticPlan(plan, inViews, outViews);
+  const auto want = referenceRun(*plan.graph, ins);
+  const float* got = outs[0].as<float>();
+  const float* exp = want[0].as<float>();
+  for (int64_t i = 0; i < want[0].numel(); ++i)
+    ASSERT_NEAR(got[i], exp[i], 1e-4 * (1.0 + std::fabs(exp[i]))) << "element " << i;
+}
+
+TEST(WeightPack, PlansOfOneGraphShareOnePackOfAConstantWeight) {
+  auto g = std::make_shared<const Graph>(packedConvGraph(false));
+  KernelCache cache;
+  const CacheStats before = weightPackCache().stats();
+  auto p1 = compilePlan(g, {Shape{1, 9, 7, 7}}, cache);
+  auto p3 = compilePlan(g, {Shape{3, 9, 7, 7}}, cache);
+  const CacheStats after = weightPackCache().stats();
+  const bool tiles = std::get<ConvParams>(p1->steps[0].kernel->params).channelTiles == 1;
+  EXPECT_EQ(tiles, activeIsa() == Isa::kAvx512);
+  if (tiles) {
+    // m = 70 rounds up to 80 channels (5 vectors), K = 9 * 3 * 3.
+    EXPECT_EQ(p1->packedWeightBytes, 80 * 81 * 4);
+    EXPECT_EQ(p1->weightsPackedNow, 1);
+    EXPECT_EQ(p3->weightsPackedNow, 0);
+    EXPECT_EQ(p1->steps[0].packedWeight, p3->steps[0].packedWeight);
+    EXPECT_EQ(std::get<ConvParams>(p1->steps[0].kernel->params).weightsPacked, 1);
+    EXPECT_EQ(after.misses - before.misses, 1);
+    EXPECT_EQ(after.hits - before.hits, 1);
+    // The kernel cache holds the spec as compiled: the plan's copy says the weight is packed.
+    EXPECT_EQ(std::get<ConvParams>(cache.get(p1->steps[0].kernel->key)->params).weightsPacked, 0);
+  } else {
+    EXPECT_EQ(p1->packedWeightBytes, 0);
+    EXPECT_EQ(p1->steps[0].packedWeight, nullptr);
+  }
+  expectPlanMatchesReference(*p1, 11);
+  expectPlanMatchesReference(*p3, 12);
+  // Once no plan holds the pack, the next plan packs again: the cache owns no memory.
+  const std::weak_ptr<const float> held = p1->steps[0].packedWeight;
+  p1.reset();
+  p3.reset();
+  EXPECT_TRUE(held.expired());
+  auto p2 = compilePlan(g, {Shape{2, 9, 7, 7}}, cache);
+  EXPECT_EQ(p2->weightsPackedNow, tiles ? 1 : 0);
+  expectPlanMatchesReference(*p2, 13);
+}
+
+TEST(WeightPack, AWeightFedAsAnInputIsNeverPacked) {
+  auto g = std::make_shared<const Graph>(packedConvGraph(true));
+  KernelCache cache;
+  auto plan = compilePlan(g, {Shape{2, 9, 7, 7}, Shape{70, 9, 3, 3}}, cache);
+  EXPECT_EQ(plan->steps[0].packedWeight, nullptr);
+  EXPECT_EQ(plan->packedWeightBytes, 0);
+  EXPECT_EQ(std::get<ConvParams>(plan->steps[0].kernel->params).weightsPacked, 0);
+  expectPlanMatchesReference(*plan, 14);
+}
+
+TEST(WeightPack, TheLayoutPadsChannelsToVectorsInTilesOf64) {
+  ConvParams p;
+  p.m = 130;
+  p.c = p.cg = 2;
+  p.kh = p.kw = 1;
+  p.group = 1;
+  EXPECT_EQ(convPackedWeightFloats(p), 144 * 2);
+  std::vector<float> w(130 * 2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i + 1);
+  std::vector<float> packed(144 * 2, -1.0f);
+  packConvWeights(p, w.data(), packed.data());
+  // Tile 0: [K = 2][64], channel c at tap k = w[c * 2 + k].
+  EXPECT_EQ(packed[0 * 64 + 5], w[5 * 2 + 0]);
+  EXPECT_EQ(packed[1 * 64 + 5], w[5 * 2 + 1]);
+  // Tile 2 (channels 128..143, 16 wide) at 128 * 2: channels 130.. are zeros.
+  EXPECT_EQ(packed[256 + 1 * 16 + 1], w[129 * 2 + 1]);
+  EXPECT_EQ(packed[256 + 0 * 16 + 2], 0.0f);
+  EXPECT_EQ(packed[256 + 1 * 16 + 15], 0.0f);
+  p.m = int64_t{1} << 40;
+  p.c = p.cg = int64_t{1} << 30;
+  EXPECT_EQ(convPackedWeightFloats(p), 0);  // overflow
 }
 
 }  // namespace

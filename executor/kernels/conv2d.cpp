@@ -5,9 +5,11 @@
 // Items with few positions split their output channels between tasks; their B is then gathered
 // once into a buffer the tasks share (runSharedPack).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "executor/kernels/common.h"
@@ -254,6 +256,71 @@ void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w
 
 }  // namespace
 
+bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const float* wp,
+                         const float* b, float lo, float hi, float* out, bool avx512LogicOnAvx2) {
+  auto item = avx512LogicOnAvx2 ? convChannelTileItemF32Avx512LogicOnAvx2 : convChannelTileItemF32;
+  const int64_t depth = p.c * p.kh * p.kw, positions = p.oh * p.ow;
+  if (p.n <= 0 || positions <= 0 || p.m <= 0) return true;
+  // The padded coordinates the taps read: rows [0, rows) and columns [0, cols), the input at
+  // [pt, pt + h) x [pl, pl + w). Unpadded convs (ResNet's 1x1 downsamples) read x in place.
+  const int64_t rows = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1;
+  const int64_t cols = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+  const bool inPlace = p.pt == 0 && p.pl == 0 && rows <= p.h && cols <= p.w;
+  const int64_t ph = inPlace ? p.h : rows, pw = inPlace ? p.w : cols, plane = ph * pw;
+  thread_local std::vector<int32_t> koff;
+  koff.resize(static_cast<size_t>(depth));
+  for (int64_t ci = 0, k = 0; ci < p.c; ++ci)
+    for (int64_t ki = 0; ki < p.kh; ++ki)
+      for (int64_t kj = 0; kj < p.kw; ++kj)
+        koff[static_cast<size_t>(k++)] =
+            static_cast<int32_t>(ci * plane + ki * p.dh * pw + kj * p.dw);
+  // By pointer: inside the tasks' lambda, `koff` would name each worker's own thread_local.
+  const int32_t* offsets = koff.data();
+  const int64_t tiles = ((p.m + 15) / 16 * 16 + kConvTileChannels - 1) / kConvTileChannels;
+  // Images run in batches, one fork-join per batch (and one more for its padded copies): all
+  // of them when x is read in place, else as many as kMaxSharedPackFloats of copies hold.
+  // Forking per image cost MobileNetV2 at batch 32 a fork-join per 14 x 14 layer and image.
+  const int64_t perImage = inPlace ? 0 : p.c * plane;
+  const int64_t batch =
+      inPlace ? p.n
+              : std::clamp<int64_t>(kMaxSharedPackFloats / std::max<int64_t>(perImage, 1), 1, p.n);
+  std::optional<SharedPackLease> lease;
+  if (!inPlace) lease.emplace(static_cast<size_t>(batch * perImage));
+  for (int64_t i0 = 0; i0 < p.n; i0 += batch) {
+    const int64_t imgs = std::min(batch, p.n - i0);
+    const float* xb = x + i0 * p.c * p.h * p.w;
+    const float* src = xb;
+    int64_t imageStride = p.c * p.h * p.w;
+    if (!inPlace) {
+      float* padded = lease->get();
+      detail::runItems(tasks, imgs * p.c, [&](int64_t u) {
+        float* dst = padded + u * plane;
+        std::fill(dst, dst + plane, 0.0f);
+        const float* in = xb + u * p.h * p.w;
+        const int64_t n = std::min(p.w, pw - p.pl);
+        for (int64_t y = 0; y < p.h && y + p.pt < ph; ++y)
+          if (n > 0) std::copy(in + y * p.w, in + y * p.w + n, dst + (y + p.pt) * pw + p.pl);
+      });
+      src = padded;
+      imageStride = perImage;
+    }
+    // Row blocks: enough items for every task (four per task evens out the last ones).
+    const int64_t rowBlocks =
+        tasks > 1 ? std::clamp<int64_t>((4 * tasks + imgs * tiles - 1) / (imgs * tiles), 1, p.oh)
+                  : 1;
+    std::atomic<bool> ran{true};
+    detail::runItems(tasks, imgs * rowBlocks * tiles, [&](int64_t u) {
+      const int64_t tile = u % tiles, blk = u / tiles % rowBlocks, img = u / tiles / rowBlocks;
+      const int64_t oy0 = blk * p.oh / rowBlocks, oy1 = (blk + 1) * p.oh / rowBlocks;
+      if (!item(p, src + img * imageStride, pw, offsets, wp, b, lo, hi,
+                out + (i0 + img) * p.m * positions, tile, oy0, oy1))
+        ran.store(false, std::memory_order_relaxed);
+    });
+    if (!ran.load()) return false;
+  }
+  return true;
+}
+
 void ref::refConv2d(const Attrs& attrs, std::span<const TensorView> ins, const TensorView& out) {
   namespace a = attr::Conv2d;
   const Shape& xs = ins[0].shape;
@@ -298,7 +365,13 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
   float* o = static_cast<float*>(out);
   const float lo = actBound(spec.key.attrs, attr::Conv2d::act_min, -kInfF),
               hi = actBound(spec.key.attrs, attr::Conv2d::act_max, kInfF);
-  if (p->path == ConvParams::Path::kDepthwise) {
+  if (p->weightsPacked) {
+    // The plan bound the weight packed for this path (compiler/weight_pack.h) and chose it for
+    // the ISA this process runs, so it cannot fall back: the im2col path cannot read a pack.
+    if (!runConvChannelTiles(*p, spec.tasks, x, w, b, lo, hi, o))
+      fail(ErrorKind::kShape, "kernel {}: packed weights need the AVX-512 channel-tile path",
+           spec.name);
+  } else if (p->path == ConvParams::Path::kDepthwise) {
     runDepthwise(*p, spec.tasks, x, w, b, lo, hi, o);
   } else {
     runGemmPath(*p, spec.tasks, x, w, b, lo, hi, o);

@@ -128,6 +128,11 @@ void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, co
   convItem<V, kConvMrAvx512, kConvNrAvx512 / V::kLanes>(p, x, w, bias, lo, hi, out, m0, m1, p0, p1,
                                                         GemmBuffers{gemmBuffer});
 }
+void channelTileItemAvx512Logic(const ConvParams& p, const float* src, int64_t pw,
+                                const int32_t* koff, const float* wp, const float* bias, float lo,
+                                float hi, float* out, int64_t tile, int64_t oy0, int64_t oy1) {
+  channelTileItem<F32x16OnAvx2>(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+}
 }  // namespace isa_avx2
 GEARBOX_ISA_END
 
@@ -180,6 +185,11 @@ void depthwiseItems(const ConvParams& p, const float* x, const float* w, const f
 
 bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
   return maxPoolPlane<F32x16>(p, in, out, GemmBuffers{gemmBuffer});
+}
+void channelTileItem(const ConvParams& p, const float* src, int64_t pw, const int32_t* koff,
+                     const float* wp, const float* bias, float lo, float hi, float* out,
+                     int64_t tile, int64_t oy0, int64_t oy1) {
+  channelTileItem<F32x16>(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
 }
 }  // namespace isa_avx512
 GEARBOX_ISA_END
@@ -294,6 +304,31 @@ bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, 
   }
 #endif
   return false;
+}
+
+bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw, const int32_t* koff,
+                            const float* wp, const float* bias, float lo, float hi, float* out,
+                            int64_t tile, int64_t oy0, int64_t oy1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  if (activeIsa() == Isa::kAvx512) {
+    isa_avx512::channelTileItem(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+    return true;
+  }
+#endif
+  return false;
+}
+
+bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* src, int64_t pw,
+                                             const int32_t* koff, const float* wp,
+                                             const float* bias, float lo, float hi, float* out,
+                                             int64_t tile, int64_t oy0, int64_t oy1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  if (activeIsa() < Isa::kAvx2) return false;
+  isa_avx2::channelTileItemAvx512Logic(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+  return true;
+#else
+  return false;
+#endif
 }
 
 int64_t depthwiseGroup(const ConvParams& p) {

@@ -1,0 +1,91 @@
+#include "compiler/weight_pack.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "graph/error.h"
+
+namespace gearbox {
+
+int64_t convPackedWeightFloats(const ConvParams& p) {
+  const int64_t k = p.cg * p.kh * p.kw;
+  const int64_t m16 = (p.m + 15) / 16 * 16;
+  int64_t floats = 0;
+  if (k <= 0 || m16 <= 0 || __builtin_mul_overflow(m16, k, &floats)) return 0;
+  return floats;
+}
+
+void packConvWeights(const ConvParams& p, const float* w, float* out) {
+  const int64_t k = p.cg * p.kh * p.kw;
+  const int64_t m16 = (p.m + 15) / 16 * 16;
+  for (int64_t t0 = 0; t0 < m16; t0 += kConvTileChannels) {
+    const int64_t width = std::min<int64_t>(kConvTileChannels, m16 - t0);
+    float* tile = out + t0 * k;
+    // Channel by channel: each reads one weight row in order and writes a strided column.
+    for (int64_t c = 0; c < width; ++c) {
+      const int64_t oc = t0 + c;
+      if (oc < p.m) {
+        const float* row = w + oc * k;
+        for (int64_t i = 0; i < k; ++i) tile[i * width + c] = row[i];
+      } else {
+        for (int64_t i = 0; i < k; ++i) tile[i * width + c] = 0.0f;
+      }
+    }
+  }
+}
+
+size_t WeightPackCache::KeyHash::operator()(const Key& k) const {
+  size_t h = std::hash<const void*>{}(k.tensor);
+  h ^= std::hash<int64_t>{}(k.m) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= std::hash<int64_t>{}(k.k) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Tensor>& w,
+                                                  const ConvParams& p, bool* packedNow) {
+  if (packedNow) *packedNow = false;
+  const int64_t k = p.cg * p.kh * p.kw;
+  if (!w || w->dtype() != DType::kF32 || p.group != 1 || w->numel() != p.m * k)
+    fail(ErrorKind::kShape, "conv2d weight pack: the constant is not an f32 [{}, {}] weight", p.m,
+         k);
+  const Key key{w.get(), p.m, k};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto e = cache_.get(key)) {
+    // The same constant (not a new one at a freed one's address), and a plan still holds it.
+    const bool same = !e->tensor.owner_before(w) && !w.owner_before(e->tensor);
+    if (same && !e->tensor.expired())
+      if (auto packed = e->packed.lock()) {
+        ++hits_;
+        return packed;
+      }
+  }
+  ++misses_;
+  const int64_t floats = convPackedWeightFloats(p);
+  if (floats <= 0) fail(ErrorKind::kShape, "conv2d weight pack: {} x {} floats overflow", p.m, k);
+  const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
+  auto* data = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (!data) throw std::bad_alloc();
+  std::shared_ptr<const float> packed(data,
+                                      [](const float* q) { std::free(const_cast<float*>(q)); });
+  packConvWeights(p, w->as<const float>(), data);
+  cache_.put(key, Entry{w, packed});
+  if (packedNow) *packedNow = true;
+  return packed;
+}
+
+CacheStats WeightPackCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  CacheStats s = cache_.stats();
+  s.hits = hits_;
+  s.misses = misses_;
+  return s;
+}
+
+WeightPackCache& weightPackCache() {
+  static WeightPackCache* cache = new WeightPackCache();  // never destroyed: plans outlive main's
+  return *cache;
+}
+
+}  // namespace gearbox

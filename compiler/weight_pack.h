@@ -1,0 +1,68 @@
+#pragma once
+// Weights re-laid out once, when a static plan is built, for kernels that read them in another
+// order than the graph holds them: conv2d's channel-tile path (ConvParams::channelTiles) reads,
+// per tap k, 64 consecutive output channels, where the graph's [M, C, KH, KW] weight has them
+// K = C * KH * KW floats apart. ONNX Runtime (MLAS's NCHWc convolutions), TensorRT and Ascend's
+// GE (FRACTAL_Z) do the same to constant weights at session or engine build.
+//
+// Only constants are packed: a weight fed as a graph input may change between calls, so its
+// convolution keeps the im2col path, as do eager and dynamic modes, which run generic or
+// per-op specs on the graph's tensors.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "compiler/kernel_spec.h"
+#include "compiler/lru_cache.h"
+#include "graph/tensor.h"
+
+namespace gearbox {
+
+// The packed layout: output channels rounded up to a multiple of 16 (zeros past m), in tiles
+// of kConvTileChannels; tile t holds channels [64 t, min(64 t + 64, m16)) as [K][width] floats
+// at offset 64 t K. Returns m16 * K (0 when the product overflows).
+int64_t convPackedWeightFloats(const ConvParams& p);
+// Packs w ([m, K] row-major, K = cg * kh * kw, one group) into out (convPackedWeightFloats).
+void packConvWeights(const ConvParams& p, const float* w, float* out);
+
+// The packed weights of a constant, shared by every plan built from it: the 64 gears of a
+// session are 64 plans over one graph, and packing each conv's weight per plan would multiply
+// its memory by 64. The cache owns nothing: it maps (constant, layout) to the plans' packs by
+// weak pointers, so a pack lives exactly as long as some plan uses it, and a constant freed and
+// its address reused is told apart from the old one (the weak pointer to it has expired).
+// Capacity: 4,096 entries, least recently used evicted first (an evicted entry's pack stays
+// valid for the plans holding it; a later plan then packs its own). Thread-safe.
+class WeightPackCache {
+ public:
+  explicit WeightPackCache(size_t capacity = 4096) : cache_(capacity) {}
+  // The pack of `w` (a Conv2d weight constant, f32, [p.m, K]) for `p`'s layout; packs it on a
+  // miss. Sets *packedNow when this call packed it.
+  std::shared_ptr<const float> get(const std::shared_ptr<const Tensor>& w, const ConvParams& p,
+                                   bool* packedNow = nullptr);
+  // hits: a plan got a pack another plan holds; misses: packed (absent, stale or expired);
+  // evictions, size and capacity: the map's.
+  CacheStats stats() const;
+
+ private:
+  struct Key {
+    const Tensor* tensor;
+    int64_t m, k;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct Entry {
+    std::weak_ptr<const Tensor> tensor;
+    std::weak_ptr<const float> packed;
+  };
+  mutable std::mutex mu_;  // held across a pack: two gears' plans never pack one weight twice
+  LruCache<Key, Entry, KeyHash> cache_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+// The process's cache, which every plan compile uses.
+WeightPackCache& weightPackCache();
+
+}  // namespace gearbox
