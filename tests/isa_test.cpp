@@ -335,6 +335,20 @@ std::vector<ConvGeom> convGeoms() {
        0.0f,
        0.4f},
       {"dw_5x5_no_pad", {1, 2, 6, 5}, {2, 1, 5, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
+      // Stride-2 3 x 3 planes read in place (depthwiseDirectPlane): asymmetric pads, an odd
+      // width, rows of 64 + 6 outputs, a single row, the clamp.
+      {"dw_s2_asym_relu6",
+       {1, 3, 12, 37},
+       {3, 1, 3, 3},
+       {2, 2},
+       {0, 1, 1, 0},
+       {1, 1},
+       3,
+       true,
+       0.0f,
+       0.6f},
+      {"dw_s2_wide", {1, 2, 9, 140}, {2, 1, 3, 3}, {1, 2}, {1, 1, 1, 1}, {1, 1}, 2, false},
+      {"dw_s2_one_row", {2, 2, 3, 5}, {2, 1, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 2, true},
   };
 }
 
