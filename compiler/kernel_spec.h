@@ -217,6 +217,11 @@ struct ConvParams {
   // input read in place (or from a zero-padded copy). No im2col, and no part-tile where a plane
   // is narrower than a 64-position tile (ResNet's 7 x 7 layers ran at 0.52 of oneDNN on those).
   int64_t channelTiles = 0;
+  // 1: the depthwise path runs in channel blocks instead (AVX-512; 3 x 3, stride 1 or 2, one
+  // output channel per group): 16 channels at a time in the vector lanes, each input row
+  // transposed once into a padded blocked row, each output row transposed back
+  // (executor/simd/conv_body.inc's channelBlockItem). Items are (image, 16 channels, row band).
+  int64_t channelBlocks = 0;
   // Not a compile decision: a static plan sets it on its own copy of the spec when it binds the
   // packed weight (compiler/weight_pack.h) in place of input 1. Never stored or compared with a
   // recompile (a stored spec always has 0).

@@ -640,6 +640,99 @@ TEST(IsaConv, TheCompileStepSplitsChannelsOnlyForFewPositions) {
   EXPECT_EQ(q.colBlock % 16, 0);
 }
 
+// The depthwise channel-block path (ConvParams::channelBlocks) as a whole-tensor function: items
+// of (image, 16 channels, band of output rows) as executor/kernels/conv2d.cpp makes them, with
+// kBands bands (capped at the rows; 0: one band per row), on AVX-512 or its logic on AVX2.
+template <int kBands, bool kLogic>
+bool channelBlocksWhole(const ConvParams& p, const float* x, const float* w, const float* b,
+                        float lo, float hi, float* out) {
+  const int64_t bands = kBands == 0 ? p.oh : std::min<int64_t>(kBands, p.oh);
+  for (int64_t img = 0; img < p.n; ++img)
+    for (int64_t oc0 = 0; oc0 < p.m; oc0 += 16)
+      for (int64_t band = 0; band < bands; ++band) {
+        const int64_t oy0 = band * p.oh / bands, oy1 = (band + 1) * p.oh / bands;
+        if (oy1 > oy0 &&
+            !kernels::convChannelBlockItemF32(p, x, w, b, lo, hi, out, img, oc0,
+                                              std::min<int64_t>(16, p.m - oc0), oy0, oy1, kLogic))
+          return false;
+      }
+  return true;
+}
+
+// Geometries of the channel-block path: the 3 x 3 stride 1-2 depthwise ones above (3-5
+// channels: one part-block) and blocks of 16 + 1 and 16 + 16 + 8 channels over 2 images; planes
+// narrower than 16 columns (whole-plane transposes, 15 + 1 positions per row of chunks), exactly
+// 16 wide, a stride-2 row whose output is narrower than 16 from a wider input, rows and columns
+// of 1, pads of 2 and of 0 on one side, row stride 2 with column stride 1, and clamps.
+std::vector<ConvGeom> channelBlockGeoms() {
+  std::vector<ConvGeom> out;
+  for (const ConvGeom& g : convGeoms())
+    if (g.group > 1 && g.w[2] == 3 && g.w[3] == 3 && g.dilations[0] == 1 && g.dilations[1] == 1 &&
+        g.strides[0] <= 2 && g.strides[1] <= 2)
+      out.push_back(g);
+  const std::vector<ConvGeom> more = {
+      {"cb_17_ch_15_wide", {2, 17, 9, 15}, {17, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 17, true},
+      {"cb_40_ch_16_wide_relu6",
+       {1, 40, 5, 16},
+       {40, 1, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       40,
+       true,
+       0.0f,
+       0.5f},
+      {"cb_s2_out_narrow", {1, 20, 11, 21}, {20, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 20, true},
+      {"cb_row_of_1", {1, 16, 1, 40}, {16, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, false},
+      {"cb_column_of_1", {1, 18, 23, 1}, {18, 1, 3, 3}, {2, 1}, {1, 1, 1, 1}, {1, 1}, 18, true},
+      {"cb_pad_2", {1, 33, 6, 19}, {33, 1, 3, 3}, {1, 2}, {2, 2, 2, 0}, {1, 1}, 33, true},
+      {"cb_no_pad_s2", {2, 16, 16, 33}, {16, 1, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 16, true},
+      {"cb_1x1_plane", {1, 24, 1, 1}, {24, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 24, true},
+  };
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+TEST(IsaConv, ChannelBlockDepthwisePathMatchesThePlainLoop) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const bool avx512 = detectedIsa() >= Isa::kAvx512;
+  for (const ConvGeom& g : channelBlockGeoms()) {
+    const ConvParams p = compiledConv(g);
+    ASSERT_EQ(p.path, ConvParams::Path::kDepthwise) << g.name;
+    checkConv(g, p, "avx512 logic, 1 band", nullptr, nullptr, channelBlocksWhole<1, true>);
+    checkConv(g, p, "avx512 logic, 3 bands", nullptr, nullptr, channelBlocksWhole<3, true>);
+    checkConv(g, p, "avx512 logic, a band per row", nullptr, nullptr, channelBlocksWhole<0, true>);
+    if (!avx512) continue;
+    ScopedIsaOverride forced(Isa::kAvx512);
+    checkConv(g, p, "avx512, 1 band", nullptr, nullptr, channelBlocksWhole<1, false>);
+    checkConv(g, p, "avx512, 2 bands", nullptr, nullptr, channelBlocksWhole<2, false>);
+  }
+}
+
+TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx512) {
+  const int64_t on = activeIsa() == Isa::kAvx512 ? 1 : 0;
+  auto dw = [](std::string name, int64_t c, int64_t k, std::vector<int64_t> strides,
+               std::vector<int64_t> dilations, int64_t mult) {
+    const int64_t pad = (k - 1) / 2;
+    return ConvGeom{std::move(name),
+                    {1, c, 28, 28},
+                    {c * mult, 1, k, k},
+                    strides,
+                    {pad, pad, pad, pad},
+                    dilations,
+                    c};
+  };
+  EXPECT_EQ(compiledConv(dw("s1", 144, 3, {1, 1}, {1, 1}, 1)).channelBlocks, on);
+  EXPECT_EQ(compiledConv(dw("s2", 96, 3, {2, 2}, {1, 1}, 1)).channelBlocks, on);
+  EXPECT_EQ(compiledConv(dw("5x5", 96, 5, {1, 1}, {1, 1}, 1)).channelBlocks, 0);
+  EXPECT_EQ(compiledConv(dw("dilated", 96, 3, {1, 1}, {2, 2}, 1)).channelBlocks, 0);
+  EXPECT_EQ(compiledConv(dw("s3", 96, 3, {3, 3}, {1, 1}, 1)).channelBlocks, 0);
+  EXPECT_EQ(compiledConv(dw("multiplier", 8, 3, {1, 1}, {1, 1}, 2)).channelBlocks, 0);
+  // Not depthwise: one group.
+  const ConvGeom dense{"dense", {1, 16, 28, 28}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  EXPECT_EQ(compiledConv(dense).channelBlocks, 0);
+}
+
 // max_pool2d's vector walk (conv_body.inc) against the reference on every ISA: a NaN in a plane
 // must come out as NaN where its windows reach (that plane takes the scalar loop), and +-inf
 // are ordinary values.

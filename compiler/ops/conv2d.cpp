@@ -9,7 +9,7 @@
 namespace gearbox::ops {
 namespace {
 
-constexpr FieldList<ConvParams, 23> kConvFields{{
+constexpr FieldList<ConvParams, 24> kConvFields{{
     {"n", &ConvParams::n},
     {"c", &ConvParams::c},
     {"h", &ConvParams::h},
@@ -33,6 +33,7 @@ constexpr FieldList<ConvParams, 23> kConvFields{{
     {"m_split", &ConvParams::mSplit},
     {"kc", &ConvParams::kc},
     {"channel_tiles", &ConvParams::channelTiles},
+    {"channel_blocks", &ConvParams::channelBlocks},
 }};
 
 // The gathered block of one item, kc x colBlock floats, stays within this (256 KiB: half of a
@@ -64,6 +65,15 @@ bool channelTilesFit(const ConvParams& p) {
   int64_t plane = 0, all = 0;
   return !__builtin_mul_overflow(rows, cols, &plane) && !__builtin_mul_overflow(plane, p.c, &all) &&
          all < (int64_t{1} << 31);
+}
+
+// Depthwise in channel blocks (ConvParams::channelBlocks) on AVX-512: its row walk is written
+// for a 3 x 3 window without dilation, row and column strides of 1 or 2, and one output channel
+// per input channel (every depthwise layer of MobileNetV2 and ShuffleNetV2).
+bool channelBlocksFit(const ConvParams& p) {
+  return activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 &&
+         (p.sh == 1 || p.sh == 2) && (p.sw == 1 || p.sw == 2) && p.cg == 1 && p.mg == 1 &&
+         p.oh > 0 && p.ow > 0 && p.pt >= 0 && p.pl >= 0;
 }
 
 }  // namespace
@@ -105,6 +115,7 @@ void compileConv2d(KernelSpec& spec) {
     p.path = ConvParams::Path::kDepthwise;
     p.colBlock = 0;
     p.kc = 0;
+    p.channelBlocks = channelBlocksFit(p) ? 1 : 0;
   } else {
     const bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 &&
                            p.pl == 0 && pads[2] == 0 && pads[3] == 0;

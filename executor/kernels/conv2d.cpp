@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/cpu_isa.h"
 #include "executor/kernels/common.h"
 #include "executor/kernels/gemm.h"
 #include "executor/kernels/op_kernels.h"
@@ -245,6 +246,23 @@ void runDepthwisePlane(const ConvParams& p, const float* x, const float* w, cons
 // runDepthwisePlane's above: interior output columns need no bounds checks, the border ones do.
 void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
                   float lo, float hi, float* out) {
+  if (p.channelBlocks && activeIsa() == Isa::kAvx512) {
+    // Items of (image, 16 channels, band of output rows); bands only where the channel blocks
+    // are too few to keep every task busy (four items per task even out the last ones; a band
+    // transposes its window's 1-2 extra input rows once more).
+    const int64_t blocks = p.n * ((p.m + 15) / 16);
+    const int64_t bands =
+        tasks > 1 ? std::clamp<int64_t>((4 * tasks + blocks - 1) / blocks, 1, p.oh) : 1;
+    detail::runItems(tasks, blocks * bands, [&](int64_t item) {
+      const int64_t band = item % bands, block = item / bands;
+      const int64_t img = block / ((p.m + 15) / 16), oc0 = block % ((p.m + 15) / 16) * 16;
+      const int64_t oy0 = band * p.oh / bands, oy1 = (band + 1) * p.oh / bands;
+      if (oy1 > oy0)
+        convChannelBlockItemF32(p, x, w, b, lo, hi, out, img, oc0, std::min<int64_t>(16, p.m - oc0),
+                                oy0, oy1);
+    });
+    return;
+  }
   const int64_t planes = p.n * p.m, group = depthwiseGroup(p);
   detail::runItems(tasks, (planes + group - 1) / group, [&](int64_t chunk) {
     const int64_t first = chunk * group, last = std::min(planes, first + group);

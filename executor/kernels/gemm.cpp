@@ -133,6 +133,12 @@ void channelTileItemAvx512Logic(const ConvParams& p, const float* src, int64_t p
                                 float hi, float* out, int64_t tile, int64_t oy0, int64_t oy1) {
   channelTileItem<F32x16OnAvx2>(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
 }
+void channelBlockItemAvx512Logic(const ConvParams& p, const float* x, const float* w,
+                                 const float* b, float lo, float hi, float* out, int64_t img,
+                                 int64_t oc0, int64_t channels, int64_t oy0, int64_t oy1) {
+  channelBlockItem<F32x16OnAvx2>(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1,
+                                 GemmBuffers{gemmBuffer});
+}
 }  // namespace isa_avx2
 GEARBOX_ISA_END
 
@@ -190,6 +196,12 @@ void channelTileItem(const ConvParams& p, const float* src, int64_t pw, const in
                      const float* wp, const float* bias, float lo, float hi, float* out,
                      int64_t tile, int64_t oy0, int64_t oy1) {
   channelTileItem<F32x16>(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+}
+void channelBlockItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                      float hi, float* out, int64_t img, int64_t oc0, int64_t channels, int64_t oy0,
+                      int64_t oy1) {
+  channelBlockItem<F32x16>(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1,
+                           GemmBuffers{gemmBuffer});
 }
 }  // namespace isa_avx512
 GEARBOX_ISA_END
@@ -329,6 +341,23 @@ bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* s
 #else
   return false;
 #endif
+}
+
+bool convChannelBlockItemF32(const ConvParams& p, const float* x, const float* w, const float* b,
+                             float lo, float hi, float* out, int64_t img, int64_t oc0,
+                             int64_t channels, int64_t oy0, int64_t oy1, bool avx512LogicOnAvx2) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  if (avx512LogicOnAvx2) {
+    if (activeIsa() < Isa::kAvx2) return false;
+    isa_avx2::channelBlockItemAvx512Logic(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1);
+    return true;
+  }
+  if (activeIsa() == Isa::kAvx512) {
+    isa_avx512::channelBlockItem(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1);
+    return true;
+  }
+#endif
+  return false;
 }
 
 int64_t depthwiseGroup(const ConvParams& p) {

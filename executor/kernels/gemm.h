@@ -85,6 +85,15 @@ bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, 
 bool convDepthwiseItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const float* w,
                                            const float* b, float lo, float hi, float* out,
                                            int64_t item0, int64_t item1);
+// One item of conv2d's depthwise path in channel blocks (ConvParams::channelBlocks;
+// conv_body.inc's channelBlockItem): output rows [oy0, oy1) of output channels
+// [oc0, oc0 + channels) (channels <= 16) of image img, on the whole tensors x, w, b (b may be
+// null), out. With avx512LogicOnAvx2 (tests), the same 16-lane logic on AVX2 registers. False
+// (nothing run) when that instantiation cannot run here.
+bool convChannelBlockItemF32(const ConvParams& p, const float* x, const float* w, const float* b,
+                             float lo, float hi, float* out, int64_t img, int64_t oc0,
+                             int64_t channels, int64_t oy0, int64_t oy1,
+                             bool avx512LogicOnAvx2 = false);
 // Planes per depthwise item: narrow planes in groups, so that each plane's phased copy is made
 // well before it is read (conv_body.inc's depthwiseItems says why), up to 8 and ~32 KiB of copies.
 int64_t depthwiseGroup(const ConvParams& p);

@@ -8,13 +8,16 @@
 //   when either is NaN), V::loadN(p, n) / V::storeN(p, r, n) (the first n lanes,
 //   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
 //   an array's end).
-// 16-lane types also have V::permute2(lo, idx, hi, keep): lane i is lane idx[i] (0..31) of the
+// 16-lane types also have V::transpose16(r) (r[i] lane j <-> r[j] lane i, 16 registers) and
+// V::permute2(lo, idx, hi, keep): lane i is lane idx[i] (0..31) of the
 // 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's vpermt2ps); and
 // V::loadMask(p, m): lane i is p[i] where bit i of m is set, else zero, and no other lane is
 // read (so p + i may lie outside the array for a clear bit).
 // The AVX-512 kernels are the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane
 // logic (tile shapes, edges, blocking for 32 registers) on pairs of AVX2 registers, so the
 // tests exercise the AVX-512 instantiation's logic on a machine without AVX-512.
+#include <utility>
+
 #include "executor/simd/isa_target.h"
 
 #if GEARBOX_HAVE_ISA_REGIONS
@@ -88,6 +91,13 @@ struct F32x16OnAvx2 {
     for (int i = 0; i < 16; ++i) out[i] = (m >> i & 1u) ? p[i] : 0.0f;
     return load(out);
   }
+  GEARBOX_SIMD_INLINE void transpose16(R (&r)[16]) {
+    alignas(32) float m[16][16];
+    for (int i = 0; i < 16; ++i) store(m[i], r[i]);
+    for (int i = 0; i < 16; ++i)
+      for (int j = i + 1; j < 16; ++j) std::swap(m[i][j], m[j][i]);
+    for (int i = 0; i < 16; ++i) r[i] = load(m[i]);
+  }
   GEARBOX_SIMD_INLINE R permute2(R lo, const int32_t* idx, R hi, uint32_t keep) {
     alignas(32) float both[32], out[16];
     store(both, lo);
@@ -126,6 +136,31 @@ struct F32x16 {
   }
   GEARBOX_SIMD_INLINE R loadMask(const float* p, uint32_t m) {
     return _mm512_maskz_loadu_ps(static_cast<__mmask16>(m), p);
+  }
+  // r[i] lane j <-> r[j] lane i: in-lane unpacks and shuffles, then two rounds of 128-bit block
+  // shuffles (64 one-source-lane or block ops; a vpermt2ps per output vector and stage, the same
+  // count, ran at half their rate on Zen 4).
+  GEARBOX_SIMD_INLINE void transpose16(R (&r)[16]) {
+    R t[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int h = 0; h < 16; h += 8)
+      for (int i = 0; i < 4; ++i) {
+        t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+        t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
+      }
+    for (int i = 0; i < 8; ++i) {
+      r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+      r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
   }
   GEARBOX_SIMD_INLINE R permute2(R lo, const int32_t* idx, R hi, uint32_t keep) {
     return _mm512_maskz_permutex2var_ps(static_cast<__mmask16>(keep), lo, _mm512_loadu_si512(idx),
