@@ -43,6 +43,7 @@ void bindArena(Plan& plan, std::shared_ptr<std::byte> arena) {
   plan.arena = std::move(arena);
   for (size_t v = 0; v < plan.storage.size(); ++v)
     if (plan.storage[v] == Storage::kArena) plan.ptrs[v] = plan.arena.get() + plan.location[v];
+  plan.argsBound = false;
 }
 
 std::shared_ptr<Plan> compilePlan(const Graph& g, const InputSignature& sig, KernelCache& kernels,

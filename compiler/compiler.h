@@ -67,6 +67,11 @@ struct Plan {
   std::shared_ptr<std::byte> arena;
   mutable std::vector<void*> ptrs;  // per value
   mutable std::vector<const void*> argPtrs;
+  // The argPtrs slots that change from call to call (graph inputs and outputs), and whether the
+  // others are filled for the arena bound now: a call then rewrites only those slots instead of
+  // gathering every argument of every step (executor/plan_runner.cpp).
+  mutable std::vector<int32_t> callArgSlots;
+  mutable bool argsBound = false;
 
   std::string summary() const;
 };

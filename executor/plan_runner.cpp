@@ -33,10 +33,25 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
       ptrs[v] = outputs[i].data;
   }
   const void** args = plan.argPtrs.data();
+  if (!plan.argsBound) {
+    // Once per arena: every argument (constants, arena values, packed weights), and the slots
+    // that read a graph input or output, the only ones a later call must rewrite.
+    plan.callArgSlots.clear();
+    for (const PlanStep& step : plan.steps) {
+      for (int32_t a = 0; a < step.numArgs; ++a) {
+        const int32_t slot = step.firstArg + a;
+        args[slot] = ptrs[plan.args[slot]];
+        const Storage s = plan.storage[plan.args[slot]];
+        if ((s == Storage::kInput || s == Storage::kOutput) && !(step.packedWeight && a == 1))
+          plan.callArgSlots.push_back(slot);
+      }
+      if (step.packedWeight) args[step.firstArg + 1] = step.packedWeight.get();
+    }
+    plan.argsBound = true;
+  } else {
+    for (const int32_t slot : plan.callArgSlots) args[slot] = ptrs[plan.args[slot]];
+  }
   for (const PlanStep& step : plan.steps) {
-    for (int32_t a = 0; a < step.numArgs; ++a)
-      args[step.firstArg + a] = ptrs[plan.args[step.firstArg + a]];
-    if (step.packedWeight) args[step.firstArg + 1] = step.packedWeight.get();
     try {
       kernels::run(*step.kernel, args + step.firstArg, ptrs[step.out]);
     } catch (const std::exception& e) {

@@ -3,8 +3,10 @@
 // sharing the session's graph, and gears sharing one arena.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "compiler/compiler.h"
@@ -244,6 +246,34 @@ void expectPlanMatchesReference(const Plan& plan, uint64_t seed) {
   const float* exp = want[0].as<float>();
   for (int64_t i = 0; i < want[0].numel(); ++i)
     ASSERT_NEAR(got[i], exp[i], 1e-4 * (1.0 + std::fabs(exp[i]))) << "element " << i;
+}
+
+// A static plan fills its argument table once per arena, then rewrites only the slots that read
+// a graph input or output (executor/plan_runner.cpp): every call brings new input and output
+// buffers here, and a new arena from the third call on, the old one kept alive and filled with
+// NaN so an argument still pointing into it would show in the result.
+TEST(PlanRunner, EachCallRebindsInputsAndOutputsAndANewArenaRebindsEveryArgument) {
+  GraphBuilder b("rebind");
+  const ValueId x = b.input("x", DType::kF32, {3, 5});
+  const ValueId y = b.input("y", DType::kF32, {3, 5});
+  const ValueId s = b.add(x, y);  // input + input -> arena
+  const ValueId t = b.add(s, x);  // arena + input
+  b.output(b.add(t, s));          // arena + arena -> output 0
+  b.output(t);
+  KernelCache cache;
+  auto plan = compilePlan(b.build(), {Shape{3, 5}, Shape{3, 5}}, cache);
+  ASSERT_GT(plan->arenaBytes, 0);
+  std::shared_ptr<std::byte> old;
+  for (int call = 0; call < 4; ++call) {
+    SCOPED_TRACE(call);
+    if (call == 2) {
+      old = plan->arena;
+      bindArena(*plan, allocateArena(plan->arenaBytes));
+      float* f = reinterpret_cast<float*>(old.get());
+      std::fill(f, f + plan->arenaBytes / 4, std::numeric_limits<float>::quiet_NaN());
+    }
+    expectPlanMatchesReference(*plan, 100 + call);
+  }
 }
 
 TEST(WeightPack, PlansOfOneGraphShareOnePackOfAConstantWeight) {
