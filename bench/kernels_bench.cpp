@@ -233,7 +233,21 @@ const std::vector<ConvShape>& convShapes() {
   return shapes;
 }
 
-void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask) {
+// How a static plan holds a layer's tensors in MobileNetV2 on AVX-512 (compiler.cpp's
+// blockActivations): a depthwise layer reads and writes channel blocks, an expanding 1x1 writes
+// them and a projecting 1x1 reads them, both on the channel-tile path. kPlanar: NCHW.
+enum class ConvLayout { kPlanar, kAsInPlan };
+
+// Whether the plan blocks this layer's tensors (the layer kinds above).
+bool blockedInPlan(const ConvShape& s) {
+  const bool dw = s.group == s.c && s.group == s.m && s.k == 3;
+  const bool expand = s.label.find("expand") != std::string::npos && s.m % 16 == 0;
+  const bool project = s.label.find("project") != std::string::npos && s.c % 16 == 0;
+  return activeIsa() == Isa::kAvx512 && s.c % 16 == 0 && (dw || expand || project);
+}
+
+void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask,
+                       ConvLayout layout = ConvLayout::kPlanar) {
   Attrs attrs;
   attrs.setInts(attr::Conv2d::strides, {s.stride, s.stride});
   attrs.setInts(attr::Conv2d::pads, {s.pad, s.pad, s.pad, s.pad});
@@ -247,6 +261,17 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
   // As a static plan runs it: where the compile step chose the channel-tile path, the weight
   // (a constant in a model) is packed once, outside the timed loop, as the plan packs it.
   std::vector<float> packed;
+  if (layout == ConvLayout::kAsInPlan) {
+    auto spec = std::make_shared<KernelSpec>(*p.spec);
+    auto& bp = std::get<ConvParams>(spec->params);
+    if (bp.channelBlocks) {
+      bp.inBlocked = bp.outBlocked = 1;
+    } else {
+      bp.channelTiles = 1;
+      (s.label.find("expand") != std::string::npos ? bp.outBlocked : bp.inBlocked) = 1;
+    }
+    p.spec = spec;
+  }
   const auto& cp = std::get<ConvParams>(p.spec->params);
   if (cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) {
     packed.resize(static_cast<size_t>(convPackedWeightFloats(cp)));
@@ -256,7 +281,10 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
     p.spec = spec;
     p.ptrs[1] = packed.data();
   }
-  state.SetLabel(std::get<ConvParams>(p.spec->params).weightsPacked ? "channel tiles" : "");
+  const auto& run = std::get<ConvParams>(p.spec->params);
+  state.SetLabel(fmt::format("{}{}{}", run.weightsPacked ? "channel tiles" : "",
+                             run.inBlocked ? " in nChw16c" : "",
+                             run.outBlocked ? " out nChw16c" : ""));
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());
@@ -486,6 +514,14 @@ bool registerAll() {
         BM_Conv2d_Gearbox(st, c, oneTask);
       })->UseRealTime();
     }
+    if (blockedInPlan(c))
+      for (bool oneTask : {false, true}) {
+        const std::string name =
+            fmt::format("BM_Conv2d_GearboxBlocked{}/{}", oneTask ? "1T" : "", c.label);
+        benchmark::RegisterBenchmark(name.c_str(), [c, oneTask](benchmark::State& st) {
+          BM_Conv2d_Gearbox(st, c, oneTask, ConvLayout::kAsInPlan);
+        })->UseRealTime();
+      }
 #if GEARBOX_BENCH_ONEDNN
     for (int threads : {0, 1}) {
       const std::string name = fmt::format("BM_Conv_OneDNN{}/{}", threads ? "1T" : "", c.label);
@@ -590,6 +626,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
         os << fmt::format("{:<24} {:>7} {:>9.1f} {:>8} {:>7}\n", c.label, one ? "1" : "default", gb,
                           dnnl ? fmt::format("{:.1f}", dnnl) : "-",
                           dnnl ? fmt::format("{:.2f}", gb / dnnl) : "-");
+        // The same layer in the layout a static plan runs it in (blockedInPlan).
+        if (const double blk = get(fmt::format("BM_Conv2d_GearboxBlocked{}/{}", t, c.label)); blk)
+          os << fmt::format("{:<24} {:>7} {:>9.1f} {:>8} {:>7}\n", "  as in the plan (nChw16c)",
+                            one ? "1" : "default", blk, dnnl ? fmt::format("{:.1f}", dnnl) : "-",
+                            dnnl ? fmt::format("{:.2f}", blk / dnnl) : "-");
       }
     }
     os << "\nCopies vs memcpy of the same bytes in this run (ratio of GB/s):\n";

@@ -59,7 +59,10 @@ struct Plan {
   int kernelsReused = 0;
   int64_t packedWeightBytes = 0;  // packs this plan holds (shared with other plans of the graph)
   int weightsPackedNow = 0;       // packs this plan's compile made (not found in the cache)
-  double compileSeconds = 0;      // measured host time
+  // Values held in channel blocks between two convs (compiler.cpp's blockActivations; their
+  // steps' specs are the plan's copies with ConvParams::inBlocked / outBlocked set).
+  int blockedValues = 0;
+  double compileSeconds = 0;  // measured host time
   std::string reason;
 
   // Scratch owned by the plan so that running it allocates nothing. A plan runs on one

@@ -226,6 +226,13 @@ struct ConvParams {
   // packed weight (compiler/weight_pack.h) in place of input 1. Never stored or compared with a
   // recompile (a stored spec always has 0).
   int64_t weightsPacked = 0;
+  // Not compile decisions either: a static plan sets them on its own copy of the spec where it
+  // keeps the value between two such convs in channel blocks (compiler.cpp's blockActivations):
+  // the tensor [n, c, h, w] stored as [n, c / 16, h, w, 16] (c a multiple of 16), the layout
+  // oneDNN calls nChw16c. inBlocked: input 0 is blocked; outBlocked: the output is. Only the
+  // channel-block depthwise path and the channel-tile path (its input read in place) read or
+  // write them; never stored (a stored spec always has 0).
+  int64_t inBlocked = 0, outBlocked = 0;
   // The first output channel (of a group) of channel item j: j * mg / mSplit rounded down to a
   // multiple of 12 (the micro-kernel's rows on AVX-512, twice AVX2's), so that only a group's
   // last item has a partial tile. The compile step keeps mSplit <= mg / 24: no item is empty.

@@ -19,6 +19,11 @@
 
 namespace gearbox {
 
+// Whether conv2d's channel-tile path can run `p` on this process's ISA (AVX-512, one group,
+// column stride 1 or 2, tap offsets within 32 bits): compiler/ops/conv2d.cpp's own test, which
+// a static plan also asks when it keeps a value in channel blocks (compiler.cpp).
+bool convChannelTilesFit(const ConvParams& p);
+
 // The packed layout: output channels rounded up to a multiple of 16 (zeros past m), in tiles
 // of kConvTileChannels; tile t holds channels [64 t, min(64 t + 64, m16)) as [K][width] floats
 // at offset 64 t K. Returns m16 * K (0 when the product overflows).

@@ -688,6 +688,12 @@ std::vector<ConvGeom> channelBlockGeoms() {
       {"cb_pad_2", {1, 33, 6, 19}, {33, 1, 3, 3}, {1, 2}, {2, 2, 2, 0}, {1, 1}, 33, true},
       {"cb_no_pad_s2", {2, 16, 16, 33}, {16, 1, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 16, true},
       {"cb_1x1_plane", {1, 24, 1, 1}, {24, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 24, true},
+      // Rows a multiple of 7 and not of 8 run in blocks of 7 (dwBlockWidth): 7, 14, 21 and 28.
+      {"cb_7x7_32", {1, 32, 7, 7}, {32, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 32, true, 0.0f},
+      {"cb_14_s2_to_7", {2, 16, 14, 14}, {16, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true},
+      {"cb_21_wide", {1, 48, 5, 21}, {48, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 48, false},
+      {"cb_56_s2_to_28", {1, 16, 6, 56}, {16, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true},
+      {"cb_14_wide_s1", {1, 32, 4, 14}, {32, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 32, true},
   };
   out.insert(out.end(), more.begin(), more.end());
   return out;
@@ -707,6 +713,128 @@ TEST(IsaConv, ChannelBlockDepthwisePathMatchesThePlainLoop) {
     checkConv(g, p, "avx512, 1 band", nullptr, nullptr, channelBlocksWhole<1, false>);
     checkConv(g, p, "avx512, 2 bands", nullptr, nullptr, channelBlocksWhole<2, false>);
   }
+}
+
+// ---- activations in channel blocks (ConvParams::inBlocked / outBlocked) ----------------------
+
+// [n, c, positions] planes <-> [n, c / 16, positions, 16] channel blocks (c a multiple of 16).
+std::vector<float> toChannelBlocks(const float* x, int64_t n, int64_t c, int64_t positions) {
+  std::vector<float> out(static_cast<size_t>(n * c * positions));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t q = 0; q < positions; ++q)
+        out[static_cast<size_t>(((i * c + ch / 16 * 16) * positions + q * 16) + ch % 16)] =
+            x[(i * c + ch) * positions + q];
+  return out;
+}
+void fromChannelBlocks(const float* x, int64_t n, int64_t c, int64_t positions, float* out) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t q = 0; q < positions; ++q)
+        out[(i * c + ch) * positions + q] =
+            x[((i * c + ch / 16 * 16) * positions + q * 16) + ch % 16];
+}
+
+// A whole-tensor path run with its input and/or output in channel blocks, as a static plan runs
+// it between two convs: checkConv's planes go in blocked and come back out as planes (the
+// output buffer NaN-filled, so a position the path never writes shows).
+template <ConvWholeFn kWhole, bool kIn, bool kOut>
+bool inChannelBlocks(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                     float hi, float* out) {
+  ConvParams q = p;
+  q.inBlocked = kIn ? 1 : 0;
+  q.outBlocked = kOut ? 1 : 0;
+  const int64_t positions = p.oh * p.ow;
+  const std::vector<float> xb =
+      kIn ? toChannelBlocks(x, p.n, p.c, p.h * p.w) : std::vector<float>{};
+  std::vector<float> ob(kOut ? static_cast<size_t>(p.n * p.m * positions) : 0,
+                        std::numeric_limits<float>::quiet_NaN());
+  if (!kWhole(q, kIn ? xb.data() : x, w, b, lo, hi, kOut ? ob.data() : out)) return false;
+  if (kOut) fromChannelBlocks(ob.data(), p.n, p.m, positions, out);
+  return true;
+}
+
+TEST(IsaConv, ChannelBlockDepthwiseReadsAndWritesChannelBlocks) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const bool avx512 = detectedIsa() >= Isa::kAvx512;
+  int ran = 0;
+  for (const ConvGeom& g : channelBlockGeoms()) {
+    if (g.x[1] % 16 != 0) continue;
+    ++ran;
+    const ConvParams p = compiledConv(g);
+    checkConv(g, p, "logic, in", nullptr, nullptr,
+              inChannelBlocks<channelBlocksWhole<1, true>, true, false>);
+    checkConv(g, p, "logic, out", nullptr, nullptr,
+              inChannelBlocks<channelBlocksWhole<1, true>, false, true>);
+    checkConv(g, p, "logic, both, 3 bands", nullptr, nullptr,
+              inChannelBlocks<channelBlocksWhole<3, true>, true, true>);
+    checkConv(g, p, "logic, both, a band per row", nullptr, nullptr,
+              inChannelBlocks<channelBlocksWhole<0, true>, true, true>);
+    if (!avx512) continue;
+    ScopedIsaOverride forced(Isa::kAvx512);
+    checkConv(g, p, "avx512, both", nullptr, nullptr,
+              inChannelBlocks<channelBlocksWhole<1, false>, true, true>);
+    checkConv(g, p, "avx512, both, 2 bands", nullptr, nullptr,
+              inChannelBlocks<channelBlocksWhole<2, false>, true, true>);
+  }
+  EXPECT_EQ(ran, 7);
+}
+
+// Channel-tile convs that read channel blocks in place (no padding: 1x1 at strides 1 and 2, and
+// a 3 x 3 without padding, whose taps step 16 floats per column) or write them: 7-position rows
+// and rows of 1-6 left, tiles of 4 and of 1-3 vectors, 2 images, clamps.
+TEST(IsaConv, ChannelTilesReadAndWriteChannelBlocks) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const bool avx512 = detectedIsa() >= Isa::kAvx512;
+  const std::vector<ConvGeom> geoms = {
+      {"expand_7x7",
+       {1, 32, 7, 7},
+       {96, 32, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
+      {"project_15x9_2img", {2, 48, 15, 9}, {80, 48, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {"s2_13x13", {1, 16, 13, 13}, {16, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
+      {"3x3_unpadded", {1, 32, 9, 12}, {48, 32, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {"wide_tile_1x1",
+       {1, 64, 3, 20},
+       {256, 64, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       -1.0f,
+       1.0f},
+  };
+  for (const ConvGeom& g : geoms) {
+    const ConvParams p = compiledConv(g);
+    checkConv(g, p, "logic, in", nullptr, nullptr,
+              inChannelBlocks<channelTilesWhole<1, true>, true, false>);
+    checkConv(g, p, "logic, out", nullptr, nullptr,
+              inChannelBlocks<channelTilesWhole<3, true>, false, true>);
+    checkConv(g, p, "logic, both", nullptr, nullptr,
+              inChannelBlocks<channelTilesWhole<2, true>, true, true>);
+    if (!avx512) continue;
+    ScopedIsaOverride forced(Isa::kAvx512);
+    checkConv(g, p, "avx512, in", nullptr, nullptr,
+              inChannelBlocks<channelTilesWhole<1, false>, true, false>);
+    checkConv(g, p, "avx512, out, 2 tasks", nullptr, nullptr,
+              inChannelBlocks<channelTilesWhole<2, false>, false, true>);
+  }
+  // A padded conv cannot read channel blocks (no padded copy is made of them): the path refuses.
+  const ConvGeom padded{"padded", {1, 16, 5, 5}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  ConvParams q = compiledConv(padded);
+  q.inBlocked = 1;
+  std::vector<float> x(16 * 25, 1.0f), w(16 * 16 * 9, 1.0f), out(16 * 25);
+  std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(q)));
+  packConvWeights(q, w.data(), packed.data());
+  EXPECT_FALSE(kernels::runConvChannelTiles(q, 1, x.data(), packed.data(), nullptr, -1e30f, 1e30f,
+                                            out.data(), true));
 }
 
 TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx512) {

@@ -1,6 +1,7 @@
 // The op-level kernel cache and the plan compiler's use of it: counters, LRU eviction, sharding,
 // one compile per key under concurrent lookups, failed compiles, the per-plan memo, plans
 // sharing the session's graph, and gears sharing one arena.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -320,6 +321,133 @@ TEST(WeightPack, AWeightFedAsAnInputIsNeverPacked) {
   EXPECT_EQ(plan->packedWeightBytes, 0);
   EXPECT_EQ(std::get<ConvParams>(plan->steps[0].kernel->params).weightsPacked, 0);
   expectPlanMatchesReference(*plan, 14);
+}
+
+// ---- activations in channel blocks (compiler.cpp's blockActivations) ------------------------
+
+// MobileNetV2's inverted residual block without the residual: a 1x1 conv expanding c to m
+// channels, a 3 x 3 depthwise conv (stride s, relu6), a 1x1 conv projecting to `outC`. Variants
+// that must keep planes: the depthwise output also a graph output, the expanded value also read
+// by an Add, the projection's weight a graph input.
+enum class BlockVariant { kPlain, kDepthwiseIsAnOutput, kTwoReaders, kProjectionWeightIsInput };
+
+Graph invertedBlock(int64_t c, int64_t m, int64_t outC, int64_t stride, BlockVariant v) {
+  GraphBuilder b("inverted");
+  auto x = b.input("x", DType::kF32, {symbolDim("N"), c, symbolDim("H"), symbolDim("W")});
+  auto conv = [&](ValueId in, ValueId w, int64_t s, int64_t pad, int64_t group, bool relu6,
+                  const std::string& name) {
+    Attrs a;
+    a.setInts(attr::Conv2d::strides, {s, s});
+    a.setInts(attr::Conv2d::pads, {pad, pad, pad, pad});
+    a.setInts(attr::Conv2d::dilations, {1, 1});
+    a.setInt(attr::Conv2d::group, group);
+    if (relu6) {
+      a.setFloat(attr::Conv2d::act_min, 0.0f);
+      a.setFloat(attr::Conv2d::act_max, 6.0f);
+    }
+    const int64_t outCh = b.graph().values[w].type.shape[0];
+    auto bias = b.constant(randomTensor(DType::kF32, Shape{outCh}, 70 + outCh), name + "_b");
+    return b.op(OpKind::kConv2d, {in, w, bias}, a, name);
+  };
+  auto w1 = b.constant(randomTensor(DType::kF32, Shape{m, c, 1, 1}, 61), "w1");
+  auto w2 = b.constant(randomTensor(DType::kF32, Shape{m, 1, 3, 3}, 62), "w2");
+  auto w3 = v == BlockVariant::kProjectionWeightIsInput
+                ? b.input("w3", DType::kF32, {outC, m, 1, 1})
+                : b.constant(randomTensor(DType::kF32, Shape{outC, m, 1, 1}, 63), "w3");
+  auto e = conv(x, w1, 1, 0, 1, true, "expand");
+  auto d = conv(e, w2, stride, 1, m, true, "dw");
+  auto y = conv(d, w3, 1, 0, 1, false, "project");
+  b.output(y);
+  if (v == BlockVariant::kDepthwiseIsAnOutput) b.output(d);
+  if (v == BlockVariant::kTwoReaders) b.output(b.add(e, e));
+  return b.build();
+}
+
+const ConvParams& stepConv(const Plan& plan, size_t i) {
+  return std::get<ConvParams>(plan.steps[i].kernel->params);
+}
+
+// On AVX-512 the expanded and the depthwise values stay in channel blocks (the 1x1 convs on the
+// channel-tile path, switched to it where their own compile chose another), and the plan
+// matches the reference executor: rows of 7, 14 and 56 (blocks of 7 and 8 positions), odd
+// sizes, 1 x 1 and 1-row planes, strides 1 and 2, 1 and 3 images, 1 and 2 threads.
+TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
+  const bool on = activeIsa() == Isa::kAvx512;
+  struct Case {
+    int64_t n, c, m, outC, h, w, stride;
+  };
+  const std::vector<Case> cases = {{1, 16, 96, 24, 7, 7, 1},   {3, 24, 32, 16, 14, 14, 2},
+                                   {1, 8, 48, 40, 15, 9, 1},   {2, 16, 64, 32, 56, 56, 1},
+                                   {1, 32, 16, 16, 1, 1, 1},   {1, 16, 32, 64, 1, 19, 2},
+                                   {1, 24, 144, 32, 28, 28, 2}};
+  for (const Case& k : cases)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("n {} c {} m {} out {} {}x{} s{} threads {}", k.n, k.c, k.m, k.outC,
+                               k.h, k.w, k.stride, threads));
+      auto g = std::make_shared<const Graph>(
+          invertedBlock(k.c, k.m, k.outC, k.stride, BlockVariant::kPlain));
+      KernelCache cache(64, threads);
+      auto plan = compilePlan(g, {Shape{k.n, k.c, k.h, k.w}}, cache);
+      ASSERT_EQ(plan->steps.size(), 3u);
+      EXPECT_EQ(plan->blockedValues, on ? 2 : 0);
+      EXPECT_EQ(stepConv(*plan, 0).outBlocked, on ? 1 : 0);
+      EXPECT_EQ(stepConv(*plan, 0).inBlocked, 0);
+      EXPECT_EQ(stepConv(*plan, 1).inBlocked, on ? 1 : 0);
+      EXPECT_EQ(stepConv(*plan, 1).outBlocked, on ? 1 : 0);
+      EXPECT_EQ(stepConv(*plan, 2).inBlocked, on ? 1 : 0);
+      EXPECT_EQ(stepConv(*plan, 2).outBlocked, 0);
+      for (size_t i : {size_t{0}, size_t{2}}) {
+        EXPECT_EQ(stepConv(*plan, i).channelTiles, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, i).weightsPacked, on ? 1 : 0);
+        // The cached spec is the one compiled for the op alone: no layout, whatever its path.
+        const auto cached = cache.get(plan->steps[i].kernel->key);
+        EXPECT_EQ(std::get<ConvParams>(cached->params).outBlocked, 0);
+        EXPECT_EQ(std::get<ConvParams>(cached->params).inBlocked, 0);
+      }
+      expectPlanMatchesReference(*plan, 21);
+      expectPlanMatchesReference(*plan, 22);
+    }
+}
+
+TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
+  const int64_t on = activeIsa() == Isa::kAvx512 ? 1 : 0;
+  KernelCache cache;
+  auto compile = [&](int64_t m, BlockVariant v) {
+    auto g = std::make_shared<const Graph>(invertedBlock(16, m, 32, 1, v));
+    InputSignature sig{Shape{2, 16, 9, 9}};
+    if (v == BlockVariant::kProjectionWeightIsInput) sig.push_back(Shape{32, m, 1, 1});
+    auto plan = compilePlan(g, sig, cache);
+    expectPlanMatchesReference(*plan, 31);
+    return plan;
+  };
+  // 40 channels: not whole blocks of 16.
+  EXPECT_EQ(compile(40, BlockVariant::kPlain)->blockedValues, 0);
+  // The depthwise output is also a graph output: only the expanded value is blocked.
+  auto out = compile(32, BlockVariant::kDepthwiseIsAnOutput);
+  EXPECT_EQ(out->blockedValues, on);
+  EXPECT_EQ(stepConv(*out, 1).inBlocked, on);
+  EXPECT_EQ(stepConv(*out, 1).outBlocked, 0);
+  // The expanded value is also read by an Add: only the depthwise output is blocked.
+  auto two = compile(32, BlockVariant::kTwoReaders);
+  EXPECT_EQ(two->blockedValues, on);
+  EXPECT_EQ(stepConv(*two, 0).outBlocked, 0);
+  EXPECT_EQ(stepConv(*two, 1).inBlocked, 0);
+  EXPECT_EQ(stepConv(*two, 1).outBlocked, on);
+  // The projection's weight may change per call, so it is not packed: its input stays planes.
+  auto fed = compile(32, BlockVariant::kProjectionWeightIsInput);
+  EXPECT_EQ(fed->blockedValues, on);
+  EXPECT_EQ(stepConv(*fed, 1).outBlocked, 0);
+  EXPECT_EQ(stepConv(*fed, 2).inBlocked, 0);
+  EXPECT_EQ(stepConv(*fed, 2).weightsPacked, 0);
+}
+
+// Dynamic plans (symbolic dims) run the cached specs on per-call buffers: no layout decisions.
+TEST(ChannelBlockLayout, ADynamicPlanKeepsPlanes) {
+  auto g = std::make_shared<const Graph>(invertedBlock(16, 32, 16, 1, BlockVariant::kPlain));
+  KernelCache cache;
+  auto plan = compilePlan(g, {Shape{symbolDim("N"), 16, 8, 8}}, cache);
+  EXPECT_FALSE(plan->isStatic);
+  EXPECT_EQ(plan->blockedValues, 0);
 }
 
 TEST(WeightPack, TheLayoutPadsChannelsToVectorsInTilesOf64) {

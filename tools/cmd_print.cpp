@@ -160,9 +160,12 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
   options.id = 1;
   const std::shared_ptr<Plan> plan = compilePlan(g, sig, kernels, options);
   std::string out = fmt::format(
-      "# static plan for {}: {} {}, arena {} ({} without reuse); ISA {}\n",
+      "# static plan for {}: {} {}, arena {} ({} without reuse); ISA {}{}\n",
       signatureToString(g, sig), plan->steps.size(), plan->steps.size() == 1 ? "step" : "steps",
-      humanBytes(plan->arenaBytes), humanBytes(plan->naiveBytes), isaName(activeIsa()));
+      humanBytes(plan->arenaBytes), humanBytes(plan->naiveBytes), isaName(activeIsa()),
+      plan->blockedValues > 0 ? fmt::format("; {} {} in channel blocks", plan->blockedValues,
+                                            plan->blockedValues == 1 ? "value" : "values")
+                              : "");
   out += fmt::format(
       "# tasks: the kernel's split into tasks on as many threads, decided at compile for this "
       "shape: 1 below twice the threshold (4 MFLOP, or 4 MiB moved; conv2d: 2 MFLOP, depthwise "
@@ -202,6 +205,11 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
       out += fmt::format("... ({} more characters; run --kernel-meta DIR for all)",
                          params.size() - kMaxParams);
     out += "\n";
+    // The plan's own layout decisions (compiler.cpp's blockActivations), not kernel params.
+    if (const auto* cp = std::get_if<ConvParams>(&plan->steps[i - 1].kernel->params);
+        cp && (cp->inBlocked || cp->outBlocked))
+      out += fmt::format("      layout input {}, output {} (nChw16c: channel blocks of 16)\n",
+                         cp->inBlocked ? "nChw16c" : "NCHW", cp->outBlocked ? "nChw16c" : "NCHW");
   }
   return out;
 }

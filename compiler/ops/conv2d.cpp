@@ -5,6 +5,7 @@
 // column blocks so the gathered block stays in L2 and there are enough items for the threads.
 #include "compiler/cpu_isa.h"
 #include "compiler/ops/window_params.h"
+#include "compiler/weight_pack.h"
 
 namespace gearbox::ops {
 namespace {
@@ -77,6 +78,14 @@ bool channelBlocksFit(const ConvParams& p) {
 }
 
 }  // namespace
+
+}  // namespace gearbox::ops
+
+bool gearbox::convChannelTilesFit(const ConvParams& p) {
+  return ops::channelTilesFit(p);
+}
+
+namespace gearbox::ops {
 
 void compileConv2d(KernelSpec& spec) {
   const KernelKey& key = spec.key;

@@ -285,14 +285,19 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
   const int64_t rows = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1;
   const int64_t cols = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1;
   const bool inPlace = p.pt == 0 && p.pl == 0 && rows <= p.h && cols <= p.w;
+  // An input in channel blocks (ConvParams::inBlocked) is read in place only: the plan blocks
+  // the input of no conv that pads.
+  if ((p.inBlocked && (!inPlace || p.c % 16 != 0)) || (p.outBlocked && p.m % 16 != 0)) return false;
   const int64_t ph = inPlace ? p.h : rows, pw = inPlace ? p.w : cols, plane = ph * pw;
   thread_local std::vector<int32_t> koff;
   koff.resize(static_cast<size_t>(depth));
   for (int64_t ci = 0, k = 0; ci < p.c; ++ci)
     for (int64_t ki = 0; ki < p.kh; ++ki)
-      for (int64_t kj = 0; kj < p.kw; ++kj)
-        koff[static_cast<size_t>(k++)] =
-            static_cast<int32_t>(ci * plane + ki * p.dh * pw + kj * p.dw);
+      for (int64_t kj = 0; kj < p.kw; ++kj) {
+        const int64_t at = ki * p.dh * pw + kj * p.dw;
+        koff[static_cast<size_t>(k++)] = static_cast<int32_t>(
+            p.inBlocked ? (ci / 16 * plane + at) * 16 + ci % 16 : ci * plane + at);
+      }
   // By pointer: inside the tasks' lambda, `koff` would name each worker's own thread_local.
   const int32_t* offsets = koff.data();
   const int64_t tiles = ((p.m + 15) / 16 * 16 + kConvTileChannels - 1) / kConvTileChannels;
@@ -384,6 +389,9 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
   float* o = static_cast<float*>(out);
   const float lo = actBound(spec.key.attrs, attr::Conv2d::act_min, -kInfF),
               hi = actBound(spec.key.attrs, attr::Conv2d::act_max, kInfF);
+  if ((p->inBlocked || p->outBlocked) &&
+      !(p->weightsPacked || (p->channelBlocks && activeIsa() == Isa::kAvx512)))
+    fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
   if (p->weightsPacked) {
     // The plan bound the weight packed for this path (compiler/weight_pack.h) and chose it for
     // the ISA this process runs, so it cannot fall back: the im2col path cannot read a pack.
