@@ -234,16 +234,21 @@ const std::vector<ConvShape>& convShapes() {
 }
 
 // How a static plan holds a layer's tensors in MobileNetV2 on AVX-512 (compiler.cpp's
-// blockActivations): a depthwise layer reads and writes channel blocks, an expanding 1x1 writes
-// them and a projecting 1x1 reads them, both on the channel-tile path. kPlanar: NCHW.
+// blockActivations): a depthwise layer reads and writes channel blocks, its stem and expanding
+// 1x1s write them and its projecting 1x1s read them, on the channel-tile path. kPlanar: NCHW.
 enum class ConvLayout { kPlanar, kAsInPlan };
+
+bool writesBlocksInPlan(const ConvShape& s) {
+  return (s.label.find("expand") != std::string::npos ||
+          s.label.find("mv2_stem") != std::string::npos) &&
+         s.m % 16 == 0;
+}
 
 // Whether the plan blocks this layer's tensors (the layer kinds above).
 bool blockedInPlan(const ConvShape& s) {
-  const bool dw = s.group == s.c && s.group == s.m && s.k == 3;
-  const bool expand = s.label.find("expand") != std::string::npos && s.m % 16 == 0;
+  const bool dw = s.group == s.c && s.group == s.m && s.k == 3 && s.c % 16 == 0;
   const bool project = s.label.find("project") != std::string::npos && s.c % 16 == 0;
-  return activeIsa() == Isa::kAvx512 && s.c % 16 == 0 && (dw || expand || project);
+  return activeIsa() == Isa::kAvx512 && (dw || project || writesBlocksInPlan(s));
 }
 
 void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask,
@@ -268,12 +273,14 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
       bp.inBlocked = bp.outBlocked = 1;
     } else {
       bp.channelTiles = 1;
-      (s.label.find("expand") != std::string::npos ? bp.outBlocked : bp.inBlocked) = 1;
+      (writesBlocksInPlan(s) ? bp.outBlocked : bp.inBlocked) = 1;
     }
     p.spec = spec;
   }
   const auto& cp = std::get<ConvParams>(p.spec->params);
-  if (cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) {
+  // A plan packs a depthwise conv's constant taps too (9 vectors per 16 channels).
+  const bool packTaps = layout == ConvLayout::kAsInPlan && cp.channelBlocks;
+  if ((cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) || packTaps) {
     packed.resize(static_cast<size_t>(convPackedWeightFloats(cp)));
     packConvWeights(cp, p.inputs[1].as<const float>(), packed.data());
     auto spec = std::make_shared<KernelSpec>(*p.spec);
@@ -282,9 +289,9 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
     p.ptrs[1] = packed.data();
   }
   const auto& run = std::get<ConvParams>(p.spec->params);
-  state.SetLabel(fmt::format("{}{}{}", run.weightsPacked ? "channel tiles" : "",
-                             run.inBlocked ? " in nChw16c" : "",
-                             run.outBlocked ? " out nChw16c" : ""));
+  state.SetLabel(fmt::format(
+      "{}{}{}", run.weightsPacked ? (run.channelBlocks ? "packed taps" : "channel tiles") : "",
+      run.inBlocked ? " in nChw16c" : "", run.outBlocked ? " out nChw16c" : ""));
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());

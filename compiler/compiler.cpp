@@ -58,13 +58,14 @@ struct Lifetimes {
   std::vector<int> producerStep, lastUse;
 };
 
-// A conv2d on the channel-tile path whose weight is a constant gets the weight packed for the
-// path (shared with the graph's other plans) and its own copy of the spec, which says so. Any
-// other weight (a graph input, a computed value) keeps the path the spec falls back to.
+// A conv2d on the channel-tile path (or the depthwise channel-block path) whose weight is a
+// constant gets the weight packed for the path (shared with the graph's other plans) and its own
+// copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
+// path the spec falls back to (channel blocks then transpose the weights per item).
 void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
   if (node.kind != OpKind::kConv2d || !plan.isStatic) return;
   const auto* p = std::get_if<ConvParams>(&step.kernel->params);
-  if (!p || !p->channelTiles) return;
+  if (!p || !(p->channelTiles || p->channelBlocks) || p->weightsPacked) return;
   const ValueId w = node.inputs[1];
   if (plan.storage[w] != Storage::kConst) return;
   const Node& producer = g.nodes[g.values[w].producer];

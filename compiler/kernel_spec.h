@@ -223,8 +223,9 @@ struct ConvParams {
   // (executor/simd/conv_body.inc's channelBlockItem). Items are (image, 16 channels, row band).
   int64_t channelBlocks = 0;
   // Not a compile decision: a static plan sets it on its own copy of the spec when it binds the
-  // packed weight (compiler/weight_pack.h) in place of input 1. Never stored or compared with a
-  // recompile (a stored spec always has 0).
+  // packed weight (compiler/weight_pack.h) in place of input 1, for the channel-tile path or
+  // the depthwise channel-block path (its taps as 9 vectors per 16 channels). Never stored or
+  // compared with a recompile (a stored spec always has 0).
   int64_t weightsPacked = 0;
   // Not compile decisions either: a static plan sets them on its own copy of the spec where it
   // keeps the value between two such convs in channel blocks (compiler.cpp's blockActivations):

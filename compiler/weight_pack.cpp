@@ -20,8 +20,10 @@ int64_t convPackedWeightFloats(const ConvParams& p) {
 void packConvWeights(const ConvParams& p, const float* w, float* out) {
   const int64_t k = p.cg * p.kh * p.kw;
   const int64_t m16 = (p.m + 15) / 16 * 16;
-  for (int64_t t0 = 0; t0 < m16; t0 += kConvTileChannels) {
-    const int64_t width = std::min<int64_t>(kConvTileChannels, m16 - t0);
+  // The depthwise channel-block path reads its 16 channels' 9 taps as 9 vectors: tiles of 16.
+  const int64_t tileChannels = p.channelBlocks ? 16 : kConvTileChannels;
+  for (int64_t t0 = 0; t0 < m16; t0 += tileChannels) {
+    const int64_t width = std::min<int64_t>(tileChannels, m16 - t0);
     float* tile = out + t0 * k;
     // Channel by channel: each reads one weight row in order and writes a strided column.
     for (int64_t c = 0; c < width; ++c) {
@@ -40,6 +42,7 @@ size_t WeightPackCache::KeyHash::operator()(const Key& k) const {
   size_t h = std::hash<const void*>{}(k.tensor);
   h ^= std::hash<int64_t>{}(k.m) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   h ^= std::hash<int64_t>{}(k.k) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= std::hash<int64_t>{}(k.depthwise) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;
 }
 
@@ -47,10 +50,12 @@ std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Te
                                                   const ConvParams& p, bool* packedNow) {
   if (packedNow) *packedNow = false;
   const int64_t k = p.cg * p.kh * p.kw;
-  if (!w || w->dtype() != DType::kF32 || p.group != 1 || w->numel() != p.m * k)
+  const bool depthwise = p.channelBlocks != 0;
+  if (!w || w->dtype() != DType::kF32 || (depthwise ? p.cg != 1 : p.group != 1) ||
+      w->numel() != p.m * k)
     fail(ErrorKind::kShape, "conv2d weight pack: the constant is not an f32 [{}, {}] weight", p.m,
          k);
-  const Key key{w.get(), p.m, k};
+  const Key key{w.get(), p.m, k, depthwise ? 1 : 0};
   std::lock_guard<std::mutex> lock(mu_);
   if (auto e = cache_.get(key)) {
     // The same constant (not a new one at a freed one's address), and a plan still holds it.

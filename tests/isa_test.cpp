@@ -699,6 +699,23 @@ std::vector<ConvGeom> channelBlockGeoms() {
   return out;
 }
 
+// The depthwise taps packed as a plan packs a constant weight (compiler/weight_pack.h: 9 tap
+// vectors per 16 channels, zeros past m), the padding NaN-checked.
+template <ConvWholeFn kWhole>
+bool packedTaps(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                float hi, float* out) {
+  ConvParams q = p;
+  q.channelBlocks = 1;
+  q.weightsPacked = 1;
+  const int64_t floats = convPackedWeightFloats(q);
+  if (floats != (p.m + 15) / 16 * 16 * 9) return false;
+  std::vector<float> packed(static_cast<size_t>(floats), std::numeric_limits<float>::quiet_NaN());
+  packConvWeights(q, w, packed.data());
+  for (int64_t i = 0; i < floats; ++i)
+    if (std::isnan(packed[static_cast<size_t>(i)])) return false;
+  return kWhole(q, x, packed.data(), b, lo, hi, out);
+}
+
 TEST(IsaConv, ChannelBlockDepthwisePathMatchesThePlainLoop) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
   const bool avx512 = detectedIsa() >= Isa::kAvx512;
@@ -708,9 +725,13 @@ TEST(IsaConv, ChannelBlockDepthwisePathMatchesThePlainLoop) {
     checkConv(g, p, "avx512 logic, 1 band", nullptr, nullptr, channelBlocksWhole<1, true>);
     checkConv(g, p, "avx512 logic, 3 bands", nullptr, nullptr, channelBlocksWhole<3, true>);
     checkConv(g, p, "avx512 logic, a band per row", nullptr, nullptr, channelBlocksWhole<0, true>);
+    checkConv(g, p, "avx512 logic, packed taps", nullptr, nullptr,
+              packedTaps<channelBlocksWhole<2, true>>);
     if (!avx512) continue;
     ScopedIsaOverride forced(Isa::kAvx512);
     checkConv(g, p, "avx512, 1 band", nullptr, nullptr, channelBlocksWhole<1, false>);
+    checkConv(g, p, "avx512, packed taps", nullptr, nullptr,
+              packedTaps<channelBlocksWhole<1, false>>);
     checkConv(g, p, "avx512, 2 bands", nullptr, nullptr, channelBlocksWhole<2, false>);
   }
 }
@@ -770,6 +791,8 @@ TEST(IsaConv, ChannelBlockDepthwiseReadsAndWritesChannelBlocks) {
               inChannelBlocks<channelBlocksWhole<3, true>, true, true>);
     checkConv(g, p, "logic, both, a band per row", nullptr, nullptr,
               inChannelBlocks<channelBlocksWhole<0, true>, true, true>);
+    checkConv(g, p, "logic, both, packed taps", nullptr, nullptr,
+              inChannelBlocks<packedTaps<channelBlocksWhole<1, true>>, true, true>);
     if (!avx512) continue;
     ScopedIsaOverride forced(Isa::kAvx512);
     checkConv(g, p, "avx512, both", nullptr, nullptr,

@@ -396,6 +396,9 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
       EXPECT_EQ(stepConv(*plan, 1).outBlocked, on ? 1 : 0);
       EXPECT_EQ(stepConv(*plan, 2).inBlocked, on ? 1 : 0);
       EXPECT_EQ(stepConv(*plan, 2).outBlocked, 0);
+      // The depthwise taps packed too: 9 vectors per 16 channels.
+      EXPECT_EQ(stepConv(*plan, 1).weightsPacked, on ? 1 : 0);
+      EXPECT_EQ(plan->steps[1].packedWeight != nullptr, on);
       for (size_t i : {size_t{0}, size_t{2}}) {
         EXPECT_EQ(stepConv(*plan, i).channelTiles, on ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, i).weightsPacked, on ? 1 : 0);

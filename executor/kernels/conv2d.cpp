@@ -389,10 +389,14 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
   float* o = static_cast<float*>(out);
   const float lo = actBound(spec.key.attrs, attr::Conv2d::act_min, -kInfF),
               hi = actBound(spec.key.attrs, attr::Conv2d::act_max, kInfF);
-  if ((p->inBlocked || p->outBlocked) &&
-      !(p->weightsPacked || (p->channelBlocks && activeIsa() == Isa::kAvx512)))
+  if ((p->inBlocked || p->outBlocked || p->weightsPacked) && p->channelBlocks &&
+      activeIsa() != Isa::kAvx512)
     fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
-  if (p->weightsPacked) {
+  if ((p->inBlocked || p->outBlocked) && !p->weightsPacked && !p->channelBlocks)
+    fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
+  if (p->weightsPacked && p->channelBlocks) {
+    runDepthwise(*p, spec.tasks, x, w, b, lo, hi, o);  // w: the plan's 16-channel tap vectors
+  } else if (p->weightsPacked) {
     // The plan bound the weight packed for this path (compiler/weight_pack.h) and chose it for
     // the ISA this process runs, so it cannot fall back: the im2col path cannot read a pack.
     if (!runConvChannelTiles(*p, spec.tasks, x, w, b, lo, hi, o))
