@@ -71,11 +71,12 @@ void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& st
   const Node& producer = g.nodes[g.values[w].producer];
   bool packedNow = false;
   step.packedWeight = weightPackCache().get(producer.constant, *p, &packedNow);
+  plan.packedWeightBytes += convPackedWeightFloats(*p) * static_cast<int64_t>(sizeof(float));
+  plan.weightsPackedNow += packedNow ? 1 : 0;
+  // Last: the old spec (and *p) may be the plan's own copy, freed when replaced.
   auto spec = std::make_shared<KernelSpec>(*step.kernel);
   std::get<ConvParams>(spec->params).weightsPacked = 1;
   step.kernel = std::move(spec);
-  plan.packedWeightBytes += convPackedWeightFloats(*p) * static_cast<int64_t>(sizeof(float));
-  plan.weightsPackedNow += packedNow ? 1 : 0;
 }
 
 // Activations in channel blocks. Between a conv and the 3 x 3 depthwise conv it feeds
