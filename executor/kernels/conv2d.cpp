@@ -310,8 +310,7 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
               : std::clamp<int64_t>(kMaxSharedPackFloats / std::max<int64_t>(perImage, 1), 1, p.n);
   // A batch of whole images per task: ResNet-18's 56 x 56 layers fit 9 images, one item each
   // with one channel tile, which two tasks ran as 5 + 4.
-  if (batch < p.n && batch > tasks && tasks > 1)
-    batch = batch / tasks * tasks;
+  if (batch < p.n && batch > tasks && tasks > 1) batch = batch / tasks * tasks;
   std::optional<SharedPackLease> lease;
   if (!inPlace) lease.emplace(static_cast<size_t>(batch * perImage));
   for (int64_t i0 = 0; i0 < p.n; i0 += batch) {
