@@ -104,12 +104,7 @@ BlockSide blockSide(const Plan& plan, const Graph& g, const PlanStep& step, bool
   if (t.dtype != DType::kF32 || t.shape.rank() != 4 || t.shape[1] % 16 != 0) return {};
   if (p->channelBlocks) return {true, false};
   if (plan.storage[node.inputs[1]] != Storage::kConst || !convChannelTilesFit(*p)) return {};
-  if (reads) {
-    const bool inPlace = p->pt == 0 && p->pl == 0 &&
-                         (p->oh - 1) * p->sh + (p->kh - 1) * p->dh < p->h &&
-                         (p->ow - 1) * p->sw + (p->kw - 1) * p->dw < p->w;
-    if (!inPlace) return {};
-  }
+  if (reads && !p->readsInputInPlace()) return {};
   return {true, p->channelTiles == 0};
 }
 

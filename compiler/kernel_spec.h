@@ -238,6 +238,13 @@ struct ConvParams {
   // multiple of 12 (the micro-kernel's rows on AVX-512, twice AVX2's), so that only a group's
   // last item has a partial tile. The compile step keeps mSplit <= mg / 24: no item is empty.
   int64_t channelBound(int64_t j) const { return j >= mSplit ? mg : j * mg / mSplit / 12 * 12; }
+  // No padding and every tap inside the input: the channel-tile path reads x itself, not a
+  // zero-padded copy. The plan blocks only such a conv's input (a blocked input is never copied),
+  // so compiler.cpp's blockActivations and the kernel ask this one question.
+  bool readsInputInPlace() const {
+    return pt == 0 && pl == 0 && (oh - 1) * sh + (kh - 1) * dh < h &&
+           (ow - 1) * sw + (kw - 1) * dw < w;
+  }
   bool operator==(const ConvParams&) const = default;
 };
 

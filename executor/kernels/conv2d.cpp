@@ -284,7 +284,7 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
   // [pt, pt + h) x [pl, pl + w). Unpadded convs (ResNet's 1x1 downsamples) read x in place.
   const int64_t rows = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1;
   const int64_t cols = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1;
-  const bool inPlace = p.pt == 0 && p.pl == 0 && rows <= p.h && cols <= p.w;
+  const bool inPlace = p.readsInputInPlace();
   // An input in channel blocks (ConvParams::inBlocked) is read in place only: the plan blocks
   // the input of no conv that pads.
   if ((p.inBlocked && (!inPlace || p.c % 16 != 0)) || (p.outBlocked && p.m % 16 != 0)) return false;
