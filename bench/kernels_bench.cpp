@@ -19,9 +19,11 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -265,7 +267,9 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
              attrs, oneTask);
   // As a static plan runs it: where the compile step chose the channel-tile path, the weight
   // (a constant in a model) is packed once, outside the timed loop, as the plan packs it.
-  std::vector<float> packed;
+  // 64-byte aligned, as compiler/weight_pack.cpp allocates it: a 16-lane load of a vector's
+  // default alignment (16 bytes) would straddle two cache lines.
+  std::unique_ptr<float, decltype(&std::free)> packed(nullptr, &std::free);
   if (layout == ConvLayout::kAsInPlan) {
     auto spec = std::make_shared<KernelSpec>(*p.spec);
     auto& bp = std::get<ConvParams>(spec->params);
@@ -281,12 +285,14 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
   // A plan packs a depthwise conv's constant taps too (9 vectors per 16 channels).
   const bool packTaps = layout == ConvLayout::kAsInPlan && cp.channelBlocks;
   if ((cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) || packTaps) {
-    packed.resize(static_cast<size_t>(convPackedWeightFloats(cp)));
-    packConvWeights(cp, p.inputs[1].as<const float>(), packed.data());
+    const size_t bytes = (static_cast<size_t>(convPackedWeightFloats(cp)) * 4 + 63) / 64 * 64;
+    packed.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!packed) throw std::bad_alloc();
+    packConvWeights(cp, p.inputs[1].as<const float>(), packed.get());
     auto spec = std::make_shared<KernelSpec>(*p.spec);
     std::get<ConvParams>(spec->params).weightsPacked = 1;
     p.spec = spec;
-    p.ptrs[1] = packed.data();
+    p.ptrs[1] = packed.get();
   }
   const auto& run = std::get<ConvParams>(p.spec->params);
   state.SetLabel(fmt::format(

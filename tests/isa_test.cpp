@@ -550,8 +550,8 @@ bool channelTilesWhole(const ConvParams& p, const float* x, const float* w, cons
 // Geometries of the channel-tile path: rows of 7 and of 1..6 left (13 = 7 + 6, 9 = 7 + 2, 3),
 // channel tiles of 4, 3, 2 and 1 vectors with a partial vector (130 = 64 + 64 + 16 with 2
 // valid, 40 = 48 with 8 padding, 24), strides 1 and 2 (and 3 down the rows), dilation,
-// asymmetric and bottom-right-only padding, 1x1 strided convs read in place, 2 images, and
-// the fused clamp.
+// asymmetric and bottom-right-only padding, rows that skip the taps on padding rows (some with
+// none left), 1x1 strided convs read in place, 2 images, and the fused clamp.
 std::vector<ConvGeom> channelTileGeoms() {
   std::vector<ConvGeom> out;
   for (const ConvGeom& g : convGeoms())
@@ -561,6 +561,13 @@ std::vector<ConvGeom> channelTileGeoms() {
       {"ct_13_wide_s2", {2, 5, 9, 27}, {40, 5, 3, 3}, {3, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
       {"ct_dilated", {1, 4, 12, 11}, {24, 4, 3, 3}, {1, 1}, {2, 0, 1, 3}, {2, 2}, 1, false},
       {"ct_pad_bottom_right", {1, 3, 6, 6}, {17, 3, 2, 2}, {1, 1}, {0, 0, 1, 1}, {1, 1}, 1, true},
+      // Output rows whose window lies wholly in the padding (no tap: the bias alone), and rows
+      // cut by it at both ends.
+      {"ct_rows_all_padding", {1, 5, 4, 6}, {20, 5, 3, 3}, {1, 1}, {4, 1, 4, 1}, {1, 1}, 1, true},
+      {"ct_dilated_s2_rows", {2, 3, 9, 8}, {16, 3, 3, 2}, {2, 1}, {3, 1, 2, 0}, {3, 1}, 1, true},
+      // A tall window padded by more than its reach: a tap set per row would outgrow the
+      // table's bound, so the later rows run every tap.
+      {"ct_tall_window", {1, 2, 5, 9}, {16, 2, 9, 1}, {1, 1}, {8, 0, 8, 0}, {1, 1}, 1, true},
       {"ct_1x1_s2_in_place",
        {1, 70, 14, 14},
        {64, 70, 1, 1},

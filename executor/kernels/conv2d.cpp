@@ -298,8 +298,45 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
         koff[static_cast<size_t>(k++)] = static_cast<int32_t>(
             p.inBlocked ? (ci / 16 * plane + at) * 16 + ci % 16 : ci * plane + at);
       }
-  // By pointer: inside the tasks' lambda, `koff` would name each worker's own thread_local.
-  const int32_t* offsets = koff.data();
+  // Tap sets (ConvTapSets): set 0 is every tap. An output row whose window reaches into the
+  // zero rows of a padded copy runs only the taps on input rows (ki in [kiLo, kiHi)), as
+  // oneDNN's and MLAS's direct convs skip them: a 3 x 3 conv padded by 1 on a 7 x 7 plane
+  // (ResNet-18's last stage) spends 2/21 of its FMAs on those rows. Columns are not skipped: a tile
+  // spans 7 positions of a row, of which only the first and last reach into the padding.
+  thread_local std::vector<int32_t> taps, setBegin, rowSet;
+  taps.clear();
+  setBegin.assign(1, 0);
+  rowSet.assign(static_cast<size_t>(p.oh), 0);
+  std::vector<std::pair<int64_t, int64_t>> setRows;  // each set's [kiLo, kiHi)
+  auto set = [&](int64_t kiLo, int64_t kiHi) -> int32_t {
+    const auto known = std::find(setRows.begin(), setRows.end(), std::pair{kiLo, kiHi});
+    if (known != setRows.end()) return static_cast<int32_t>(known - setRows.begin());
+    // Set 0 is correct for every row (the zero rows add nothing): past a bound on the table (a
+    // huge window padded by much, a set per row) rows run it.
+    const int64_t total = static_cast<int64_t>(taps.size()) / 2 + p.c * (kiHi - kiLo) * p.kw;
+    if (!setRows.empty() && total > std::min<int64_t>(4 * depth, INT32_MAX)) return 0;
+    setRows.emplace_back(kiLo, kiHi);
+    for (int64_t ci = 0; ci < p.c; ++ci)
+      for (int64_t ki = kiLo; ki < kiHi; ++ki)
+        for (int64_t kj = 0; kj < p.kw; ++kj) {
+          const int64_t k = (ci * p.kh + ki) * p.kw + kj;
+          taps.push_back(koff[static_cast<size_t>(k)]);
+          taps.push_back(static_cast<int32_t>(k));
+        }
+    setBegin.push_back(static_cast<int32_t>(taps.size() / 2));
+    return static_cast<int32_t>(setRows.size() - 1);
+  };
+  set(0, p.kh);
+  // Padded rows [pt, pt + h) hold the input; tap ki of output row oy reads row oy * sh + ki * dh.
+  for (int64_t oy = 0; oy < p.oh && !inPlace; ++oy) {
+    const int64_t top = oy * p.sh;
+    const int64_t kiHi =
+        top >= p.pt + p.h ? 0 : std::min(p.kh, (p.pt + p.h - top + p.dh - 1) / p.dh);
+    const int64_t kiLo = top >= p.pt ? 0 : std::min(kiHi, (p.pt - top + p.dh - 1) / p.dh);
+    rowSet[static_cast<size_t>(oy)] = set(kiLo, kiHi);
+  }
+  // By pointer: inside the tasks' lambda, the thread_locals would name each worker's own.
+  const ConvTapSets sets{taps.data(), setBegin.data(), rowSet.data()};
   const int64_t tiles = ((p.m + 15) / 16 * 16 + kConvTileChannels - 1) / kConvTileChannels;
   // Images run in batches, one fork-join per batch (and one more for its padded copies): all
   // of them when x is read in place, else as many as kMaxSharedPackFloats of copies hold.
@@ -339,7 +376,7 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
     detail::runItems(tasks, imgs * rowBlocks * tiles, [&](int64_t u) {
       const int64_t tile = u % tiles, blk = u / tiles % rowBlocks, img = u / tiles / rowBlocks;
       const int64_t oy0 = blk * p.oh / rowBlocks, oy1 = (blk + 1) * p.oh / rowBlocks;
-      if (!item(p, src + img * imageStride, pw, offsets, wp, b, lo, hi,
+      if (!item(p, src + img * imageStride, pw, sets, wp, b, lo, hi,
                 out + (i0 + img) * p.m * positions, tile, oy0, oy1))
         ran.store(false, std::memory_order_relaxed);
     });

@@ -129,9 +129,10 @@ void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, co
                                                         GemmBuffers{gemmBuffer});
 }
 void channelTileItemAvx512Logic(const ConvParams& p, const float* src, int64_t pw,
-                                const int32_t* koff, const float* wp, const float* bias, float lo,
-                                float hi, float* out, int64_t tile, int64_t oy0, int64_t oy1) {
-  channelTileItem<F32x16OnAvx2>(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+                                const ConvTapSets& sets, const float* wp, const float* bias,
+                                float lo, float hi, float* out, int64_t tile, int64_t oy0,
+                                int64_t oy1) {
+  channelTileItem<F32x16OnAvx2>(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
 }
 void channelBlockItemAvx512Logic(const ConvParams& p, const float* x, const float* w,
                                  const float* b, float lo, float hi, float* out, int64_t img,
@@ -192,10 +193,10 @@ void depthwiseItems(const ConvParams& p, const float* x, const float* w, const f
 bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
   return maxPoolPlane<F32x16>(p, in, out, GemmBuffers{gemmBuffer});
 }
-void channelTileItem(const ConvParams& p, const float* src, int64_t pw, const int32_t* koff,
+void channelTileItem(const ConvParams& p, const float* src, int64_t pw, const ConvTapSets& sets,
                      const float* wp, const float* bias, float lo, float hi, float* out,
                      int64_t tile, int64_t oy0, int64_t oy1) {
-  channelTileItem<F32x16>(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+  channelTileItem<F32x16>(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
 }
 void channelBlockItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
                       float hi, float* out, int64_t img, int64_t oc0, int64_t channels, int64_t oy0,
@@ -318,12 +319,12 @@ bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, 
   return false;
 }
 
-bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw, const int32_t* koff,
-                            const float* wp, const float* bias, float lo, float hi, float* out,
-                            int64_t tile, int64_t oy0, int64_t oy1) {
+bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw,
+                            const ConvTapSets& sets, const float* wp, const float* bias, float lo,
+                            float hi, float* out, int64_t tile, int64_t oy0, int64_t oy1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() == Isa::kAvx512) {
-    isa_avx512::channelTileItem(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+    isa_avx512::channelTileItem(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
     return true;
   }
 #endif
@@ -331,12 +332,12 @@ bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw, c
 }
 
 bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* src, int64_t pw,
-                                             const int32_t* koff, const float* wp,
+                                             const ConvTapSets& sets, const float* wp,
                                              const float* bias, float lo, float hi, float* out,
                                              int64_t tile, int64_t oy0, int64_t oy1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() < Isa::kAvx2) return false;
-  isa_avx2::channelTileItemAvx512Logic(p, src, pw, koff, wp, bias, lo, hi, out, tile, oy0, oy1);
+  isa_avx2::channelTileItemAvx512Logic(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
   return true;
 #else
   return false;

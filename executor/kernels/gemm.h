@@ -54,17 +54,28 @@ bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const
                                       const float* bias, float lo, float hi, float* out, int64_t m0,
                                       int64_t m1, int64_t p0, int64_t p1);
 
+// The taps each output row of conv2d's channel-tile path runs. Set s is the pairs
+// taps[2 i], taps[2 i + 1] for i in [begin[s], begin[s + 1]): a tap's offset in the input planes
+// and its index k in the packed weight (k = (ci * kh + ki) * kw + kj). Output row oy runs set
+// rowSet[oy]. Set 0 is every tap; a row whose window reaches into the zero rows a padded copy
+// has above or below the input runs a set without the taps on them (see conv2d.cpp).
+struct ConvTapSets {
+  const int32_t* taps = nullptr;
+  const int32_t* begin = nullptr;
+  const int32_t* rowSet = nullptr;
+};
+
 // One item of conv2d's channel-tile path (ConvParams::channelTiles; conv_body.inc's
 // channelTileItem): output rows [oy0, oy1) of one image (`out`: its output planes) for output
 // channels [64 tile, 64 tile + 64). `src`: the image's input planes in padded coordinates, row
-// stride pw; koff[k]: tap k's offset in them; wp: the whole weight packed as
+// stride pw; sets: the taps each row runs; wp: the whole weight packed as
 // compiler/weight_pack.h lays it out. False (nothing run) unless this process runs AVX-512.
-bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw, const int32_t* koff,
-                            const float* wp, const float* bias, float lo, float hi, float* out,
-                            int64_t tile, int64_t oy0, int64_t oy1);
+bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw,
+                            const ConvTapSets& sets, const float* wp, const float* bias, float lo,
+                            float hi, float* out, int64_t tile, int64_t oy0, int64_t oy1);
 // For tests: the same 16-lane logic on AVX2 registers. False when this CPU has no AVX2.
 bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* src, int64_t pw,
-                                             const int32_t* koff, const float* wp,
+                                             const ConvTapSets& sets, const float* wp,
                                              const float* bias, float lo, float hi, float* out,
                                              int64_t tile, int64_t oy0, int64_t oy1);
 
