@@ -565,6 +565,16 @@ std::vector<ConvGeom> channelTileGeoms() {
       // cut by it at both ends.
       {"ct_rows_all_padding", {1, 5, 4, 6}, {20, 5, 3, 3}, {1, 1}, {4, 1, 4, 1}, {1, 1}, 1, true},
       {"ct_dilated_s2_rows", {2, 3, 9, 8}, {16, 3, 3, 2}, {2, 1}, {3, 1, 2, 0}, {3, 1}, 1, true},
+      // 3 x 3 over 64 channels on a padded copy: tiles whose first position reads the left
+      // zero column, whose last reads the right one, both (rows of 3 and 7), neither (pads of
+      // 2, dilation 2), a part tile of 1, strides 2.
+      {"ct_cut_15", {1, 5, 6, 15}, {64, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_cut_3", {1, 4, 5, 3}, {64, 4, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, 0.0f},
+      {"ct_cut_s2_odd", {2, 3, 8, 13}, {64, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_cut_s2_even", {1, 3, 7, 14}, {70, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, false},
+      {"ct_cut_pad2", {1, 3, 6, 9}, {64, 3, 3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 1, true},
+      {"ct_cut_dilated", {1, 3, 8, 11}, {64, 3, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1, true},
+      {"ct_cut_right_only", {1, 3, 5, 10}, {64, 3, 3, 3}, {1, 1}, {0, 0, 0, 1}, {1, 1}, 1, true},
       // A tall window padded by more than its reach: a tap set per row would outgrow the
       // table's bound, so the later rows run every tap.
       {"ct_tall_window", {1, 2, 5, 9}, {16, 2, 9, 1}, {1, 1}, {8, 0, 8, 0}, {1, 1}, 1, true},
