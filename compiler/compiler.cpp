@@ -100,6 +100,8 @@ BlockSide blockSide(const Plan& plan, const Graph& g, const PlanStep& step, bool
   const Node& node = g.nodes[step.node];
   const auto* p = std::get_if<ConvParams>(&step.kernel->params);
   if (node.kind != OpKind::kConv2d || !p) return {};
+  // A residual (fuse-conv-residual) is added to an output in planes.
+  if (!reads && node.inputs.size() > 3) return {};
   const TensorType& t = plan.types[reads ? node.inputs[0] : node.output];
   if (t.dtype != DType::kF32 || t.shape.rank() != 4 || t.shape[1] % 16 != 0) return {};
   if (p->channelBlocks) return {true, false};

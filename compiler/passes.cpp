@@ -344,7 +344,8 @@ bool FoldBatchNormIntoConv::run(Graph& g) {
     const Node& conv = g.nodes[c];
     const Tensor* w = constOf(conv.inputs[1]);
     const Tensor* bias = conv.inputs.size() == 3 ? constOf(conv.inputs[2]) : nullptr;
-    if (!w || (conv.inputs.size() == 3 && !bias)) continue;
+    // A conv with a residual (fuse-conv-residual) has its epilogue: batch norm stays apart.
+    if (!w || (conv.inputs.size() == 3 && !bias) || conv.inputs.size() > 3) continue;
     const Tensor* p[4];
     bool allConst = true;
     for (int k = 0; k < 4; ++k) allConst = allConst && (p[k] = constOf(g.nodes[b].inputs[1 + k]));
@@ -417,6 +418,98 @@ bool FuseConvActivation::run(Graph& g) {
     act.loc = conv.loc;
     details_.push_back(
         fmt::format("fused %{} ({}) into %{}", g.values[act.output].name, what, g.values[cv].name));
+    changed = true;
+  }
+  return changed;
+}
+
+// ---- conv2d + add [+ relu / clip] -> conv2d with a residual ---------------------------------
+
+bool FuseConvResidual::run(Graph& g) {
+  details_.clear();
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+  // Use counts per value: value ids stay when a zero bias is inserted (node ids move).
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& node : g.nodes)
+    for (ValueId v : node.inputs) ++uses[static_cast<size_t>(v)];
+  namespace ca = attr::Conv2d;
+  auto fusable = [&](ValueId cv) {
+    const NodeId c = g.values[cv].producer;
+    if (c == kNoNode || g.nodes[c].kind != OpKind::kConv2d || returned[cv] ||
+        uses[static_cast<size_t>(cv)] != 1)
+      return false;
+    const Node& conv = g.nodes[c];
+    // One epilogue per conv: a clamp already there comes before any add, a residual is one.
+    return conv.inputs.size() <= 3 && attrIsDefault(OpKind::kConv2d, conv.attrs, ca::act_min) &&
+           attrIsDefault(OpKind::kConv2d, conv.attrs, ca::act_max);
+  };
+  bool changed = false;
+  for (NodeId a = 0; a < static_cast<NodeId>(g.nodes.size()); ++a) {
+    if (g.nodes[a].kind != OpKind::kAdd) continue;
+    const ValueId u = g.nodes[a].inputs[0], v = g.nodes[a].inputs[1];
+    // The conv's output on either side; the other the residual, of the output's very type.
+    const bool left = fusable(u) && u != v;
+    const ValueId cv = left ? u : v, res = left ? v : u;
+    if (!left && !(fusable(v) && u != v)) continue;
+    const TensorType& ct = g.values[cv].type;
+    if (!(g.values[res].type == ct) || !(g.values[g.nodes[a].output].type == ct) ||
+        ct.dtype != DType::kF32 || ct.shape.rank() != 4)
+      continue;
+    NodeId c = g.values[cv].producer;
+    // A bias to put the residual after: zeros where the conv has none (output channels known).
+    if (g.nodes[c].inputs.size() == 2) {
+      const int64_t m = ct.shape[1];
+      if (!isStaticDim(m)) continue;
+      Tensor zeros(DType::kF32, Shape{m});
+      std::fill(zeros.as<float>(), zeros.as<float>() + m, 0.0f);
+      const ValueId bv =
+          insertConstBefore(g, c, std::move(zeros), g.values[cv].name + ".zero_bias");
+      uses.push_back(1);
+      returned.push_back(false);
+      ++c;
+      ++a;
+      g.nodes[c].inputs.push_back(bv);
+    }
+    // The activation after the add, where the add's output feeds only it.
+    const ValueId av = g.nodes[a].output;
+    NodeId target = a;
+    double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
+    if (!returned[av] && uses[static_cast<size_t>(av)] == 1) {
+      for (NodeId k = a + 1; k < static_cast<NodeId>(g.nodes.size()); ++k) {
+        const Node& user = g.nodes[k];
+        if (std::find(user.inputs.begin(), user.inputs.end(), av) == user.inputs.end()) continue;
+        if (user.kind == OpKind::kRelu) {
+          target = k;
+          lo = 0.0;
+        } else if (user.kind == OpKind::kClip) {
+          target = k;
+          lo = user.attrs.f(attr::Clip::min);
+          hi = user.attrs.f(attr::Clip::max);
+        }
+        break;
+      }
+    }
+    const Node& conv = g.nodes[c];
+    Node& t = g.nodes[target];
+    const std::string what =
+        target == a ? std::string("add") : fmt::format("add, {}", opTextName(t.kind));
+    Attrs attrs = conv.attrs;
+    if (target != a) {
+      attrs.setFloat(ca::act_min, lo);
+      attrs.setFloat(ca::act_max, hi);
+    }
+    std::vector<ValueId> inputs = conv.inputs;
+    inputs.push_back(res);
+    // The old conv and add lose their uses (DCE removes them); the residual keeps its one.
+    uses[static_cast<size_t>(cv)] = 0;
+    t.kind = OpKind::kConv2d;
+    t.inputs = std::move(inputs);
+    t.attrs = std::move(attrs);
+    // Errors about the node (a padded window, a bad shape) are about the conv: its line.
+    t.loc = conv.loc;
+    details_.push_back(
+        fmt::format("fused %{} ({}) into %{}", g.values[t.output].name, what, g.values[cv].name));
     changed = true;
   }
   return changed;
@@ -689,6 +782,7 @@ PassPipeline defaultPipeline(std::span<const std::string> disabled) {
   std::vector<std::unique_ptr<Pass>> all;
   all.push_back(std::make_unique<DeadCodeElimination>());
   all.push_back(std::make_unique<FoldBatchNormIntoConv>());
+  all.push_back(std::make_unique<FuseConvResidual>());
   all.push_back(std::make_unique<FuseConvActivation>());
   all.push_back(std::make_unique<AttentionFusion>());
   all.push_back(std::make_unique<ChannelShuffleToIndexSelect>());
@@ -714,6 +808,7 @@ std::vector<std::string> defaultPassNames() {
   // Distinct names in pipeline order (dce runs three times).
   return {"dce",
           "fold-batch-norm",
+          "fuse-conv-residual",
           "fuse-conv-activation",
           "fuse-attention",
           "shuffle-to-index-select",

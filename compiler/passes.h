@@ -88,6 +88,19 @@ class FoldBatchNormIntoConv final : public Pass {
   bool run(Graph& g) override;
 };
 
+// conv2d + add [+ relu / clip] -> conv2d with a residual (docs/passes.md): an add of a conv's
+// output (its only use, not returned; a conv without a clamp) and another value of the same
+// shape and dtype (no broadcasting) becomes the conv with that value as a fourth input, added
+// in the conv's epilogue (a zero bias is inserted for a conv without one); a relu or clip that
+// is the add's only user is folded in as the clamp, after the residual (ResNet's basic block:
+// conv, add, relu). The add (or the activation) node is rewritten in place, the rest left for
+// DCE. One kernel instead of two or three per residual block.
+class FuseConvResidual final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-conv-residual"; }
+  bool run(Graph& g) override;
+};
+
 // Epilogue fusion: a relu or clip whose input is a conv2d's output with no other user (and not
 // returned) becomes the conv itself with the clamp as its epilogue (act_min / act_max: relu is
 // [0, inf]); the relu/clip node is rewritten in place (its value, name and position stay) and

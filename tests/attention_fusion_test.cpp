@@ -228,10 +228,11 @@ TEST(AttentionFusion, DisablePassKeepsTheChainAndUnknownNamesAreConfigErrors) {
     FAIL() << "expected a config error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kConfig);
-    EXPECT_NE(
-        std::string(e.what()).find("unknown pass 'fuse-attenton' to disable (the passes: "
-                                   "dce, fold-batch-norm, fuse-conv-activation, fuse-attention, "),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "unknown pass 'fuse-attenton' to disable (the passes: "
+                  "dce, fold-batch-norm, fuse-conv-residual, fuse-conv-activation, "
+                  "fuse-attention, "),
+              std::string::npos)
         << e.what();
   }
 }
@@ -403,8 +404,8 @@ TEST(ConvActivationFusion, ReluAndClipBecomeTheConvsEpilogue) {
   Graph g = parseGraph(kConvActs);
   const Graph before = g;
   const PassReport r = defaultPipeline().run(g);
-  ASSERT_EQ(r.passes[2].name, "fuse-conv-activation");
-  EXPECT_EQ(r.passes[2].details,
+  ASSERT_EQ(r.passes[3].name, "fuse-conv-activation");
+  EXPECT_EQ(r.passes[3].details,
             (std::vector<std::string>{"fused %r1 (relu) into %c1", "fused %k (clip) into %c2"}));
   EXPECT_EQ(countKind(g, OpKind::kRelu), 2);  // r3 (c3 has two users) and r4 (c4 is returned)
   EXPECT_EQ(countKind(g, OpKind::kClip), 0);
@@ -427,6 +428,87 @@ TEST(ConvActivationFusion, EveryModeMatchesUnfusedAndSavesTwoLaunches) {
   expectFusedMatchesUnfused(parseGraph(kConvActs),
                             {{Shape{2, 2, 3, 5}}, {Shape{1, 2, 1, 5}}, {Shape{3, 2, 7, 5}}}, 2,
                             "fuse-conv-activation");
+}
+
+// ---- conv2d + add [+ relu / clip] (fuse-conv-residual) ---------------------------------------
+
+// ResNet's basic block (conv, add of the block's input, relu), a conv without a bias on the
+// add's right (a zero bias is inserted; the add's output is returned and read thrice, so it
+// keeps no activation), a conv with a clamp (its add stays), an add that broadcasts (stays) and
+// a residual with a clip after it.
+constexpr const char* kConvResidual = R"(graph g(%x: f32[N, 2, H, 5]) {
+  %w = const f32[2, 2, 3, 3] [0.5, -1, 2, 0.25, -0.5, 1.5, 0.1, 0.2, -0.3, 1, -0.5, 0.25, -1, 2, 0.5, 0.75, -0.25, -2, 0.3, 0.1, -0.1, 0.2, 0.4, -0.6, 0.8, -0.2, 0.05, 0.5, -0.5, 1, 0.25, 0.75, -1, 0.6, 0.3, -0.9]
+  %b = const f32[2] [0.1, -0.2]
+  %c1 = conv2d(%x, %w, %b, pads=[1, 1, 1, 1])
+  %s1 = add(%c1, %x)
+  %r1 = relu(%s1)
+  %c2 = conv2d(%r1, %w, pads=[1, 1, 1, 1])
+  %s2 = add(%r1, %c2)
+  %c3 = conv2d(%s2, %w, %b, pads=[1, 1, 1, 1], act_min=0)
+  %s3 = add(%c3, %s2)
+  %w4 = const f32[2, 2, 1, 1] [1, -0.5, 0.25, 2]
+  %c4 = conv2d(%s3, %w4, %b)
+  %bc = const f32[1, 2, 1, 1] [1, 2]
+  %s4 = add(%c4, %bc)
+  %c5 = conv2d(%s4, %w4)
+  %s5 = add(%c5, %s2)
+  %k = clip(%s5, min=-1, max=1.5)
+  return %k, %s2
+})";
+
+TEST(ConvResidualFusion, AddsAndTheirActivationsBecomeTheConvsEpilogue) {
+  Graph g = parseGraph(kConvResidual);
+  const Graph before = g;
+  const PassReport r = defaultPipeline().run(g);
+  ASSERT_EQ(r.passes[2].name, "fuse-conv-residual");
+  EXPECT_EQ(r.passes[2].details,
+            (std::vector<std::string>{"fused %r1 (add, relu) into %c1", "fused %s2 (add) into %c2",
+                                      "fused %k (add, clip) into %c5"}));
+  EXPECT_EQ(countKind(g, OpKind::kAdd), 2);  // s3 (c3 has a clamp) and s4 (broadcasts)
+  EXPECT_EQ(countKind(g, OpKind::kRelu), 0);
+  EXPECT_EQ(countKind(g, OpKind::kClip), 0);
+  EXPECT_EQ(countKind(g, OpKind::kConv2d), 5);
+  const std::string text = printGraph(g);
+  EXPECT_NE(text.find("%r1 = conv2d(%x, %w, %b, %x, pads=[1, 1, 1, 1], act_min=0)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("%s2 = conv2d(%r1, %w, %c2.zero_bias, %r1, pads=[1, 1, 1, 1])"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("%k = conv2d(%s4, %w4, %c5.zero_bias, %s2, act_min=-1, act_max=1.5)"),
+            std::string::npos)
+      << text;
+  // The residual is added in float to the conv's float sums and the clamp is Clip's and
+  // Relu's: the reference results are bit for bit those of the unfused graph.
+  for (const InputSignature& s : {InputSignature{Shape{1, 2, 1, 5}}, {Shape{3, 2, 4, 5}}}) {
+    const auto ins = makeInputs(before, s, 7);
+    const auto want = referenceRun(before, ins), got = referenceRun(g, ins);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].equals(got[i])) << i;
+  }
+}
+
+TEST(ConvResidualFusion, EveryModeMatchesUnfusedAndSavesFiveLaunches) {
+  // r1: add and relu, s2: add, k: add and clip.
+  expectFusedMatchesUnfused(parseGraph(kConvResidual),
+                            {{Shape{2, 2, 3, 5}}, {Shape{1, 2, 1, 5}}, {Shape{3, 2, 7, 5}}}, 5,
+                            "fuse-conv-residual");
+}
+
+TEST(ConvResidualFusion, AResidualOfAnotherShapeIsAShapeError) {
+  try {
+    (void)parseGraph(R"(graph g(%x: f32[1, 2, 4, 5], %r: f32[1, 2, 4, 4]) {
+  %w = const f32[2, 2, 1, 1] [1, -0.5, 0.25, 2]
+  %b = const f32[2] [0.1, -0.2]
+  %y = conv2d(%x, %w, %b, %r)
+  return %y
+})");
+    FAIL() << "expected a shape error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape);
+    EXPECT_NE(std::string(e.what()).find("(residual) dim 3 is 4 but the output's is 5"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

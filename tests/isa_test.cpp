@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -823,6 +824,45 @@ TEST(IsaConv, ChannelBlockDepthwiseReadsAndWritesChannelBlocks) {
 // Channel-tile convs that read channel blocks in place (no padding: 1x1 at strides 1 and 2, and
 // a 3 x 3 without padding, whose taps step 16 floats per column) or write them: 7-position rows
 // and rows of 1-6 left, tiles of 4 and of 1-3 vectors, 2 images, clamps.
+// A residual (fuse-conv-residual) added in the tiles' store: bit for bit the unclamped sums of
+// the same tiles plus the residual, then Clip's comparisons, on every channel-tile geometry
+// (whole and part tiles, cuts, partial vectors), on AVX-512 and its logic on AVX2.
+TEST(IsaConv, ChannelTilesAddAResidualBeforeTheClamp) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  constexpr float kInfF = std::numeric_limits<float>::infinity();
+  constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
+  const bool avx512 = detectedIsa() >= Isa::kAvx512;
+  for (const ConvGeom& g : channelTileGeoms()) {
+    const ConvParams p = compiledConv(g);
+    const Tensor x = randomTensor(DType::kF32, g.x, 41);
+    const Tensor w = randomTensor(DType::kF32, g.w, 42);
+    const Tensor b = randomTensor(DType::kF32, Shape{g.w[0]}, 43);
+    const int64_t size = p.n * p.m * p.oh * p.ow;
+    const Tensor r = randomTensor(DType::kF32, Shape{size}, 44);
+    std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(p)));
+    packConvWeights(p, w.as<float>(), packed.data());
+    const float lo = g.lo == -kInfF ? -0.5f : g.lo, hi = g.hi == kInfF ? 0.75f : g.hi;
+    for (bool logic : {true, false}) {
+      if (!logic && !avx512) continue;
+      SCOPED_TRACE(g.name + (logic ? " avx512 logic" : " avx512"));
+      std::optional<ScopedIsaOverride> forced;
+      if (!logic) forced.emplace(Isa::kAvx512);
+      const float* bias = g.bias ? b.as<float>() : nullptr;
+      std::vector<float> sums(static_cast<size_t>(size)), got(static_cast<size_t>(size), kNaNF);
+      ASSERT_TRUE(kernels::runConvChannelTiles(p, 2, x.as<float>(), packed.data(), bias, -kInfF,
+                                               kInfF, sums.data(), logic));
+      ASSERT_TRUE(kernels::runConvChannelTiles(p, 2, x.as<float>(), packed.data(), bias, lo, hi,
+                                               got.data(), logic, r.as<float>()));
+      for (int64_t i = 0; i < size; ++i) {
+        const float v = sums[static_cast<size_t>(i)] + r.as<float>()[i], y = v < lo ? lo : v;
+        const float want = y > hi ? hi : y;
+        ASSERT_EQ(std::memcmp(&want, &got[static_cast<size_t>(i)], 4), 0)
+            << "at " << i << ": " << got[static_cast<size_t>(i)] << " want " << want;
+      }
+    }
+  }
+}
+
 TEST(IsaConv, ChannelTilesReadAndWriteChannelBlocks) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
   const bool avx512 = detectedIsa() >= Isa::kAvx512;

@@ -329,13 +329,22 @@ TEST(WeightPack, AWeightFedAsAnInputIsNeverPacked) {
 // channels, a 3 x 3 depthwise conv (stride s, relu6), a 1x1 conv projecting to `outC`. Variants
 // that must keep planes: the depthwise output also a graph output, the expanded value also read
 // by an Add, the projection's weight a graph input.
-enum class BlockVariant { kPlain, kDepthwiseIsAnOutput, kTwoReaders, kProjectionWeightIsInput };
+// kResidual: the projection adds the block's input (fuse-conv-residual; c == outC, stride 1);
+// kExpandResidual: the expansion adds a second graph input (so its output stays planes).
+enum class BlockVariant {
+  kPlain,
+  kDepthwiseIsAnOutput,
+  kTwoReaders,
+  kProjectionWeightIsInput,
+  kResidual,
+  kExpandResidual
+};
 
 Graph invertedBlock(int64_t c, int64_t m, int64_t outC, int64_t stride, BlockVariant v) {
   GraphBuilder b("inverted");
   auto x = b.input("x", DType::kF32, {symbolDim("N"), c, symbolDim("H"), symbolDim("W")});
   auto conv = [&](ValueId in, ValueId w, int64_t s, int64_t pad, int64_t group, bool relu6,
-                  const std::string& name) {
+                  const std::string& name, ValueId residual = -1) {
     Attrs a;
     a.setInts(attr::Conv2d::strides, {s, s});
     a.setInts(attr::Conv2d::pads, {pad, pad, pad, pad});
@@ -347,6 +356,7 @@ Graph invertedBlock(int64_t c, int64_t m, int64_t outC, int64_t stride, BlockVar
     }
     const int64_t outCh = b.graph().values[w].type.shape[0];
     auto bias = b.constant(randomTensor(DType::kF32, Shape{outCh}, 70 + outCh), name + "_b");
+    if (residual >= 0) return b.op(OpKind::kConv2d, {in, w, bias, residual}, a, name);
     return b.op(OpKind::kConv2d, {in, w, bias}, a, name);
   };
   auto w1 = b.constant(randomTensor(DType::kF32, Shape{m, c, 1, 1}, 61), "w1");
@@ -354,9 +364,13 @@ Graph invertedBlock(int64_t c, int64_t m, int64_t outC, int64_t stride, BlockVar
   auto w3 = v == BlockVariant::kProjectionWeightIsInput
                 ? b.input("w3", DType::kF32, {outC, m, 1, 1})
                 : b.constant(randomTensor(DType::kF32, Shape{outC, m, 1, 1}, 63), "w3");
-  auto e = conv(x, w1, 1, 0, 1, true, "expand");
+  const ValueId er =
+      v == BlockVariant::kExpandResidual
+          ? b.input("r", DType::kF32, {symbolDim("N"), m, symbolDim("H"), symbolDim("W")})
+          : ValueId{-1};
+  auto e = conv(x, w1, 1, 0, 1, true, "expand", er);
   auto d = conv(e, w2, stride, 1, m, true, "dw");
-  auto y = conv(d, w3, 1, 0, 1, false, "project");
+  auto y = conv(d, w3, 1, 0, 1, false, "project", v == BlockVariant::kResidual ? x : ValueId{-1});
   b.output(y);
   if (v == BlockVariant::kDepthwiseIsAnOutput) b.output(d);
   if (v == BlockVariant::kTwoReaders) b.output(b.add(e, e));
@@ -416,9 +430,11 @@ TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
   const int64_t on = activeIsa() == Isa::kAvx512 ? 1 : 0;
   KernelCache cache;
   auto compile = [&](int64_t m, BlockVariant v) {
-    auto g = std::make_shared<const Graph>(invertedBlock(16, m, 32, 1, v));
+    auto g = std::make_shared<const Graph>(
+        invertedBlock(16, m, v == BlockVariant::kResidual ? 16 : 32, 1, v));
     InputSignature sig{Shape{2, 16, 9, 9}};
     if (v == BlockVariant::kProjectionWeightIsInput) sig.push_back(Shape{32, m, 1, 1});
+    if (v == BlockVariant::kExpandResidual) sig.push_back(Shape{2, m, 9, 9});
     auto plan = compilePlan(g, sig, cache);
     expectPlanMatchesReference(*plan, 31);
     return plan;
@@ -442,6 +458,16 @@ TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
   EXPECT_EQ(stepConv(*fed, 1).outBlocked, 0);
   EXPECT_EQ(stepConv(*fed, 2).inBlocked, 0);
   EXPECT_EQ(stepConv(*fed, 2).weightsPacked, 0);
+  // A residual is added to an output in planes: the projection still reads blocks; an expansion
+  // with one keeps its output in planes.
+  auto res = compile(32, BlockVariant::kResidual);
+  EXPECT_EQ(res->blockedValues, 2 * on);
+  EXPECT_EQ(stepConv(*res, 2).inBlocked, on);
+  EXPECT_EQ(stepConv(*res, 2).outBlocked, 0);
+  auto expand = compile(32, BlockVariant::kExpandResidual);
+  EXPECT_EQ(expand->blockedValues, on);
+  EXPECT_EQ(stepConv(*expand, 0).outBlocked, 0);
+  EXPECT_EQ(stepConv(*expand, 1).outBlocked, on);
 }
 
 // Dynamic plans (symbolic dims) run the cached specs on per-call buffers: no layout decisions.

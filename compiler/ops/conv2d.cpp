@@ -113,7 +113,7 @@ void compileConv2d(KernelSpec& spec) {
   p.group = key.attrs.i(a::group);
   p.cg = p.c / p.group;
   p.mg = p.m / p.group;
-  p.bias = key.inputs.size() == 3 ? 1 : 0;
+  p.bias = key.inputs.size() >= 3 ? 1 : 0;
   const int64_t positions = p.oh * p.ow, depth = p.cg * p.kh * p.kw;
   const double flops = 2.0 * static_cast<double>(p.n * p.m) * static_cast<double>(positions) *
                        static_cast<double>(depth);
@@ -169,9 +169,14 @@ KernelCost kernelCostConv2d(const KernelKey& key) {
   auto dim = [](int64_t d) { return static_cast<double>(d < 0 ? 1 : d); };
   const double depth = dim(w[1]) * dim(w[2]) * dim(w[3]);
   double bytes = elementBytes(key.inputs[0]) + elementBytes(key.inputs[1]) + elementBytes(out);
-  if (key.inputs.size() == 3) bytes += elementBytes(key.inputs[2]);
-  // A multiply-add per weight tap and output element, plus the bias add.
-  return KernelCost{2.0 * positions * depth + (key.inputs.size() == 3 ? positions : 0), bytes};
+  for (size_t i = 2; i < key.inputs.size(); ++i) bytes += elementBytes(key.inputs[i]);
+  // A multiply-add per weight tap and output element, plus the bias add and the residual's
+  // (fuse-conv-residual: it reads the residual once, where the Add read it and the conv's
+  // output and wrote its own).
+  return KernelCost{
+      2.0 * positions * depth +
+          static_cast<double>(key.inputs.size() > 2 ? key.inputs.size() - 2 : 0) * positions,
+      bytes};
 }
 CompileCostTerms compileCostConv2d() {
   return {800,
@@ -200,7 +205,7 @@ void checkParamsConv2d(const KernelSpec& spec) {
 }
 
 std::string opInfoInputNameConv2d(size_t i, size_t) {
-  return i == 0 ? "input" : i == 1 ? "weight" : "bias";
+  return i == 0 ? "input" : i == 1 ? "weight" : i == 2 ? "bias" : "residual";
 }
 
 }  // namespace gearbox::ops

@@ -273,10 +273,18 @@ void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w
   });
 }
 
+// out[i] = clamp(out[i] + r[i]) over n floats, in ranges of 16 Ki floats across the tasks.
+void addResidual(int64_t n, int tasks, const float* r, float lo, float hi, float* out) {
+  detail::runRanges(tasks, n, 16 * 1024, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = clampAct(out[i] + r[i], lo, hi);
+  });
+}
+
 }  // namespace
 
 bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const float* wp,
-                         const float* b, float lo, float hi, float* out, bool avx512LogicOnAvx2) {
+                         const float* b, float lo, float hi, float* out, bool avx512LogicOnAvx2,
+                         const float* residual) {
   auto item = avx512LogicOnAvx2 ? convChannelTileItemF32Avx512LogicOnAvx2 : convChannelTileItemF32;
   const int64_t depth = p.c * p.kh * p.kw, positions = p.oh * p.ow;
   if (p.n <= 0 || positions <= 0 || p.m <= 0) return true;
@@ -287,7 +295,9 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
   const bool inPlace = p.readsInputInPlace();
   // An input in channel blocks (ConvParams::inBlocked) is read in place only: the plan blocks
   // the input of no conv that pads.
-  if ((p.inBlocked && (!inPlace || p.c % 16 != 0)) || (p.outBlocked && p.m % 16 != 0)) return false;
+  if ((p.inBlocked && (!inPlace || p.c % 16 != 0)) || (p.outBlocked && p.m % 16 != 0) ||
+      (residual && p.outBlocked))
+    return false;
   const int64_t ph = inPlace ? p.h : rows, pw = inPlace ? p.w : cols, plane = ph * pw;
   thread_local std::vector<int32_t> koff;
   koff.resize(static_cast<size_t>(depth));
@@ -376,8 +386,9 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
     detail::runItems(tasks, imgs * rowBlocks * tiles, [&](int64_t u) {
       const int64_t tile = u % tiles, blk = u / tiles % rowBlocks, img = u / tiles / rowBlocks;
       const int64_t oy0 = blk * p.oh / rowBlocks, oy1 = (blk + 1) * p.oh / rowBlocks;
-      if (!item(p, src + img * imageStride, pw, sets, wp, b, lo, hi,
-                out + (i0 + img) * p.m * positions, tile, oy0, oy1))
+      const int64_t at = (i0 + img) * p.m * positions;
+      if (!item(p, src + img * imageStride, pw, sets, wp, b, lo, hi, out + at,
+                residual ? residual + at : nullptr, tile, oy0, oy1))
         ran.store(false, std::memory_order_relaxed);
     });
     if (!ran.load()) return false;
@@ -396,7 +407,8 @@ void ref::refConv2d(const Attrs& attrs, std::span<const TensorView> ins, const T
   const int64_t oh = out.shape[2], ow = out.shape[3];
   const float* x = ins[0].as<const float>();
   const float* wt = ins[1].as<const float>();
-  const float* b = ins.size() == 3 ? ins[2].as<const float>() : nullptr;
+  const float* b = ins.size() >= 3 ? ins[2].as<const float>() : nullptr;
+  const float* r = ins.size() == 4 ? ins[3].as<const float>() : nullptr;
   const float lo = actBound(attrs, a::act_min, -kInfF), hi = actBound(attrs, a::act_max, kInfF);
   float* o = out.as<float>();
   for (int64_t i = 0; i < n; ++i)
@@ -415,7 +427,11 @@ void ref::refConv2d(const Attrs& attrs, std::span<const TensorView> ins, const T
                 acc += static_cast<double>(x[((i * c + g * cg + ci) * h + iy) * w + ix]) *
                        wt[((oc * cg + ci) * kh + ki) * kw + kj];
               }
-          o[((i * m + oc) * oh + y) * ow + z] = clampAct(static_cast<float>(acc), lo, hi);
+          // The residual is added in float to the float sum, as the kernels' epilogues do.
+          const int64_t at = ((i * m + oc) * oh + y) * ow + z;
+          float v = static_cast<float>(acc);
+          if (r) v += r[at];
+          o[at] = clampAct(v, lo, hi);
         }
     }
 }
@@ -427,8 +443,19 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
   const float* w = static_cast<const float*>(in[1]);
   const float* b = p->bias ? static_cast<const float*>(in[2]) : nullptr;
   float* o = static_cast<float*>(out);
-  const float lo = actBound(spec.key.attrs, attr::Conv2d::act_min, -kInfF),
-              hi = actBound(spec.key.attrs, attr::Conv2d::act_max, kInfF);
+  float lo = actBound(spec.key.attrs, attr::Conv2d::act_min, -kInfF),
+        hi = actBound(spec.key.attrs, attr::Conv2d::act_max, kInfF);
+  // A residual (fuse-conv-residual) is added before the clamp: the channel-tile path adds it
+  // in each tile's store; the others write the unclamped sums and one pass adds it and clamps
+  // (a pass over the output, the same bytes the Add read, without its launch).
+  const float* r = spec.key.inputs.size() == 4 ? static_cast<const float*>(in[3]) : nullptr;
+  const float clampLo = lo, clampHi = hi;
+  if (r) {
+    if (p->outBlocked)
+      fail(ErrorKind::kShape, "kernel {}: a residual needs an output in planes", spec.name);
+    lo = -kInfF;
+    hi = kInfF;
+  }
   if ((p->inBlocked || p->outBlocked || p->weightsPacked) && p->channelBlocks &&
       activeIsa() != Isa::kAvx512)
     fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
@@ -439,14 +466,17 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
   } else if (p->weightsPacked) {
     // The plan bound the weight packed for this path (compiler/weight_pack.h) and chose it for
     // the ISA this process runs, so it cannot fall back: the im2col path cannot read a pack.
-    if (!runConvChannelTiles(*p, spec.tasks, x, w, b, lo, hi, o))
+    // Its tiles add a residual themselves, before their clamp.
+    if (!runConvChannelTiles(*p, spec.tasks, x, w, b, clampLo, clampHi, o, false, r))
       fail(ErrorKind::kShape, "kernel {}: packed weights need the AVX-512 channel-tile path",
            spec.name);
+    return true;
   } else if (p->path == ConvParams::Path::kDepthwise) {
     runDepthwise(*p, spec.tasks, x, w, b, lo, hi, o);
   } else {
     runGemmPath(*p, spec.tasks, x, w, b, lo, hi, o);
   }
+  if (r) addResidual(p->n * p->m * p->oh * p->ow, spec.tasks, r, clampLo, clampHi, o);
   return true;
 }
 

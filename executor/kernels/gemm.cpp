@@ -130,9 +130,9 @@ void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, co
 }
 void channelTileItemAvx512Logic(const ConvParams& p, const float* src, int64_t pw,
                                 const ConvTapSets& sets, const float* wp, const float* bias,
-                                float lo, float hi, float* out, int64_t tile, int64_t oy0,
-                                int64_t oy1) {
-  channelTileItem<F32x16OnAvx2>(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
+                                float lo, float hi, float* out, const float* res, int64_t tile,
+                                int64_t oy0, int64_t oy1) {
+  channelTileItem<F32x16OnAvx2>(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0, oy1);
 }
 void channelBlockItemAvx512Logic(const ConvParams& p, const float* x, const float* w,
                                  const float* b, float lo, float hi, float* out, int64_t img,
@@ -195,8 +195,8 @@ bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
 }
 void channelTileItem(const ConvParams& p, const float* src, int64_t pw, const ConvTapSets& sets,
                      const float* wp, const float* bias, float lo, float hi, float* out,
-                     int64_t tile, int64_t oy0, int64_t oy1) {
-  channelTileItem<F32x16>(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
+                     const float* res, int64_t tile, int64_t oy0, int64_t oy1) {
+  channelTileItem<F32x16>(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0, oy1);
 }
 void channelBlockItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
                       float hi, float* out, int64_t img, int64_t oc0, int64_t channels, int64_t oy0,
@@ -321,10 +321,11 @@ bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, 
 
 bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw,
                             const ConvTapSets& sets, const float* wp, const float* bias, float lo,
-                            float hi, float* out, int64_t tile, int64_t oy0, int64_t oy1) {
+                            float hi, float* out, const float* res, int64_t tile, int64_t oy0,
+                            int64_t oy1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() == Isa::kAvx512) {
-    isa_avx512::channelTileItem(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
+    isa_avx512::channelTileItem(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0, oy1);
     return true;
   }
 #endif
@@ -334,10 +335,12 @@ bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw,
 bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* src, int64_t pw,
                                              const ConvTapSets& sets, const float* wp,
                                              const float* bias, float lo, float hi, float* out,
-                                             int64_t tile, int64_t oy0, int64_t oy1) {
+                                             const float* res, int64_t tile, int64_t oy0,
+                                             int64_t oy1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() < Isa::kAvx2) return false;
-  isa_avx2::channelTileItemAvx512Logic(p, src, pw, sets, wp, bias, lo, hi, out, tile, oy0, oy1);
+  isa_avx2::channelTileItemAvx512Logic(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0,
+                                       oy1);
   return true;
 #else
   return false;

@@ -69,15 +69,18 @@ struct ConvTapSets {
 // channelTileItem): output rows [oy0, oy1) of one image (`out`: its output planes) for output
 // channels [64 tile, 64 tile + 64). `src`: the image's input planes in padded coordinates, row
 // stride pw; sets: the taps each row runs; wp: the whole weight packed as
-// compiler/weight_pack.h lays it out. False (nothing run) unless this process runs AVX-512.
+// compiler/weight_pack.h lays it out; res: null, or a residual laid out as `out` (planes),
+// added before the clamp. False (nothing run) unless this process runs AVX-512.
 bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw,
                             const ConvTapSets& sets, const float* wp, const float* bias, float lo,
-                            float hi, float* out, int64_t tile, int64_t oy0, int64_t oy1);
+                            float hi, float* out, const float* res, int64_t tile, int64_t oy0,
+                            int64_t oy1);
 // For tests: the same 16-lane logic on AVX2 registers. False when this CPU has no AVX2.
 bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* src, int64_t pw,
                                              const ConvTapSets& sets, const float* wp,
                                              const float* bias, float lo, float hi, float* out,
-                                             int64_t tile, int64_t oy0, int64_t oy1);
+                                             const float* res, int64_t tile, int64_t oy0,
+                                             int64_t oy1);
 
 // The whole channel-tile path on NCHW tensors (executor/kernels/conv2d.cpp): the zero-padded
 // copy of each image's input where the conv pads, the tap offsets, and (tile, row block) items
@@ -85,7 +88,7 @@ bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* s
 // its AVX2 test instantiation). False (nothing run) when that instantiation cannot run here.
 bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const float* wp,
                          const float* b, float lo, float hi, float* out,
-                         bool avx512LogicOnAvx2 = false);
+                         bool avx512LogicOnAvx2 = false, const float* residual = nullptr);
 
 // Items of conv2d's depthwise path for activeIsa() (conv_body.inc): output planes
 // [item0, item1) (item: image * m + channel) of the whole tensors x, w, b (b may be null), out.

@@ -1,7 +1,8 @@
-// Conv2d(x, w[, b]): 2-D convolution of an NCHW input, as torch.nn.functional.conv2d and ONNX
-// Conv (2-D kernels, explicit pads): x [N, C, H, W], w [M, C / group, KH, KW], b [M];
+// Conv2d(x, w[, b[, r]]): 2-D convolution of an NCHW input, as torch.nn.functional.conv2d and
+// ONNX Conv (2-D kernels, explicit pads): x [N, C, H, W], w [M, C / group, KH, KW], b [M];
 // out [N, M, OH, OW] with OH = floor((H + pad_top + pad_bottom - dilation * (KH - 1) - 1) /
-// stride) + 1. group = C makes a depthwise convolution.
+// stride) + 1. group = C makes a depthwise convolution. r (the fuse-conv-residual pass's
+// residual, of the output's shape) is added to the output before its clamp.
 #include "graph/ops/window.h"
 
 namespace gearbox {
@@ -38,14 +39,28 @@ TensorType inferConv2d(const InferContext& ctx) {
            ctx.where(), inputLabel(ctx, 0), x[1], group);
     unifyEqual(ctx, 0, 1, x[1] / group, 1, 1, w[1], "input channels per group");
   }
-  if (ctx.inputs.size() == 3) {
+  if (ctx.inputs.size() >= 3) {
     const Shape& b = ctx.inputs[2].shape;
     if (b.rank() != 1)
       fail(ErrorKind::kShape, "{}: {} (bias) must be 1-D [{}], got {}", ctx.where(),
            inputLabel(ctx, 2), m, b.toString());
     unifyEqual(ctx, 2, 0, b[0], 1, 0, m, "one bias per output channel");
   }
-  return TensorType{DType::kF32, windowOutShape(ctx, x, m, win)};
+  Shape out = windowOutShape(ctx, x, m, win);
+  if (ctx.inputs.size() == 4) {
+    const Shape& r = ctx.inputs[3].shape;
+    if (r.rank() != 4)
+      fail(ErrorKind::kShape, "{}: {} (residual) must have the output's shape {}, got {}",
+           ctx.where(), inputLabel(ctx, 3), out.toString(), r.toString());
+    for (int d = 0; d < 4; ++d) {
+      if (r[d] == out[d]) continue;
+      if (isStaticDim(r[d]) && isStaticDim(out[d]))
+        fail(ErrorKind::kShape, "{}: {} (residual) dim {} is {} but the output's is {}",
+             ctx.where(), inputLabel(ctx, 3), d, r[d], out[d]);
+      if (isStaticDim(r[d])) out[d] = r[d];
+    }
+  }
+  return TensorType{DType::kF32, out};
 }
 
 }  // namespace gearbox
