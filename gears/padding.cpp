@@ -652,9 +652,10 @@ class Analyzer {
   // Windowed ops (conv2d, pools): images stay independent along the batch dim (and the channel
   // dim for pools), but a window slides over H and W, so a padded spatial dim would put padded
   // pixels into real outputs at the border; conv2d also contracts the channels.
-  void visitWindow(NodeId n, const Node& node, bool channelsIndependent, bool keepsZero,
-                   Tags& out) {
-    for (size_t i = 1; i < node.inputs.size(); ++i)
+  void visitWindow(NodeId n, const Node& node, bool channelsIndependent, bool keepsZero, Tags& out,
+                   size_t params = SIZE_MAX) {
+    // params: inputs [1, params) are weights or a bias (a conv's residual, input 3, is not).
+    for (size_t i = 1; i < std::min(params, node.inputs.size()); ++i)
       for (int d = 0; d < rank(node.inputs[i]); ++d)
         if (tags_[node.inputs[i]][d].padded)
           refuse(n, tags_[node.inputs[i]][d],
@@ -1119,7 +1120,26 @@ class Analyzer {
         // Zero images stay zero only without a bias, and when the fused clamp keeps 0.
         const double lo = node.attrs.f(attr::Conv2d::act_min),
                      hi = node.attrs.f(attr::Conv2d::act_max);
-        visitWindow(n, node, false, node.inputs.size() == 2 && lo <= 0.0 && hi >= 0.0, out);
+        visitWindow(n, node, false, node.inputs.size() == 2 && lo <= 0.0 && hi >= 0.0, out, 3);
+        if (node.inputs.size() == 4) {
+          // A residual (fuse-conv-residual) is added to the sums as an add would be, then the
+          // clamp applies to what the padding holds as a clip would.
+          const Tags sums = out;
+          const ValueId r = node.inputs[3];
+          broadcast(n, 0, sums, 4, shape(node.output), Held::finite(), 3, tags_[r], rank(r),
+                    shape(r), realHeld(r), addHeld, out);
+          if (lo != -std::numeric_limits<double>::infinity() ||
+              hi != std::numeric_limits<double>::infinity())
+            for (Tag& t : out)
+              if (t.padded) {
+                if (t.held.fill == Fill::kConst)
+                  t.held = Held::constant(std::min(std::max(t.held.c, lo), hi));
+                else if (t.held.hidden() && std::isfinite(lo))
+                  t.held = Held::finite();
+                else
+                  t.held = t.held.finiteOf();
+              }
+        }
         break;
       }
       case OpKind::kMaxPool2d:

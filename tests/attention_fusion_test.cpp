@@ -19,6 +19,7 @@
 #include "executor/modes/geared.h"
 #include "executor/modes/mode_table.h"
 #include "executor/session.h"
+#include "gears/padding.h"
 #include "graph/error.h"
 #include "graph/text.h"
 #include "json_schema.h"
@@ -492,6 +493,31 @@ TEST(ConvResidualFusion, EveryModeMatchesUnfusedAndSavesFiveLaunches) {
   expectFusedMatchesUnfused(parseGraph(kConvResidual),
                             {{Shape{2, 2, 3, 5}}, {Shape{1, 2, 1, 5}}, {Shape{3, 2, 7, 5}}}, 5,
                             "fuse-conv-residual");
+}
+
+// Gears may pad the batch dim through a fused residual conv as through the add it replaced: the
+// padded images stay their own (the residual's padded rows meet the conv's), and the output
+// keeps the padded dim to slice back; a padded spatial dim is refused as before.
+TEST(ConvResidualFusion, PaddingTheBatchPassesThroughAResidualConv) {
+  Graph fused = parseGraph(kConvResidual);
+  (void)defaultPipeline().run(fused);
+  ASSERT_EQ(countKind(fused, OpKind::kAdd), 2);
+  const std::vector<InputDim> batch = {InputDim{0, 0}};
+  const PaddingPlan plan = analyzePadding(fused, batch);
+  ASSERT_EQ(plan.outputs.size(), 2u);
+  for (const auto& out : plan.outputs) {
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].dim, 0);
+    EXPECT_EQ(out[0].origin, (InputDim{0, 0}));
+  }
+  const std::vector<InputDim> height = {InputDim{0, 2}};
+  try {
+    (void)analyzePadding(fused, height);
+    FAIL() << "expected a gear error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kGear);
+    EXPECT_NE(std::string(e.what()).find("it is a spatial dim"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ConvResidualFusion, AResidualOfAnotherShapeIsAShapeError) {
