@@ -379,6 +379,23 @@ bool FoldBatchNormIntoConv::run(Graph& g) {
   return changed;
 }
 
+namespace {
+
+// Node `t` (an activation or an add after conv `conv`, whose value is `cv`) becomes the conv
+// with `inputs` and `attrs`; its value, name and position stay, the old conv is left for DCE.
+// Returns the pass's detail line.
+std::string becomeConv(const Graph& g, Node& t, const Node& conv, std::vector<ValueId> inputs,
+                       Attrs attrs, std::string_view what, ValueId cv) {
+  t.kind = OpKind::kConv2d;
+  t.inputs = std::move(inputs);
+  t.attrs = std::move(attrs);
+  // Errors about the node (a padded window, a bad shape) are about the conv: its line.
+  t.loc = conv.loc;
+  return fmt::format("fused %{} ({}) into %{}", g.values[t.output].name, what, g.values[cv].name);
+}
+
+}  // namespace
+
 // ---- conv2d + relu / clip -> conv2d with an epilogue -----------------------------------------
 
 bool FuseConvActivation::run(Graph& g) {
@@ -411,13 +428,7 @@ bool FuseConvActivation::run(Graph& g) {
     Attrs attrs = conv.attrs;
     attrs.setFloat(ca::act_min, lo);
     attrs.setFloat(ca::act_max, hi);
-    act.kind = OpKind::kConv2d;
-    act.inputs = conv.inputs;
-    act.attrs = std::move(attrs);
-    // Errors about the node (a padded window, a bad shape) are about the conv: its line.
-    act.loc = conv.loc;
-    details_.push_back(
-        fmt::format("fused %{} ({}) into %{}", g.values[act.output].name, what, g.values[cv].name));
+    details_.push_back(becomeConv(g, act, conv, conv.inputs, std::move(attrs), what, cv));
     changed = true;
   }
   return changed;
@@ -503,13 +514,7 @@ bool FuseConvResidual::run(Graph& g) {
     inputs.push_back(res);
     // The old conv and add lose their uses (DCE removes them); the residual keeps its one.
     uses[static_cast<size_t>(cv)] = 0;
-    t.kind = OpKind::kConv2d;
-    t.inputs = std::move(inputs);
-    t.attrs = std::move(attrs);
-    // Errors about the node (a padded window, a bad shape) are about the conv: its line.
-    t.loc = conv.loc;
-    details_.push_back(
-        fmt::format("fused %{} ({}) into %{}", g.values[t.output].name, what, g.values[cv].name));
+    details_.push_back(becomeConv(g, t, conv, std::move(inputs), std::move(attrs), what, cv));
     changed = true;
   }
   return changed;

@@ -401,6 +401,16 @@ constexpr const char* kConvActs = R"(graph g(%x: f32[N, 2, H, 5]) {
   return %r4, %c4
 })";
 
+// The reference executor's results for `g` (after passes) are bit for bit `before`'s, on two
+// input shapes of the [N, 2, H, 5] conv graphs below.
+void expectReferenceBitsMatch(const Graph& before, const Graph& g) {
+  for (const InputSignature& s : {InputSignature{Shape{1, 2, 1, 5}}, {Shape{3, 2, 4, 5}}}) {
+    const auto ins = makeInputs(before, s, 7);
+    const auto want = referenceRun(before, ins), got = referenceRun(g, ins);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].equals(got[i])) << i;
+  }
+}
+
 TEST(ConvActivationFusion, ReluAndClipBecomeTheConvsEpilogue) {
   Graph g = parseGraph(kConvActs);
   const Graph before = g;
@@ -418,11 +428,7 @@ TEST(ConvActivationFusion, ReluAndClipBecomeTheConvsEpilogue) {
   EXPECT_NE(printGraph(g).find("act_min=-0.25, act_max=0.5)"), std::string::npos);
   // The clamp is Clip's and Relu's own arithmetic: the reference results are bit for bit those
   // of the unfused graph.
-  for (const InputSignature& s : {InputSignature{Shape{1, 2, 1, 5}}, {Shape{3, 2, 4, 5}}}) {
-    const auto ins = makeInputs(before, s, 7);
-    const auto want = referenceRun(before, ins), got = referenceRun(g, ins);
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].equals(got[i])) << i;
-  }
+  expectReferenceBitsMatch(before, g);
 }
 
 TEST(ConvActivationFusion, EveryModeMatchesUnfusedAndSavesTwoLaunches) {
@@ -481,11 +487,7 @@ TEST(ConvResidualFusion, AddsAndTheirActivationsBecomeTheConvsEpilogue) {
       << text;
   // The residual is added in float to the conv's float sums and the clamp is Clip's and
   // Relu's: the reference results are bit for bit those of the unfused graph.
-  for (const InputSignature& s : {InputSignature{Shape{1, 2, 1, 5}}, {Shape{3, 2, 4, 5}}}) {
-    const auto ins = makeInputs(before, s, 7);
-    const auto want = referenceRun(before, ins), got = referenceRun(g, ins);
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].equals(got[i])) << i;
-  }
+  expectReferenceBitsMatch(before, g);
 }
 
 TEST(ConvResidualFusion, EveryModeMatchesUnfusedAndSavesFiveLaunches) {
