@@ -566,9 +566,10 @@ std::vector<ConvGeom> channelTileGeoms() {
       // cut by it at both ends.
       {"ct_rows_all_padding", {1, 5, 4, 6}, {20, 5, 3, 3}, {1, 1}, {4, 1, 4, 1}, {1, 1}, 1, true},
       {"ct_dilated_s2_rows", {2, 3, 9, 8}, {16, 3, 3, 2}, {2, 1}, {3, 1, 2, 0}, {3, 1}, 1, true},
-      // 3 x 3 over 64 channels on a padded copy: tiles whose first position reads the left
-      // zero column, whose last reads the right one, both (rows of 3 and 7), neither (pads of
-      // 2, dilation 2), a part tile of 1, strides 2.
+      // 3 x 3 over 64 channels on a padded copy: 7-position tiles whose first position reads
+      // the left zero column, whose last reads the right one, both, neither (pads of 2,
+      // dilation 2); part tiles (rows of 3, a tile of 1 or 2 left), which multiply their zeros;
+      // strides 2.
       {"ct_cut_15", {1, 5, 6, 15}, {64, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
       {"ct_cut_3", {1, 4, 5, 3}, {64, 4, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, 0.0f},
       {"ct_cut_s2_odd", {2, 3, 8, 13}, {64, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},

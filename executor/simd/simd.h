@@ -8,14 +8,14 @@
 //   when either is NaN), V::loadN(p, n) / V::storeN(p, r, n) (the first n lanes,
 //   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
 //   an array's end).
-// 16-lane types also have V::transpose16(r) (r[i] lane j <-> r[j] lane i, 16 registers) and
-// V::permute2(lo, idx, hi, keep): lane i is lane idx[i] (0..31) of the
-// 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's vpermt2ps); and
-// V::loadMask(p, m): lane i is p[i] where bit i of m is set, else zero, and no other lane is
-// read (so p + i may lie outside the array for a clear bit).
-// The AVX-512 kernels are the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane
-// logic (tile shapes, edges, blocking for 32 registers) on pairs of AVX2 registers, so the
-// tests exercise the AVX-512 instantiation's logic on a machine without AVX-512.
+// 16-lane types also have V::kNative (F32x16 on AVX-512, not the AVX2 stand-in), V::transpose16(r)
+// (r[i] lane j <-> r[j] lane i, 16 registers) and V::permute2(lo, idx, hi, keep): lane i is lane
+// idx[i] (0..31) of the 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's
+// vpermt2ps); and V::loadMask(p, m): lane i is p[i] where bit i of m is set, else zero, and no
+// other lane is read (so p + i may lie outside the array for a clear bit). The AVX-512 kernels are
+// the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane logic (tile shapes, edges,
+// blocking for 32 registers) on pairs of AVX2 registers, so the tests exercise the AVX-512
+// instantiation's logic on a machine without AVX-512.
 #include <utility>
 
 #include "executor/simd/isa_target.h"
@@ -55,6 +55,8 @@ struct F32x16OnAvx2 {
   };
   static constexpr int kLanes = 16;
   static constexpr int kRegs = 32;
+  // Kernels build some variants only for the native 16-lane ISA (compile time): conv_body.inc.
+  static constexpr bool kNative = false;
   GEARBOX_SIMD_INLINE R zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   GEARBOX_SIMD_INLINE R load(const float* p) {
     return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
@@ -117,6 +119,7 @@ struct F32x16 {
   using R = __m512;
   static constexpr int kLanes = 16;
   static constexpr int kRegs = 32;
+  static constexpr bool kNative = true;
   GEARBOX_SIMD_INLINE R zero() { return _mm512_setzero_ps(); }
   GEARBOX_SIMD_INLINE R load(const float* p) { return _mm512_loadu_ps(p); }
   GEARBOX_SIMD_INLINE void store(float* p, R v) { _mm512_storeu_ps(p, v); }
