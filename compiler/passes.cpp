@@ -381,12 +381,13 @@ bool FoldBatchNormIntoConv::run(Graph& g) {
 
 namespace {
 
-// Node `t` (an activation or an add after conv `conv`, whose value is `cv`) becomes the conv
+// Node `t` (an activation or an add after conv `conv`, whose value is `cv`) becomes the conv (or
+// the matmul)
 // with `inputs` and `attrs`; its value, name and position stay, the old conv is left for DCE.
 // Returns the pass's detail line.
 std::string becomeConv(const Graph& g, Node& t, const Node& conv, std::vector<ValueId> inputs,
                        Attrs attrs, std::string_view what, ValueId cv) {
-  t.kind = OpKind::kConv2d;
+  t.kind = conv.kind;  // conv2d, or matmul (fuse-matmul-epilogue)
   t.inputs = std::move(inputs);
   t.attrs = std::move(attrs);
   // Errors about the node (a padded window, a bad shape) are about the conv: its line.
@@ -520,6 +521,109 @@ bool FuseConvResidual::run(Graph& g) {
   return changed;
 }
 
+// ---- matmul + add [+ add] [+ relu / clip] -> matmul with an epilogue ------------------------
+
+namespace {
+
+// A matmul without an epilogue: two inputs, no clamp (attributes at their defaults, or unset in
+// a graph built by hand).
+bool isPlainMatMul(const Node& n) {
+  namespace am = attr::MatMul;
+  auto unclamped = [&](int slot) {
+    return !n.attrs.has(slot) || attrIsDefault(OpKind::kMatMul, n.attrs, slot);
+  };
+  return n.kind == OpKind::kMatMul && n.inputs.size() == 2 && unclamped(am::act_min) &&
+         unclamped(am::act_max);
+}
+
+}  // namespace
+
+bool FuseMatMulEpilogue::run(Graph& g) {
+  details_.clear();
+  std::vector<bool> returned(g.values.size(), false);
+  for (ValueId v : g.outputs) returned[v] = true;
+  // Use counts per value: value ids stay when a zero bias is inserted (node ids move).
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& node : g.nodes)
+    for (ValueId v : node.inputs) ++uses[static_cast<size_t>(v)];
+  namespace am = attr::MatMul;
+  // A matmul (plain, or with the epilogue folded in so far) whose output only feeds the next
+  // step: f32, b with a dim N (not 1-D), no clamp yet (a clamp ends the epilogue).
+  auto fusable = [&](ValueId mv, size_t maxInputs) -> const Node* {
+    const NodeId m = g.values[mv].producer;
+    if (m == kNoNode || returned[mv] || uses[static_cast<size_t>(mv)] != 1) return nullptr;
+    const Node& mm = g.nodes[m];
+    if (mm.kind != OpKind::kMatMul || mm.inputs.size() > maxInputs ||
+        g.values[mv].type.dtype != DType::kF32 || g.values[mm.inputs[1]].type.shape.rank() < 2)
+      return nullptr;
+    for (int slot : {am::act_min, am::act_max})
+      if (mm.attrs.has(slot) && !attrIsDefault(OpKind::kMatMul, mm.attrs, slot)) return nullptr;
+    return &mm;
+  };
+  bool changed = false;
+  for (NodeId a = 0; a < static_cast<NodeId>(g.nodes.size()); ++a) {
+    Node& t = g.nodes[a];
+    if (t.kind == OpKind::kRelu || t.kind == OpKind::kClip) {
+      const ValueId mv = t.inputs[0];
+      const Node* mm = fusable(mv, 4);
+      if (!mm) continue;
+      // The bounds that bound something (relu: act_min = 0); the attributes have no default.
+      Attrs attrs = mm->attrs;
+      const double inf = std::numeric_limits<double>::infinity();
+      const double lo = t.kind == OpKind::kClip ? t.attrs.f(attr::Clip::min) : 0.0;
+      const double hi = t.kind == OpKind::kClip ? t.attrs.f(attr::Clip::max) : inf;
+      if (lo != -inf) attrs.setFloat(am::act_min, lo);
+      if (hi != inf) attrs.setFloat(am::act_max, hi);
+      const std::string what(opTextName(t.kind));
+      uses[static_cast<size_t>(mv)] = 0;
+      details_.push_back(becomeConv(g, t, *mm, mm->inputs, std::move(attrs), what, mv));
+      changed = true;
+      continue;
+    }
+    if (t.kind != OpKind::kAdd) continue;
+    const ValueId u = t.inputs[0], v = t.inputs[1];
+    if (u == v) continue;
+    const TensorType& outType = g.values[t.output].type;
+    // The product on either side (the first that qualifies), the other the bias or residual.
+    const Node* mm = fusable(u, 3);
+    ValueId mv = u, other = v;
+    if (!mm || !(g.values[u].type == outType)) {
+      mm = fusable(v, 3);
+      mv = v;
+      other = u;
+    }
+    if (!mm || !(g.values[mv].type == outType)) continue;
+    const TensorType& ot = g.values[other].type;
+    const int64_t n = outType.shape.rank() > 0 ? outType.shape[outType.shape.rank() - 1] : -1;
+    // A [N] vector of a plain product is its bias; a value of the output's very type is the
+    // residual (after the bias: a product with its bias already, or a zero one inserted).
+    const bool bias = mm->inputs.size() == 2 && ot.dtype == DType::kF32 && ot.shape.rank() == 1 &&
+                      outType.shape.rank() >= 1 && ot.shape[0] == n;
+    if (!bias && !(ot == outType)) continue;
+    NodeId m = g.values[mv].producer;
+    std::vector<ValueId> inputs = mm->inputs;
+    if (!bias && inputs.size() == 2) {
+      if (!isStaticDim(n)) continue;
+      Tensor zeros(DType::kF32, Shape{n});
+      std::fill(zeros.as<float>(), zeros.as<float>() + n, 0.0f);
+      const ValueId bv =
+          insertConstBefore(g, m, std::move(zeros), g.values[mv].name + ".zero_bias");
+      uses.push_back(1);
+      returned.push_back(false);
+      ++m;
+      ++a;
+      inputs.push_back(bv);
+    }
+    inputs.push_back(other);
+    const Node& prod = g.nodes[m];
+    uses[static_cast<size_t>(mv)] = 0;
+    details_.push_back(becomeConv(g, g.nodes[a], prod, std::move(inputs), prod.attrs,
+                                  bias ? "add: bias" : "add: residual", mv));
+    changed = true;
+  }
+  return changed;
+}
+
 // ---- scaled-dot-product attention -> one attention node -----------------------------------
 
 namespace {
@@ -583,7 +687,7 @@ bool AttentionFusion::run(Graph& g) {
     if (r < 2 || (axis < 0 ? axis + r : axis) != r - 1) continue;
     if (returned[smv] || users[smv].size() != 1) continue;
     const NodeId mm2 = users[smv][0];
-    if (g.nodes[mm2].kind != OpKind::kMatMul || g.nodes[mm2].inputs[0] != smv ||
+    if (!isPlainMatMul(g.nodes[mm2]) || g.nodes[mm2].inputs[0] != smv ||
         g.nodes[mm2].inputs[1] == smv)
       continue;
     const ValueId vv = g.nodes[mm2].inputs[1];
@@ -638,7 +742,7 @@ bool AttentionFusion::run(Graph& g) {
       }
     }
     const Node* qk = step(x, {OpKind::kMatMul});
-    if (!qk) continue;
+    if (!qk || !isPlainMatMul(*qk)) continue;
     const NodeId mm1 = g.values[x].producer;
     const ValueId qv = qk->inputs[0], ktv = qk->inputs[1];
     const Shape& q = g.values[qv].type.shape;
@@ -790,6 +894,7 @@ PassPipeline defaultPipeline(std::span<const std::string> disabled) {
   all.push_back(std::make_unique<FuseConvResidual>());
   all.push_back(std::make_unique<FuseConvActivation>());
   all.push_back(std::make_unique<AttentionFusion>());
+  all.push_back(std::make_unique<FuseMatMulEpilogue>());
   all.push_back(std::make_unique<ChannelShuffleToIndexSelect>());
   all.push_back(std::make_unique<SliceOfIndexSelect>());
   all.push_back(std::make_unique<DeadCodeElimination>());
@@ -816,6 +921,7 @@ std::vector<std::string> defaultPassNames() {
           "fuse-conv-residual",
           "fuse-conv-activation",
           "fuse-attention",
+          "fuse-matmul-epilogue",
           "shuffle-to-index-select",
           "slice-of-index-select",
           "fuse-cat-index-select"};

@@ -112,6 +112,20 @@ class FuseConvActivation final : public Pass {
   bool run(Graph& g) override;
 };
 
+// Epilogue fusion for matmul (docs/passes.md): add(p, bias) with p = matmul(a, b) (b not 1-D,
+// f32, p used only there and not returned) and bias a [N] vector becomes matmul(a, b, bias);
+// a further add of a value of the output's very type (no broadcasting) becomes its fourth
+// input, the residual (a zero bias is inserted where there was none); a relu or clip of such a
+// product becomes its clamp (act_min / act_max), which ends the epilogue. Each rewritten node
+// keeps its value, name and position; the old matmul is left for DCE. Runs after fuse-attention,
+// which needs the scores' matmul and mask add unfused. A linear layer, bias, ReLU and
+// residual are one kernel: no pass over the output per add and activation.
+class FuseMatMulEpilogue final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-matmul-epilogue"; }
+  bool run(Graph& g) override;
+};
+
 // Scaled-dot-product attention -> one `attention` node (docs/passes.md): softmax over the last
 // axis of matmul(q, k^T), optionally scaled by a one-element constant (mul or div) and
 // optionally plus a mask (add), whose one user is matmul(., v), with q, k^T and v of one rank

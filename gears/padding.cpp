@@ -399,6 +399,30 @@ class Analyzer {
     }
   }
 
+  // A fused epilogue's tail: inputs [from, end) of `node` added to its output (`out`: the sums'
+  // tags) as adds would be, then the clamp [lo, hi] on what the padding holds, as a clip would.
+  void visitEpilogue(NodeId n, const Node& node, size_t from, double lo, double hi, Tags& out) {
+    const ValueId o = node.output;
+    for (size_t i = from; i < node.inputs.size(); ++i) {
+      const Tags sums = out;
+      const ValueId r = node.inputs[i];
+      broadcast(n, 0, sums, rank(o), shape(o), Held::finite(), i, tags_[r], rank(r), shape(r),
+                realHeld(r), addHeld, out);
+    }
+    if (lo == -std::numeric_limits<double>::infinity() &&
+        hi == std::numeric_limits<double>::infinity())
+      return;
+    for (Tag& t : out)
+      if (t.padded) {
+        if (t.held.fill == Fill::kConst)
+          t.held = Held::constant(std::min(std::max(t.held.c, lo), hi));
+        else if (t.held.hidden() && std::isfinite(lo))
+          t.held = Held::finite();
+        else
+          t.held = t.held.finiteOf();
+      }
+  }
+
   // The gather part of index_select / cat_gather: the dim `d` of the data is read by index.
   void gatherAlong(NodeId n, const Node& node, int d, size_t indexInput, Tags& out) {
     const Tag& idx = tags_[node.inputs[indexInput]][0];
@@ -1113,7 +1137,6 @@ class Analyzer {
       case OpKind::kBatchNorm: visitBatchNorm(n, node, out); break;
       case OpKind::kTranspose: visitTranspose(node, out); break;
       case OpKind::kReshape: visitReshape(n, node, out); break;
-      case OpKind::kMatMul: visitMatMul(n, node, out); break;
       case OpKind::kIndexSelect: visitIndexSelect(n, node, out); break;
       case OpKind::kCat: visitCatInputs(n, node, node.inputs.size(), true, out); break;
       case OpKind::kConv2d: {
@@ -1121,25 +1144,21 @@ class Analyzer {
         const double lo = node.attrs.f(attr::Conv2d::act_min),
                      hi = node.attrs.f(attr::Conv2d::act_max);
         visitWindow(n, node, false, node.inputs.size() == 2 && lo <= 0.0 && hi >= 0.0, out, 3);
-        if (node.inputs.size() == 4) {
-          // A residual (fuse-conv-residual) is added to the sums as an add would be, then the
-          // clamp applies to what the padding holds as a clip would.
-          const Tags sums = out;
-          const ValueId r = node.inputs[3];
-          broadcast(n, 0, sums, 4, shape(node.output), Held::finite(), 3, tags_[r], rank(r),
-                    shape(r), realHeld(r), addHeld, out);
-          if (lo != -std::numeric_limits<double>::infinity() ||
-              hi != std::numeric_limits<double>::infinity())
-            for (Tag& t : out)
-              if (t.padded) {
-                if (t.held.fill == Fill::kConst)
-                  t.held = Held::constant(std::min(std::max(t.held.c, lo), hi));
-                else if (t.held.hidden() && std::isfinite(lo))
-                  t.held = Held::finite();
-                else
-                  t.held = t.held.finiteOf();
-              }
-        }
+        // A residual (fuse-conv-residual) is added to the sums as an add would be, then the
+        // clamp (the window walk already knows a clamp without one).
+        if (node.inputs.size() == 4) visitEpilogue(n, node, 3, lo, hi, out);
+        break;
+      }
+      case OpKind::kMatMul: {
+        visitMatMul(n, node, out);
+        // The fused epilogue (fuse-matmul-epilogue): the [N] bias and the residual are added as
+        // adds would be, then the clamp.
+        namespace am = attr::MatMul;
+        auto bound = [&](int slot, double unset) {
+          return node.attrs.has(slot) ? node.attrs.f(slot) : unset;
+        };
+        const double inf = std::numeric_limits<double>::infinity();
+        visitEpilogue(n, node, 2, bound(am::act_min, -inf), bound(am::act_max, inf), out);
         break;
       }
       case OpKind::kMaxPool2d:

@@ -363,9 +363,12 @@ TEST(AttentionFusionCli, DisablePassRunsTheUnfusedGraphAndSaysSo) {
   const auto off = nlohmann::json::parse(readFile(dir.file("off.json")));
   EXPECT_TRUE(testing_util::conformsToReportSchema(on));
   EXPECT_TRUE(testing_util::conformsToReportSchema(off));
-  // (The scale constant 2 is still read by the gate's pow, so no dce follows.)
-  EXPECT_EQ(on["passes_fired"], nlohmann::json::array({"fuse-attention"}));
-  EXPECT_EQ(off["passes_fired"], nlohmann::json::array());
+  // The block's two residual adds after a matmul fold into it (fuse-matmul-epilogue) either
+  // way; dce removes the matmuls they replaced. (The scale constant 2 is still read by the
+  // gate's pow.)
+  EXPECT_EQ(on["passes_fired"],
+            nlohmann::json::array({"fuse-attention", "fuse-matmul-epilogue", "dce"}));
+  EXPECT_EQ(off["passes_fired"], nlohmann::json::array({"fuse-matmul-epilogue", "dce"}));
   EXPECT_FALSE(on["config"].contains("disabled_passes"));
   EXPECT_EQ(off["config"]["disabled_passes"], nlohmann::json::array({"fuse-attention"}));
   const auto& a = on["per_iteration"];
@@ -403,8 +406,10 @@ constexpr const char* kConvActs = R"(graph g(%x: f32[N, 2, H, 5]) {
 
 // The reference executor's results for `g` (after passes) are bit for bit `before`'s, on two
 // input shapes of the [N, 2, H, 5] conv graphs below.
-void expectReferenceBitsMatch(const Graph& before, const Graph& g) {
-  for (const InputSignature& s : {InputSignature{Shape{1, 2, 1, 5}}, {Shape{3, 2, 4, 5}}}) {
+void expectReferenceBitsMatch(const Graph& before, const Graph& g,
+                              const std::vector<InputSignature>& sigs = {
+                                  InputSignature{Shape{1, 2, 1, 5}}, {Shape{3, 2, 4, 5}}}) {
+  for (const InputSignature& s : sigs) {
     const auto ins = makeInputs(before, s, 7);
     const auto want = referenceRun(before, ins), got = referenceRun(g, ins);
     for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].equals(got[i])) << i;
@@ -537,6 +542,140 @@ TEST(ConvResidualFusion, AResidualOfAnotherShapeIsAShapeError) {
               std::string::npos)
         << e.what();
   }
+}
+
+// ---- matmul + add [+ add] [+ relu / clip] (fuse-matmul-epilogue) -----------------------------
+
+// A linear layer with its bias on the add's left and a relu; one with a bias, a residual and a
+// clip; a residual without a bias (a zero bias is inserted); a [1, N] bias (broadcasts: stays);
+// a returned product (keeps its relu apart); a product by a 1-D b (no dim N: stays).
+constexpr const char* kMatMulEpilogue = R"(graph g(%x: f32[N, 3]) {
+  %w1 = const f32[3, 4] [0.5, -1, 2, 0.25, -0.5, 1.5, 0.1, 0.2, -0.3, 1, -0.5, 0.25]
+  %b1 = const f32[4] [0.1, -0.2, 0.3, -0.4]
+  %m1 = matmul(%x, %w1)
+  %a1 = add(%b1, %m1)
+  %h = relu(%a1)
+  %w2 = const f32[4, 3] [1, -0.5, 0.25, -1, 2, 0.5, 0.75, -0.25, -2, 0.3, 0.1, -0.1]
+  %b2 = const f32[3] [0.2, 0.4, -0.6]
+  %m2 = matmul(%h, %w2)
+  %a2 = add(%m2, %b2)
+  %s2 = add(%x, %a2)
+  %k = clip(%s2, min=-1, max=1.5)
+  %w3 = const f32[3, 3] [0.8, -0.2, 0.05, 0.5, -0.5, 1, 0.25, 0.75, -1]
+  %m3 = matmul(%k, %w3)
+  %s3 = add(%m3, %k)
+  %m4 = matmul(%s3, %w3)
+  %bb = const f32[1, 3] [1, 2, 3]
+  %s4 = add(%m4, %bb)
+  %m5 = matmul(%s4, %w3)
+  %r5 = relu(%m5)
+  %v = const f32[3] [0.5, -1, 2]
+  %d = matmul(%s4, %v)
+  %rd = relu(%d)
+  return %r5, %m5, %s3, %rd
+})";
+
+TEST(MatMulEpilogueFusion, BiasesResidualsAndActivationsBecomeTheMatMulsEpilogue) {
+  Graph g = parseGraph(kMatMulEpilogue);
+  const Graph before = g;
+  const PassReport r = defaultPipeline().run(g);
+  ASSERT_EQ(r.passes[5].name, "fuse-matmul-epilogue");
+  EXPECT_EQ(r.passes[5].details,
+            (std::vector<std::string>{
+                "fused %a1 (add: bias) into %m1", "fused %h (relu) into %a1",
+                "fused %a2 (add: bias) into %m2", "fused %s2 (add: residual) into %a2",
+                "fused %k (clip) into %s2", "fused %s3 (add: residual) into %m3"}));
+  EXPECT_EQ(countKind(g, OpKind::kMatMul), 6);
+  EXPECT_EQ(countKind(g, OpKind::kAdd), 1);   // s4 (broadcasts a [1, 3])
+  EXPECT_EQ(countKind(g, OpKind::kRelu), 2);  // r5 (m5 is returned) and rd (d has no dim N)
+  EXPECT_EQ(countKind(g, OpKind::kClip), 0);
+  const std::string text = printGraph(g);
+  for (const char* line : {"%h = matmul(%x, %w1, %b1, act_min=0)",
+                           "%k = matmul(%h, %w2, %b2, %x, act_min=-1, act_max=1.5)",
+                           "%s3 = matmul(%k, %w3, %m3.zero_bias, %k)"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  // Bias, then residual, in float, then Clip's and Relu's comparisons: the reference results
+  // are bit for bit those of the unfused graph.
+  expectReferenceBitsMatch(before, g, {InputSignature{Shape{1, 3}}, {Shape{5, 3}}});
+}
+
+TEST(MatMulEpilogueFusion, EveryModeMatchesUnfusedAndSavesSixLaunches) {
+  // a1 + h, a2 + s2 + k, s3.
+  expectFusedMatchesUnfused(parseGraph(kMatMulEpilogue),
+                            {{Shape{2, 3}}, {Shape{1, 3}}, {Shape{7, 3}}}, 6,
+                            "fuse-matmul-epilogue");
+}
+
+// The fused kernel on shapes the GEMM paths split: rows per task, columns per task (few rows on
+// two threads), batches, and every path's blocks, against the unfused graph's compiled plan.
+TEST(MatMulEpilogueFusion, FusedPlansMatchUnfusedOnEveryGemmPath) {
+  GraphBuilder gb("g");
+  const int64_t B = symbolDim("B"), M = symbolDim("M");
+  const ValueId x = gb.input("x", DType::kF32, Shape{B, M, 64});
+  const ValueId r = gb.input("r", DType::kF32, Shape{B, M, 80});
+  uint64_t state = 5;
+  auto filled = [&](Shape shape) {
+    Tensor t(DType::kF32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      t.as<float>()[i] = static_cast<float>(static_cast<int64_t>(state >> 40) % 2001 - 1000) / 2e3f;
+    }
+    return t;
+  };
+  const ValueId w = gb.constant(filled(Shape{64, 80}), "w");
+  const ValueId b = gb.constant(filled(Shape{80}), "b");
+  const ValueId s = gb.add(gb.add(gb.matmul(x, w), b), r);
+  gb.output(gb.op(OpKind::kRelu, {s}, {}, "y"));
+  const Graph g = gb.build();
+  for (int threads : {1, 2}) {
+    SessionOptions fo, po;
+    fo.threads = po.threads = threads;
+    po.disabledPasses = {"fuse-matmul-epilogue"};
+    Session fused(g, fo), plain(g, po);
+    ASSERT_EQ(countKind(fused.graph(), OpKind::kAdd), 0);
+    ASSERT_EQ(countKind(plain.graph(), OpKind::kAdd), 2);
+    for (const auto& [nb, nm] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {1, 3}, {2, 5}, {1, 8}, {3, 17}, {1, 200}, {2, 600}}) {
+      SCOPED_TRACE(fmt::format("threads {} B {} M {}", threads, nb, nm));
+      const auto in = makeInputs(g, {Shape{nb, nm, 64}, Shape{nb, nm, 80}}, 11);
+      const auto want = plain.run(in), got = fused.run(in);
+      // The same GEMM sums, then the same adds and comparisons: bit for bit.
+      EXPECT_TRUE(want[0].equals(got[0]));
+      EXPECT_LE(maxAbsDiff(got[0], referenceRun(g, in)[0]), 1e-4);
+    }
+  }
+}
+
+TEST(MatMulEpilogueFusion, ABiasOrResidualOfAnotherShapeIsAShapeError) {
+  auto expectShapeError = [](const char* text, const char* what) {
+    try {
+      (void)parseGraph(text);
+      ADD_FAILURE() << "expected a shape error: " << what;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kShape);
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expectShapeError(R"(graph g(%x: f32[2, 3], %w: f32[3, 4], %b: f32[5]) {
+  %y = matmul(%x, %w, %b)
+  return %y
+})",
+                   "input 2 (%b) dim 0 is 5 but input 1 (%w) dim 1 is 4 (one bias per column N)");
+  expectShapeError(R"(graph g(%x: f32[2, 3], %w: f32[3, 4], %b: f32[4], %r: f32[2, 5]) {
+  %y = matmul(%x, %w, %b, %r)
+  return %y
+})",
+                   "input 3 (%r) (residual) dim 1 is 5 but the output's is 4");
+  expectShapeError(R"(graph g(%x: f32[2, 3], %v: f32[3], %b: f32[1]) {
+  %y = matmul(%x, %v, %b)
+  return %y
+})",
+                   "input 1 (%v) is 1-D, so the product has no dim N for an epilogue");
+  expectShapeError(R"(graph g(%x: i32[2, 3], %w: i32[3, 4]) {
+  %y = matmul(%x, %w, act_min=0)
+  return %y
+})",
+                   "input 0 (%x) must be f32, got i32");
 }
 
 }  // namespace

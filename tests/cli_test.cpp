@@ -269,21 +269,22 @@ TEST(Cli, PrintSpecialisesWhenShapesAreGiven) {
 }
 
 // print --plan: the static plan for a shape, one row per kernel with its thread split decided
-// at compile (a 64 x 1024 x 1024 matmul is 134 MFLOP: split for 2 threads, not for 1; the bias
-// add's 516 KiB stays in the calling thread) and the params below it.
+// at compile (a 64 x 1024 x 1024 matmul is 134 MFLOP: split for 2 threads, not for 1; each bias
+// add is the matmul's epilogue: fuse-matmul-epilogue) and the params below it.
 TEST(Cli, PrintPlanShowsEachKernelsThreadSplitAndParams) {
   const std::string base = "print " + shellQuote(example("mlp.gbx")) +
                            " --shapes '{\"x\": [64, 1024]}' --plan --threads ";
   auto r = runGearbox(base + "2");
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_NE(r.output.find("4 steps, arena 512.00 KiB (768.00 KiB without reuse)"),
+  EXPECT_NE(r.output.find("2 steps, arena 256.00 KiB (256.00 KiB without reuse)"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("step  value  op      output         tasks  work          kernel\n"
-                          "   0  %h     matmul  f32[64, 1024]      2  134.22 MFLOP  MatMul_"),
+                          "   0  %hb    matmul  f32[64, 1024]      2  134.22 MFLOP  "
+                          "MatMul_float_ND_64_1024__1024_1024__1024__threads=2\n"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("   1  %hb    add     f32[64, 1024]      1  516.00 KiB    Add_"),
+  EXPECT_NE(r.output.find("   1  %y     matmul  f32[64, 1024]      2  134.22 MFLOP  MatMul_"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("      params {\"kind\":\"MatMul\",\"batch\":1,\"m\":64"),

@@ -298,9 +298,9 @@ TEST_F(ServingSuggestion, MemoryIsTheGearSetsModeledPlanMemory) {
   // of x (64 x 1024 floats, 256 KiB) is part of it (executor/caching_allocator.h).
   ASSERT_GT(c.paddedCalls, 0);
   EXPECT_EQ(c.memoryBytes, m.residentBytes + io + (int64_t{2} << 20));
-  // The MLP's workspace is 8,192 bytes per batch row (tests/device_memory_test.cpp): the shared
-  // pool holds the largest gear's, 64 rows.
-  EXPECT_EQ(m.workspaceBytes, 8192 * 64);
+  // The MLP's workspace is its one [b, 1024] f32 intermediate, 4,096 bytes per batch row (each
+  // bias add is its matmul's epilogue): the shared pool holds the largest gear's, 64 rows.
+  EXPECT_EQ(m.workspaceBytes, 4096 * 64);
   EXPECT_EQ(c.startupUs(), c.compileUs);
 }
 

@@ -5,6 +5,7 @@
 // that no baseline function of the executor holds a VEX/EVEX instruction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -253,6 +254,84 @@ TEST(IsaGemm, Avx512LogicOnAvx2MatchesThePlainLoop) {
                   ASSERT_TRUE(kernels::gemmF32Avx512LogicOnAvx2(blocking, a, lda, b, ldb, c, ldc,
                                                                 s.m, s.n, s.k));
                 });
+}
+
+// MatMul's fused epilogue (fuse-matmul-epilogue): each path adds the bias and the residual and
+// clamps each block of C after its last K slice. The sums are the GEMM's own, so the result
+// must be bit for bit the GEMM's C followed by the unfused add, add and clip, on every path,
+// blocking and ISA (and the AVX-512 logic on AVX2), with C's row padding untouched.
+TEST(IsaGemm, TheEpilogueIsTheUnfusedAddsAndClampBitForBit) {
+  struct Variant {
+    const char* name;
+    bool bias, res, clamp;
+  };
+  const Variant variants[] = {{"bias", true, false, false},
+                              {"residual", false, true, false},
+                              {"bias, residual, clamp", true, true, true},
+                              {"clamp", false, false, true}};
+  auto check = [&](const GemmShape& s, const std::string& what,
+                   const std::function<void(const float*, int64_t, const float*, int64_t, float*,
+                                            int64_t, const kernels::GemmEpilogue*)>& gemm) {
+    const int64_t lda = s.k + s.padA, ldb = s.n + s.padB, ldc = s.n + s.padC, ldr = s.n + s.padA;
+    std::vector<float> a(static_cast<size_t>(std::max<int64_t>(1, s.m * lda)));
+    std::vector<float> b(static_cast<size_t>(std::max<int64_t>(1, s.k * ldb)));
+    std::vector<float> bias(static_cast<size_t>(std::max<int64_t>(1, s.n)));
+    std::vector<float> res(static_cast<size_t>(std::max<int64_t>(1, s.m * ldr)));
+    uint64_t state = static_cast<uint64_t>(s.m * 7919 + s.n * 31 + s.k);
+    auto next = [&] {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return static_cast<float>(static_cast<int64_t>(state >> 40) % 2001 - 1000) / 1000.0f;
+    };
+    for (auto* v : {&a, &b, &bias, &res})
+      for (float& x : *v) x = next();
+    for (const Variant& var : variants) {
+      SCOPED_TRACE(fmt::format("{}: {}: m {} n {} k {}", what, var.name, s.m, s.n, s.k));
+      kernels::GemmEpilogue e;
+      e.bias = var.bias ? bias.data() : nullptr;
+      e.res = var.res ? res.data() : nullptr;
+      e.ldr = ldr;
+      e.clamp = var.clamp;
+      e.lo = -0.25f;
+      e.hi = 0.5f;
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> want(static_cast<size_t>(std::max<int64_t>(1, s.m * ldc)), nan);
+      std::vector<float> got = want;
+      gemm(a.data(), lda, b.data(), ldb, want.data(), ldc, nullptr);
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) {
+          float x = want[i * ldc + j];
+          if (e.bias) x += e.bias[j];
+          if (e.res) x += e.res[i * ldr + j];
+          if (e.clamp) {  // Clip's comparisons
+            x = e.lo > x ? e.lo : x;
+            x = e.hi < x ? e.hi : x;
+          }
+          want[i * ldc + j] = x;
+        }
+      gemm(a.data(), lda, b.data(), ldb, got.data(), ldc, &e);
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+    }
+  };
+  for (Isa isa : availableIsas()) {
+    ScopedIsaOverride forced(isa);
+    for (const GemmShape& s : gemmShapes())
+      for (const auto& [name, bl] : blockingsFor(isa, s))
+        check(s, fmt::format("{} {}", isaName(isa), name),
+              [&, blocking = bl](const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                 int64_t ldc, const kernels::GemmEpilogue* e) {
+                kernels::gemmF32(isa, blocking, a, lda, b, ldb, c, ldc, s.m, s.n, s.k, e);
+              });
+  }
+  // The AVX-512 logic on AVX2 registers, where this CPU has AVX2 (every CPU CI runs on).
+  if (detectedIsa() >= Isa::kAvx2)
+    for (const GemmShape& s : gemmShapes())
+      for (const auto& [name, bl] : blockingsFor(Isa::kAvx512, s))
+        check(s, "avx512 logic " + name,
+              [&, blocking = bl](const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                 int64_t ldc, const kernels::GemmEpilogue* e) {
+                ASSERT_TRUE(kernels::gemmF32Avx512LogicOnAvx2(blocking, a, lda, b, ldb, c, ldc, s.m,
+                                                              s.n, s.k, e));
+              });
 }
 
 // ---- conv2d's GEMM driver (executor/simd/conv_body.inc) ----------------------------------------

@@ -310,24 +310,24 @@ TEST(PassPipeline, DefaultPipelineOnTheShuffleNetStage) {
   const std::string outName = g.value(g.outputs[0]).name;
   std::vector<std::string> observed;
   PassPipeline p = defaultPipeline();
-  EXPECT_EQ(p.size(), 10u);
+  EXPECT_EQ(p.size(), 11u);
   const PassReport r = p.run(g, [&](const PassRecord& rec, const Graph& after) {
     observed.push_back(rec.name);
     expectConsistent(after);
   });
-  EXPECT_EQ(observed, (std::vector<std::string>{"dce", "fold-batch-norm", "fuse-conv-residual",
-                                                "fuse-conv-activation", "fuse-attention",
-                                                "shuffle-to-index-select", "slice-of-index-select",
-                                                "dce", "fuse-cat-index-select", "dce"}));
-  ASSERT_EQ(r.passes.size(), 10u);
-  for (int i : {0, 1, 2, 3, 4, 5, 6, 7}) EXPECT_FALSE(r.passes[i].changed) << i;  // gathers
-  EXPECT_TRUE(r.passes[8].changed);
+  EXPECT_EQ(observed, (std::vector<std::string>{
+                          "dce", "fold-batch-norm", "fuse-conv-residual", "fuse-conv-activation",
+                          "fuse-attention", "fuse-matmul-epilogue", "shuffle-to-index-select",
+                          "slice-of-index-select", "dce", "fuse-cat-index-select", "dce"}));
+  ASSERT_EQ(r.passes.size(), 11u);
+  for (int i : {0, 1, 2, 3, 4, 5, 6, 7, 8}) EXPECT_FALSE(r.passes[i].changed) << i;  // gathers
   EXPECT_TRUE(r.passes[9].changed);
+  EXPECT_TRUE(r.passes[10].changed);
   EXPECT_EQ(r.fired(), (std::vector<std::string>{"fuse-cat-index-select", "dce"}));
-  EXPECT_EQ(r.passes[8].details,
+  EXPECT_EQ(r.passes[9].details,
             (std::vector<std::string>{"fused %u1_cat + %u1_out", "fused %u2_cat + %u3_x1, %u3_x2",
                                       "fused %u3_cat + %out"}));
-  EXPECT_EQ(r.passes[9].details,
+  EXPECT_EQ(r.passes[10].details,
             std::vector<std::string>{"removed %u1_cat, %u2_cat, %u3_cat (3 nodes)"});
   EXPECT_EQ(countKind(g, OpKind::kCat), 0);
   EXPECT_EQ(countKind(g, OpKind::kCatGather), 4);
@@ -348,10 +348,10 @@ TEST(PassPipeline, ChannelShuffleBecomesAGatherAndFuses) {
   ASSERT_GT(transposes, 0);
   PassPipeline p = defaultPipeline();
   const PassReport r = p.run(g);
-  ASSERT_EQ(r.passes[5].name, "shuffle-to-index-select");
-  ASSERT_TRUE(r.passes[5].changed);
-  EXPECT_EQ(r.passes[5].details.size(), static_cast<size_t>(transposes));
-  EXPECT_NE(r.passes[5].details[0].find("channel shuffle of %"), std::string::npos);
+  ASSERT_EQ(r.passes[6].name, "shuffle-to-index-select");
+  ASSERT_TRUE(r.passes[6].changed);
+  EXPECT_EQ(r.passes[6].details.size(), static_cast<size_t>(transposes));
+  EXPECT_NE(r.passes[6].details[0].find("channel shuffle of %"), std::string::npos);
   EXPECT_EQ(countKind(g, OpKind::kTranspose), 0);
   EXPECT_EQ(countKind(g, OpKind::kReshape), 0);
   EXPECT_EQ(countKind(g, OpKind::kCat), 0);
@@ -448,7 +448,7 @@ TEST(PassPipeline, BatchNormFoldsIntoConv) {
 TEST(SessionPasses, StatsRecordThePassesThatFiredAndRunPassesFalseKeepsTheGraph) {
   Session fused(testing_models::fourOps());
   EXPECT_EQ(fused.stats().passesFired, (std::vector<std::string>{"fuse-cat-index-select", "dce"}));
-  EXPECT_EQ(fused.passReport().passes.size(), 10u);
+  EXPECT_EQ(fused.passReport().passes.size(), 11u);
   EXPECT_EQ(countKind(fused.graph(), OpKind::kCatGather), 1);
   EXPECT_EQ(countKind(fused.graph(), OpKind::kCat), 0);
 

@@ -146,9 +146,14 @@ KernelCost kernelCostMatMul(const KernelKey& key) {
   for (int i = 0; i < ro - 2; ++i) batch *= dim(m.out[i]);
   const double mm = dim(m.out[ro - 2]), nn = dim(m.out[ro - 1]), kk = dim(m.a[m.a.rank() - 1]);
   const double esize = static_cast<double>(dtypeSize(key.dtype));
-  return KernelCost{
-      2.0 * batch * mm * nn * kk,
-      elementBytes(key.inputs[0]) + elementBytes(key.inputs[1]) + batch * mm * nn * esize};
+  // The fused epilogue (fuse-matmul-epilogue): the bias and the residual are read once and each
+  // adds once per output element (the clamp's comparisons are not charged, as Clip's are not
+  // FLOPs either); the adds' own passes over the output are gone with their nodes.
+  double bytes = 0.0;
+  for (const TensorType& t : key.inputs) bytes += elementBytes(t);
+  const double adds = static_cast<double>(key.inputs.size() - 2);
+  return KernelCost{2.0 * batch * mm * nn * kk + adds * batch * mm * nn,
+                    bytes + batch * mm * nn * esize};
 }
 CompileCostTerms compileCostMatMul() {
   return {800, "oneDNN: matmul primitive creation 0.8 ms for 256x256 (Sapphire Rapids)", 10,
@@ -214,7 +219,7 @@ void checkParamsMatMul(const KernelSpec& s) {
 }
 
 std::string opInfoInputNameMatMul(size_t i, size_t) {
-  return i == 0 ? "self" : "mat2";
+  return i == 0 ? "self" : i == 1 ? "mat2" : i == 2 ? "bias" : "residual";
 }
 
 }  // namespace gearbox::ops

@@ -46,6 +46,22 @@ float* gemmBuffer(int which, size_t floats) {
   return bufs.ptr[which];
 }
 
+// MatMul's epilogue on all of C, in scalars: for the Eigen path (the baseline ISA) and K = 0,
+// the same adds in the same order and Clip's comparisons as finishBlock's vectors.
+void finishScalar(const GemmEpilogue& e, float* c, int64_t ldc, int64_t m, int64_t n) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float x = c[i * ldc + j];
+      if (e.bias) x += e.bias[j];
+      if (e.res) x += e.res[i * e.ldr + j];
+      if (e.clamp) {
+        x = e.lo > x ? e.lo : x;
+        x = e.hi < x ? e.hi : x;
+      }
+      c[i * ldc + j] = x;
+    }
+}
+
 }  // namespace
 
 #if GEARBOX_HAVE_ISA_REGIONS
@@ -57,8 +73,8 @@ namespace isa_avx2 {
 #include "executor/simd/conv_body.inc"
 
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
-          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
+          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, const GemmEpilogue* e) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
   const GemmBuffers buf{gemmBuffer};
   if (bl.path == GemmPath::kSkinny) {
     gemmSkinny<F32x8>(g, bl.kc, bl.nc);
@@ -73,8 +89,9 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
 
 // The AVX-512 kernels' logic (12 x 32 tiles and 16-lane streams) on AVX2.
 void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const float* b,
-                     int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
+                     int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                     const GemmEpilogue* e) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
   const GemmBuffers buf{gemmBuffer};
   using V = F32x16OnAvx2;
   if (bl.path == GemmPath::kSkinny) {
@@ -154,8 +171,8 @@ namespace isa_avx512 {
 #include "executor/simd/conv_body.inc"
 
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
-          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k};
+          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, const GemmEpilogue* e) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
   const GemmBuffers buf{gemmBuffer};
   if (bl.path == GemmPath::kSkinny) {
     gemmSkinny<F32x16>(g, bl.kc, bl.nc);
@@ -210,10 +227,12 @@ GEARBOX_ISA_END
 #endif  // GEARBOX_HAVE_ISA_REGIONS
 
 void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda, const float* b,
-             int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+             int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+             const GemmEpilogue* e) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    if (e) finishScalar(*e, c, ldc, m, n);
     return;
   }
   // Never above what this process runs: a spec compiled for a larger ISA (built by hand, or
@@ -227,13 +246,14 @@ void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda,
 #if GEARBOX_HAVE_ISA_REGIONS
   if (bl.path != GemmPath::kEigen) {
     switch (isa) {
-      case Isa::kAvx512: isa_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k); return;
-      case Isa::kAvx2: isa_avx2::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k); return;
+      case Isa::kAvx512: isa_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k, e); return;
+      case Isa::kAvx2: isa_avx2::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k, e); return;
       case Isa::kBaseline: break;
     }
   }
 #endif
   eigenGemmF32(a, lda, b, ldb, c, ldc, m, n, k);
+  if (e) finishScalar(*e, c, ldc, m, n);
 }
 
 void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
@@ -421,15 +441,16 @@ bool convGemmItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* x, const
 
 bool gemmF32Avx512LogicOnAvx2(const GemmBlocking& blocking, const float* a, int64_t lda,
                               const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
-                              int64_t n, int64_t k) {
+                              int64_t n, int64_t k, const GemmEpilogue* e) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (activeIsa() < Isa::kAvx2) return false;
   if (m <= 0 || n <= 0) return true;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    if (e) finishScalar(*e, c, ldc, m, n);
     return true;
   }
-  isa_avx2::gemmAvx512Logic(blocking, a, lda, b, ldb, c, ldc, m, n, k);
+  isa_avx2::gemmAvx512Logic(blocking, a, lda, b, ldb, c, ldc, m, n, k, e);
   return true;
 #else
   return false;

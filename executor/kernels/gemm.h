@@ -10,12 +10,27 @@
 
 namespace gearbox::kernels {
 
+// What MatMul does to C after the product (the fuse-matmul-epilogue pass, docs/passes.md):
+// C[i, j] = clamp(C[i, j] + bias[j] + res[i * ldr + j]), each term optional (null: none; no
+// clamp: none), in that order, so the result is bit for bit the unfused add, add, clip. Pointers
+// are at the bias and residual of this GEMM's C[0, 0]. The GEMM paths apply it to each block of
+// C right after its last K slice, while the block is still in L1 or L2.
+struct GemmEpilogue {
+  const float* bias = nullptr;
+  const float* res = nullptr;
+  int64_t ldr = 0;
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+};
+
 // C[m, n] = A[m, k] B[k, n], row-major with leading dims lda, ldb, ldc (in elements), on the
-// path and blocking the compile step chose for `isa` (MatMulParams). Runs in the calling thread
-// with its per-thread packing buffers. An `isa` above activeIsa() runs on activeIsa() with the
-// blocking chosen for it, so any spec runs correctly on any CPU.
+// path and blocking the compile step chose for `isa` (MatMulParams), then the epilogue `e` when
+// not null. Runs in the calling thread with its per-thread packing buffers. An `isa` above
+// activeIsa() runs on activeIsa() with the blocking chosen for it, so any spec runs correctly on
+// any CPU.
 void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda, const float* b,
-             int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k);
+             int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+             const GemmEpilogue* e = nullptr);
 
 // The same, with the path and blocking chosen now for activeIsa() (conv2d, whose GEMM shapes
 // are known only inside its loop).
@@ -126,6 +141,6 @@ void eigenGemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, floa
 // chosen for Isa::kAvx512. False (nothing run) when this CPU has no AVX2.
 bool gemmF32Avx512LogicOnAvx2(const GemmBlocking& blocking, const float* a, int64_t lda,
                               const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
-                              int64_t n, int64_t k);
+                              int64_t n, int64_t k, const GemmEpilogue* e = nullptr);
 
 }  // namespace gearbox::kernels

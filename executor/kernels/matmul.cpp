@@ -6,6 +6,7 @@
 // promoted to.
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <type_traits>
 
@@ -116,12 +117,54 @@ void eigenGemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, floa
 
 namespace {
 
+// The fused epilogue's operands (fuse-matmul-epilogue; f32 only, inferMatMul checks): the
+// whole output's bias and residual, the clamp from act_min / act_max.
+struct Epilogue {
+  const float* bias = nullptr;
+  const float* res = nullptr;
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+  bool any() const { return bias || res || clamp; }
+};
+
+// A clamp bound that is not its default (-inf / inf), or an attribute left unset by a hand-built
+// key: no bound.
+Epilogue epilogueOf(const Attrs& attrs, size_t inputs, const void* const* in) {
+  namespace at = attr::MatMul;
+  Epilogue e;
+  e.bias = inputs >= 3 ? static_cast<const float*>(in[2]) : nullptr;
+  e.res = inputs == 4 ? static_cast<const float*>(in[3]) : nullptr;
+  auto bound = [&](int slot, float& v) {
+    if (!attrs.has(slot) || attrIsDefault(OpKind::kMatMul, attrs, slot)) return false;
+    v = static_cast<float>(attrs.f(slot));
+    return true;
+  };
+  e.lo = -std::numeric_limits<float>::infinity();
+  e.hi = std::numeric_limits<float>::infinity();
+  const bool lo = bound(at::act_min, e.lo), hi = bound(at::act_max, e.hi);
+  e.clamp = lo || hi;
+  return e;
+}
+
 // One GEMM of the spec: rows x cols of C = A[rows, k] B[k, cols] with the full matrices' leading
-// dims (k, n, n). f32 takes the per-ISA GEMM; integers, Eigen's.
+// dims (k, n, n), then the epilogue with C[0, 0] at output element `at` (row r0, column c0 of
+// its batch). f32 takes the per-ISA GEMM; integers, Eigen's (never with an epilogue).
 template <typename T>
-void gemmBlock(const MatMulParams& p, const T* a, const T* b, T* c, int64_t rows, int64_t cols) {
+void gemmBlock(const MatMulParams& p, const Epilogue& epi, const T* a, const T* b, T* c,
+               int64_t rows, int64_t cols, int64_t at, int64_t c0) {
   if constexpr (std::is_same_v<T, float>) {
-    gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k);
+    if (!epi.any()) {
+      gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k);
+      return;
+    }
+    GemmEpilogue e;
+    e.bias = epi.bias ? epi.bias + c0 : nullptr;
+    e.res = epi.res ? epi.res + at : nullptr;
+    e.ldr = p.n;
+    e.clamp = epi.clamp;
+    e.lo = epi.lo;
+    e.hi = epi.hi;
+    gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k, &e);
   } else {
     // The integer path has no column split (the compile step splits only f32 by columns).
     gemm<T>(a, b, c, rows, cols, p.k);
@@ -129,15 +172,15 @@ void gemmBlock(const MatMulParams& p, const T* a, const T* b, T* c, int64_t rows
 }
 
 template <typename T>
-[[gnu::noinline]] void runMatMulT(const MatMulParams& p, int tasks, const void* const* in,
-                                  void* out) {
+[[gnu::noinline]] void runMatMulT(const MatMulParams& p, const Epilogue& epi, int tasks,
+                                  const void* const* in, void* out) {
   const T* a = static_cast<const T*>(in[0]);
   const T* b = static_cast<const T*>(in[1]);
   T* c = static_cast<T*>(out);
   const int64_t mn = p.m * p.n;
   auto batches = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      gemmBlock<T>(p, a + p.aOffsets[i], b + p.bOffsets[i], c + i * mn, p.m, p.n);
+      gemmBlock<T>(p, epi, a + p.aOffsets[i], b + p.bOffsets[i], c + i * mn, p.m, p.n, i * mn, 0);
   };
   if (p.rowsPerTask == 0 && p.colsPerTask == 0) {
     detail::runRanges(tasks, p.batch, 1, batches);
@@ -152,7 +195,8 @@ template <typename T>
         const int64_t bi = item / blocks;
         const int64_t c0 = item % blocks * p.colsPerTask;
         const int64_t cols = std::min(p.colsPerTask, p.n - c0);
-        gemmBlock<T>(p, a + p.aOffsets[bi], b + p.bOffsets[bi] + c0, c + bi * mn + c0, p.m, cols);
+        gemmBlock<T>(p, epi, a + p.aOffsets[bi], b + p.bOffsets[bi] + c0, c + bi * mn + c0, p.m,
+                     cols, bi * mn + c0, c0);
       }
     });
     return;
@@ -164,16 +208,19 @@ template <typename T>
       const int64_t bi = item / blocks;
       const int64_t r0 = item % blocks * p.rowsPerTask;
       const int64_t rows = std::min(p.rowsPerTask, p.m - r0);
-      gemmBlock<T>(p, a + p.aOffsets[bi] + r0 * p.k, b + p.bOffsets[bi], c + bi * mn + r0 * p.n,
-                   rows, p.n);
+      gemmBlock<T>(p, epi, a + p.aOffsets[bi] + r0 * p.k, b + p.bOffsets[bi],
+                   c + bi * mn + r0 * p.n, rows, p.n, bi * mn + r0 * p.n, 0);
     }
   });
 }
 
 }  // namespace
 
-void ref::refMatMul(const Attrs&, std::span<const TensorView> ins, const TensorView& out) {
+void ref::refMatMul(const Attrs& attrs, std::span<const TensorView> ins, const TensorView& out) {
   using namespace ref::detail;
+  const void* ptrs[4] = {};
+  for (size_t i = 2; i < ins.size() && i < 4; ++i) ptrs[i] = ins[i].data;
+  const Epilogue epi = out.dtype == DType::kF32 ? epilogueOf(attrs, ins.size(), ptrs) : Epilogue{};
   // torch.matmul's 1-D rule: promote to matrices (same data), multiply, drop the added dims.
   TensorView a = ins[0], b = ins[1], o = out;
   if (a.shape.rank() == 1) a.shape = Shape{1, a.shape[0]};
@@ -207,7 +254,17 @@ void ref::refMatMul(const Attrs&, std::span<const TensorView> ins, const TensorV
       const int64_t row = idx[ro - 2], col = idx[ro - 1];
       T acc{0};
       for (int64_t kk = 0; kk < k; ++kk) acc += pa[aBase + row * k + kk] * pb[bBase + kk * n + col];
-      po[offsetOf(o.shape, idx)] = acc;
+      const int64_t at = offsetOf(o.shape, idx);
+      if constexpr (std::is_same_v<T, float>) {
+        // The fused epilogue as the unfused add(., bias), add(., r), clip compute it.
+        if (epi.bias) acc += epi.bias[col];
+        if (epi.res) acc += epi.res[at];
+        if (epi.clamp) {
+          acc = epi.lo > acc ? epi.lo : acc;
+          acc = epi.hi < acc ? epi.hi : acc;
+        }
+      }
+      po[at] = acc;
     });
   });
 }
@@ -215,8 +272,11 @@ void ref::refMatMul(const Attrs&, std::span<const TensorView> ins, const TensorV
 bool runMatMul(const KernelSpec& spec, const void* const* in, void* out) {
   const auto* p = std::get_if<MatMulParams>(&spec.params);
   if (!p) return false;
+  const Epilogue epi = spec.key.dtype == DType::kF32
+                           ? epilogueOf(spec.key.attrs, spec.key.inputs.size(), in)
+                           : Epilogue{};
   dispatchDType(spec.key.dtype,
-                [&](auto tag) { runMatMulT<decltype(tag)>(*p, spec.tasks, in, out); });
+                [&](auto tag) { runMatMulT<decltype(tag)>(*p, epi, spec.tasks, in, out); });
   return true;
 }
 

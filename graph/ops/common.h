@@ -16,6 +16,12 @@ inline void expectArity(const InferContext& ctx, size_t n) {
     fail(ErrorKind::kShape, "{}: expects {} inputs, got {}", ctx.where(), n, ctx.inputs.size());
 }
 
+inline void expectF32(const InferContext& ctx, size_t i) {
+  if (ctx.inputs[i].dtype != DType::kF32)
+    fail(ErrorKind::kShape, "{}: {} must be f32, got {}", ctx.where(), inputLabel(ctx, i),
+         dtypeName(ctx.inputs[i].dtype));
+}
+
 // Wraps the `dim` attribute against `shape` (negative dims count from the end); the message is
 // only formatted when the dim is out of range.
 inline int wrapAttrDim(const InferContext& ctx, const Shape& shape, bool ofInput0) {

@@ -91,10 +91,4 @@ inline void expectRank4(const InferContext& ctx, size_t i, const Shape& s, const
          inputLabel(ctx, i), layout, s.rank(), s.toString());
 }
 
-inline void expectF32(const InferContext& ctx, size_t i) {
-  if (ctx.inputs[i].dtype != DType::kF32)
-    fail(ErrorKind::kShape, "{}: {} must be f32, got {}", ctx.where(), inputLabel(ctx, i),
-         dtypeName(ctx.inputs[i].dtype));
-}
-
 }  // namespace gearbox::ops
