@@ -360,6 +360,14 @@ ATTENTION_FUSION = {"bert_encoder": (2, 72, 64), "gpt_prefill": (2, 79, 69),
                     "gpt_decode": (2, 83, 75), "gpt_decode_masked": (2, 90, 80)}
 
 
+# (fused, unfused) eager launches per call: every export has 2 layers of q, k and v projections
+# and an output projection with their bias adds, the output projection's residual add, a
+# feed-forward pair with its biases (its GELU is no relu or clip: it stays) and the second one's
+# residual add: 8 adds per layer fold into their matmuls, 16 launches per call.
+MATMUL_EPILOGUE = {"bert_encoder": (48, 64), "gpt_prefill": (53, 69), "gpt_decode": (59, 75),
+                   "gpt_decode_masked": (64, 80)}
+
+
 def _ops(ir):
     """IR ops of a graph's text, constants not counted."""
     return [line.split("=", 1)[1].split("(", 1)[0].strip() for line in ir.splitlines()
@@ -372,8 +380,11 @@ def test_attention_fusion_saves_launches_and_keeps_outputs(name, exports, tmp_pa
     onnx_import.import_model(exports[name], str(gbx))
     layers, before, after = ATTENTION_FUSION[name]
     assert layers == em.transformer_config(name, "small")["layers"]
-    printed = subprocess.run([cli, "print", str(gbx), "--passes"], capture_output=True,
-                             text=True, env=env, check=True).stdout
+    # The matmuls' epilogues stay apart here (fuse-matmul-epilogue: its own test below), so the
+    # counts are the attention fusion's alone.
+    printed = subprocess.run([cli, "print", str(gbx), "--passes", "--disable-pass",
+                              "fuse-matmul-epilogue"], capture_output=True, text=True, env=env,
+                             check=True).stdout
     first = printed.split("# before the passes:\n", 1)[1].split("\n# after ", 1)[0]
     last = printed.split("# after all passes:\n", 1)[1]
     assert len(_ops(first)) == before
@@ -386,13 +397,35 @@ def test_attention_fusion_saves_launches_and_keeps_outputs(name, exports, tmp_pa
     in_names, out_names, _ = em.transformer_io(name)
     inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
     expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
-    fused = gearbox.Session(g, mode="eager")
-    plain = gearbox.Session(g, mode="eager", disable_pass=["fuse-attention"])
+    fused = gearbox.Session(g, mode="eager", disable_pass=["fuse-matmul-epilogue"])
+    plain = gearbox.Session(g, mode="eager",
+                            disable_pass=["fuse-attention", "fuse-matmul-epilogue"])
     got, unfused = fused.run(*inputs), plain.run(*inputs)
     assert "fuse-attention" in fused.stats["passes_fired"]
     assert "fuse-attention" not in plain.stats["passes_fired"]
     # One call each: the launches are the ops each graph runs.
     assert (fused.stats["launches"], plain.stats["launches"]) == (after, before)
+    for k, a, b, e in zip(out_names, got, unfused, expect, strict=True):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=k)
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=k)
+
+
+# fuse-matmul-epilogue (docs/passes.md) on each export: the eager kernels per call it saves, with
+# fuse-attention on in both sessions, and the outputs it keeps.
+@pytest.mark.parametrize("name", em.TRANSFORMERS)
+def test_matmul_epilogue_fusion_saves_launches_and_keeps_outputs(name, exports, tmp_path):
+    gbx = tmp_path / f"{name}.gbx"
+    onnx_import.import_model(exports[name], str(gbx))
+    g = gearbox.load(str(gbx))
+    d = os.path.dirname(exports[name])
+    in_names, out_names, _ = em.transformer_io(name)
+    inputs = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in in_names]
+    expect = [np.load(os.path.join(d, f"{name}.{k}.npy")) for k in out_names]
+    fused = gearbox.Session(g, mode="eager")
+    plain = gearbox.Session(g, mode="eager", disable_pass=["fuse-matmul-epilogue"])
+    got, unfused = fused.run(*inputs), plain.run(*inputs)
+    assert "fuse-matmul-epilogue" in fused.stats["passes_fired"]
+    assert (fused.stats["launches"], plain.stats["launches"]) == MATMUL_EPILOGUE[name]
     for k, a, b, e in zip(out_names, got, unfused, expect, strict=True):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=k)
         np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=k)

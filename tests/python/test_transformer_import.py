@@ -43,8 +43,12 @@ IR_OPS = {"gather": 1, "transpose": 12, "matmul": 12, "add": 12, "slice": 6, "re
 EXPECTED = {13: (255, IR_OPS), 17: (215, IR_OPS)}
 # After the passes: fuse-attention makes each layer's matmul(q, k^T), softmax and matmul(., v)
 # one attention (MultiheadAttention scales q before the matmul, so the attention's scale is 1);
-# k^T's transpose drops its last swap and stays (docs/passes.md).
-IR_OPS_FUSED = dict({k: v for k, v in IR_OPS.items() if k != "softmax"}, matmul=8, attention=2)
+# k^T's transpose drops its last swap and stays (docs/passes.md). fuse-matmul-epilogue folds
+# each layer's in-projection bias, output-projection bias, linear1's bias and ReLU, and
+# linear2's bias and residual into their matmuls; the residual add after the attention's
+# output transpose stays (one per layer).
+IR_OPS_FUSED = dict({k: v for k, v in IR_OPS.items() if k not in ("softmax", "relu")}, matmul=8,
+                    attention=2, add=2)
 
 
 @pytest.fixture(scope="module")
@@ -161,8 +165,9 @@ def test_compile_counts_over_sequence_lengths(exports, tmp_path, cli, env):
         assert r["max_abs_diff_vs_reference"] <= 1e-4
 
 
-# Kernel compiles: the two layers share their kernels, so a static plan compiles 24 distinct
-# kernels per (batch, seq) (4 x 24 = 96); the shape-generic plan 25 distinct keys; auto the
-# first static plan's 24, then the generic plan's 25. (Unfused, --disable-pass fuse-attention:
-# 27 and 28. The attention replaces three kernels, and k's transpose now has the key of q's.)
-EXPECTED_COMPILES = {"static": (4, 96), "dynamic": (1, 25), "auto": (2, 49)}
+# Kernel compiles: the two layers share their kernels, so a static plan compiles 19 distinct
+# kernels per (batch, seq) (4 x 19 = 76); the shape-generic plan 19 distinct keys; auto the
+# first static plan's 19, then the generic plan's 19. (Without fuse-matmul-epilogue 24 and 25:
+# the bias adds and the ReLU run as kernels of their own. Without fuse-attention too, 27 and 28:
+# the attention replaces three kernels, and k's transpose then has the key of q's.)
+EXPECTED_COMPILES = {"static": (4, 76), "dynamic": (1, 19), "auto": (2, 38)}
