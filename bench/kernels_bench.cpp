@@ -146,6 +146,54 @@ void BM_MatMul_Eigen1T(benchmark::State& state, const GemmShape& s) {
   setGflops(state, s);
 }
 
+// A linear layer's epilogue (fuse-matmul-epilogue), one task: the fused MatMul (bias, then the
+// residual or a ReLU, in the GEMM's blocks) against the unfused kernels a plan ran before it
+// (MatMul, the bias Add, then the Add of the residual or the Relu), on the encoder's linear1
+// (ReLU) and linear2 (residual) at batch 32, and the MLP's layer at batch 1. GFLOPS counts the
+// product's 2 M N K only, so the two variants' figures compare directly.
+struct LinearShape {
+  std::string label;
+  int64_t m, n, k;
+  bool residual;
+};
+
+void BM_Linear(benchmark::State& state, const LinearShape& s, bool fused) {
+  const Tensor a = randomTensor(DType::kF32, {s.m, s.k}, 1);
+  const Tensor w = randomTensor(DType::kF32, {s.k, s.n}, 2);
+  const Tensor bias = randomTensor(DType::kF32, {s.n}, 3);
+  const Tensor res = randomTensor(DType::kF32, {s.m, s.n}, 4);
+  if (fused) {
+    Attrs attrs;
+    if (!s.residual) attrs.setFloat(attr::MatMul::act_min, 0.0);
+    std::vector<Tensor> ins = {a, w, bias};
+    if (s.residual) ins.push_back(res);
+    Prepared p(OpKind::kMatMul, std::move(ins), attrs, true);
+    for (auto _ : state) {
+      p.run();
+      benchmark::DoNotOptimize(p.output.data());
+      benchmark::ClobberMemory();
+    }
+  } else {
+    Prepared mm(OpKind::kMatMul, {a, w}, {}, true);
+    Prepared add(OpKind::kAdd, {mm.output, bias}, {}, true);
+    std::optional<Prepared> last;
+    if (s.residual) {
+      last.emplace(OpKind::kAdd, std::vector<Tensor>{add.output, res}, Attrs{}, true);
+    } else {
+      last.emplace(OpKind::kRelu, std::vector<Tensor>{add.output}, Attrs{}, true);
+    }
+    for (auto _ : state) {
+      mm.run();
+      add.run();
+      last->run();
+      benchmark::DoNotOptimize(last->output.data());
+      benchmark::ClobberMemory();
+    }
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * s.m * s.n * s.k * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The peers' default thread count: what each library uses when the user sets nothing.
 [[maybe_unused]] int defaultThreads() {
   return std::max(1, tbb::this_task_arena::max_concurrency());
@@ -544,6 +592,14 @@ bool registerAll() {
     }
 #endif
   }
+  for (const LinearShape& l : {LinearShape{"enc_linear1_relu", 4096, 1024, 256, false},
+                               LinearShape{"enc_linear2_residual", 4096, 256, 1024, true},
+                               LinearShape{"mlp_b1_relu", 1, 1024, 1024, false}})
+    for (bool fused : {true, false})
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_Linear_{}1T/{}", fused ? "Fused" : "Unfused", l.label).c_str(),
+          [l, fused](benchmark::State& st) { BM_Linear(st, l, fused); })
+          ->UseRealTime();
   // Compile time per kernel spec, for the shapes measured here.
   auto compile = [](const std::string& label, OpKind kind, std::vector<TensorType> ins, Attrs a) {
     benchmark::RegisterBenchmark(
