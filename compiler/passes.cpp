@@ -435,22 +435,44 @@ bool FuseConvActivation::run(Graph& g) {
   return changed;
 }
 
+namespace {
+
+// What the epilogue fusions ask of every value: is it returned, and how many node inputs read
+// it. Counted once per pass run: value ids stay when a zero bias is inserted (node ids move).
+struct ValueUses {
+  std::vector<bool> returned;
+  std::vector<int> uses;
+  explicit ValueUses(const Graph& g) : returned(g.values.size(), false), uses(g.values.size(), 0) {
+    for (ValueId v : g.outputs) returned[v] = true;
+    for (const Node& node : g.nodes)
+      for (ValueId v : node.inputs) ++uses[static_cast<size_t>(v)];
+  }
+  // Read once, by the node being rewritten, and not returned.
+  bool once(ValueId v) const { return !returned[v] && uses[static_cast<size_t>(v)] == 1; }
+};
+
+// A [n] f32 zero constant (NAME.zero_bias) inserted before node `before`, so that a residual
+// can be the fourth input of a conv2d or matmul that had no bias; `u` counts its one use.
+ValueId insertZeroBias(Graph& g, NodeId before, int64_t n, const std::string& name, ValueUses& u) {
+  Tensor zeros(DType::kF32, Shape{n});
+  std::fill(zeros.as<float>(), zeros.as<float>() + n, 0.0f);
+  const ValueId bv = insertConstBefore(g, before, std::move(zeros), name + ".zero_bias");
+  u.uses.push_back(1);
+  u.returned.push_back(false);
+  return bv;
+}
+
+}  // namespace
+
 // ---- conv2d + add [+ relu / clip] -> conv2d with a residual ---------------------------------
 
 bool FuseConvResidual::run(Graph& g) {
   details_.clear();
-  std::vector<bool> returned(g.values.size(), false);
-  for (ValueId v : g.outputs) returned[v] = true;
-  // Use counts per value: value ids stay when a zero bias is inserted (node ids move).
-  std::vector<int> uses(g.values.size(), 0);
-  for (const Node& node : g.nodes)
-    for (ValueId v : node.inputs) ++uses[static_cast<size_t>(v)];
+  ValueUses vu(g);
   namespace ca = attr::Conv2d;
   auto fusable = [&](ValueId cv) {
     const NodeId c = g.values[cv].producer;
-    if (c == kNoNode || g.nodes[c].kind != OpKind::kConv2d || returned[cv] ||
-        uses[static_cast<size_t>(cv)] != 1)
-      return false;
+    if (c == kNoNode || g.nodes[c].kind != OpKind::kConv2d || !vu.once(cv)) return false;
     const Node& conv = g.nodes[c];
     // One epilogue per conv: a clamp already there comes before any add, a residual is one.
     return conv.inputs.size() <= 3 && attrIsDefault(OpKind::kConv2d, conv.attrs, ca::act_min) &&
@@ -473,12 +495,7 @@ bool FuseConvResidual::run(Graph& g) {
     if (g.nodes[c].inputs.size() == 2) {
       const int64_t m = ct.shape[1];
       if (!isStaticDim(m)) continue;
-      Tensor zeros(DType::kF32, Shape{m});
-      std::fill(zeros.as<float>(), zeros.as<float>() + m, 0.0f);
-      const ValueId bv =
-          insertConstBefore(g, c, std::move(zeros), g.values[cv].name + ".zero_bias");
-      uses.push_back(1);
-      returned.push_back(false);
+      const ValueId bv = insertZeroBias(g, c, m, g.values[cv].name, vu);
       ++c;
       ++a;
       g.nodes[c].inputs.push_back(bv);
@@ -487,7 +504,7 @@ bool FuseConvResidual::run(Graph& g) {
     const ValueId av = g.nodes[a].output;
     NodeId target = a;
     double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
-    if (!returned[av] && uses[static_cast<size_t>(av)] == 1) {
+    if (vu.once(av)) {
       for (NodeId k = a + 1; k < static_cast<NodeId>(g.nodes.size()); ++k) {
         const Node& user = g.nodes[k];
         if (std::find(user.inputs.begin(), user.inputs.end(), av) == user.inputs.end()) continue;
@@ -514,7 +531,7 @@ bool FuseConvResidual::run(Graph& g) {
     std::vector<ValueId> inputs = conv.inputs;
     inputs.push_back(res);
     // The old conv and add lose their uses (DCE removes them); the residual keeps its one.
-    uses[static_cast<size_t>(cv)] = 0;
+    vu.uses[static_cast<size_t>(cv)] = 0;
     details_.push_back(becomeConv(g, t, conv, std::move(inputs), std::move(attrs), what, cv));
     changed = true;
   }
@@ -540,18 +557,13 @@ bool isPlainMatMul(const Node& n) {
 
 bool FuseMatMulEpilogue::run(Graph& g) {
   details_.clear();
-  std::vector<bool> returned(g.values.size(), false);
-  for (ValueId v : g.outputs) returned[v] = true;
-  // Use counts per value: value ids stay when a zero bias is inserted (node ids move).
-  std::vector<int> uses(g.values.size(), 0);
-  for (const Node& node : g.nodes)
-    for (ValueId v : node.inputs) ++uses[static_cast<size_t>(v)];
+  ValueUses vu(g);
   namespace am = attr::MatMul;
   // A matmul (plain, or with the epilogue folded in so far) whose output only feeds the next
   // step: f32, b with a dim N (not 1-D), no clamp yet (a clamp ends the epilogue).
   auto fusable = [&](ValueId mv, size_t maxInputs) -> const Node* {
     const NodeId m = g.values[mv].producer;
-    if (m == kNoNode || returned[mv] || uses[static_cast<size_t>(mv)] != 1) return nullptr;
+    if (m == kNoNode || !vu.once(mv)) return nullptr;
     const Node& mm = g.nodes[m];
     if (mm.kind != OpKind::kMatMul || mm.inputs.size() > maxInputs ||
         g.values[mv].type.dtype != DType::kF32 || g.values[mm.inputs[1]].type.shape.rank() < 2)
@@ -575,7 +587,7 @@ bool FuseMatMulEpilogue::run(Graph& g) {
       if (lo != -inf) attrs.setFloat(am::act_min, lo);
       if (hi != inf) attrs.setFloat(am::act_max, hi);
       const std::string what(opTextName(t.kind));
-      uses[static_cast<size_t>(mv)] = 0;
+      vu.uses[static_cast<size_t>(mv)] = 0;
       details_.push_back(becomeConv(g, t, *mm, mm->inputs, std::move(attrs), what, mv));
       changed = true;
       continue;
@@ -604,19 +616,14 @@ bool FuseMatMulEpilogue::run(Graph& g) {
     std::vector<ValueId> inputs = mm->inputs;
     if (!bias && inputs.size() == 2) {
       if (!isStaticDim(n)) continue;
-      Tensor zeros(DType::kF32, Shape{n});
-      std::fill(zeros.as<float>(), zeros.as<float>() + n, 0.0f);
-      const ValueId bv =
-          insertConstBefore(g, m, std::move(zeros), g.values[mv].name + ".zero_bias");
-      uses.push_back(1);
-      returned.push_back(false);
+      const ValueId bv = insertZeroBias(g, m, n, g.values[mv].name, vu);
       ++m;
       ++a;
       inputs.push_back(bv);
     }
     inputs.push_back(other);
     const Node& prod = g.nodes[m];
-    uses[static_cast<size_t>(mv)] = 0;
+    vu.uses[static_cast<size_t>(mv)] = 0;
     details_.push_back(becomeConv(g, g.nodes[a], prod, std::move(inputs), prod.attrs,
                                   bias ? "add: bias" : "add: residual", mv));
     changed = true;
