@@ -542,15 +542,12 @@ bool FuseConvResidual::run(Graph& g) {
 
 namespace {
 
-// A matmul without an epilogue: two inputs, no clamp (attributes at their defaults, or unset in
-// a graph built by hand).
+// A matmul without an epilogue: two inputs, no clamp (act_min / act_max have no default: set
+// means clamped).
 bool isPlainMatMul(const Node& n) {
   namespace am = attr::MatMul;
-  auto unclamped = [&](int slot) {
-    return !n.attrs.has(slot) || attrIsDefault(OpKind::kMatMul, n.attrs, slot);
-  };
-  return n.kind == OpKind::kMatMul && n.inputs.size() == 2 && unclamped(am::act_min) &&
-         unclamped(am::act_max);
+  return n.kind == OpKind::kMatMul && n.inputs.size() == 2 && !n.attrs.has(am::act_min) &&
+         !n.attrs.has(am::act_max);
 }
 
 }  // namespace
@@ -568,8 +565,7 @@ bool FuseMatMulEpilogue::run(Graph& g) {
     if (mm.kind != OpKind::kMatMul || mm.inputs.size() > maxInputs ||
         g.values[mv].type.dtype != DType::kF32 || g.values[mm.inputs[1]].type.shape.rank() < 2)
       return nullptr;
-    for (int slot : {am::act_min, am::act_max})
-      if (mm.attrs.has(slot) && !attrIsDefault(OpKind::kMatMul, mm.attrs, slot)) return nullptr;
+    if (mm.attrs.has(am::act_min) || mm.attrs.has(am::act_max)) return nullptr;
     return &mm;
   };
   bool changed = false;

@@ -646,6 +646,41 @@ TEST(MatMulEpilogueFusion, FusedPlansMatchUnfusedOnEveryGemmPath) {
   }
 }
 
+// Gears may pad the rows through a fused linear layer as through the adds and activations it
+// replaced: the bias is added to the padded rows too (they stop being zero) and the clamp maps
+// what they hold, but rows stay their own, so every output keeps the padded dim to slice back.
+TEST(MatMulEpilogueFusion, PaddingTheRowsPassesThroughTheEpilogue) {
+  Graph fused = parseGraph(kMatMulEpilogue);
+  (void)defaultPipeline().run(fused);
+  ASSERT_EQ(countKind(fused, OpKind::kAdd), 1);
+  const PaddingPlan plan = analyzePadding(fused, std::vector<InputDim>{InputDim{0, 0}});
+  ASSERT_EQ(plan.outputs.size(), 4u);
+  for (const auto& out : plan.outputs) {
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].dim, 0);
+    EXPECT_EQ(out[0].origin, (InputDim{0, 0}));
+  }
+  // A sum over the rows after a fused bias would add the bias of every padded row: refused, as
+  // it is for the unfused add.
+  Graph summed = parseGraph(R"(graph g(%x: f32[N, 3]) {
+  %w = const f32[3, 2] [0.5, -1, 2, 0.25, -0.5, 1.5]
+  %b = const f32[2] [0.1, -0.2]
+  %m = matmul(%x, %w)
+  %a = add(%m, %b)
+  %s = reduce_sum(%a, axes=[0])
+  return %s
+})");
+  (void)defaultPipeline().run(summed);
+  ASSERT_EQ(countKind(summed, OpKind::kAdd), 0);
+  try {
+    (void)analyzePadding(summed, std::vector<InputDim>{InputDim{0, 0}});
+    FAIL() << "expected a gear error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kGear);
+    EXPECT_NE(std::string(e.what()).find("reduce_sum"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MatMulEpilogueFusion, ABiasOrResidualOfAnotherShapeIsAShapeError) {
   auto expectShapeError = [](const char* text, const char* what) {
     try {

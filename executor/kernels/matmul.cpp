@@ -127,15 +127,14 @@ struct Epilogue {
   bool any() const { return bias || res || clamp; }
 };
 
-// A clamp bound that is not its default (-inf / inf), or an attribute left unset by a hand-built
-// key: no bound.
+// act_min / act_max have no default: an unset bound is no bound.
 Epilogue epilogueOf(const Attrs& attrs, size_t inputs, const void* const* in) {
   namespace at = attr::MatMul;
   Epilogue e;
   e.bias = inputs >= 3 ? static_cast<const float*>(in[2]) : nullptr;
   e.res = inputs == 4 ? static_cast<const float*>(in[3]) : nullptr;
   auto bound = [&](int slot, float& v) {
-    if (!attrs.has(slot) || attrIsDefault(OpKind::kMatMul, attrs, slot)) return false;
+    if (!attrs.has(slot)) return false;
     v = static_cast<float>(attrs.f(slot));
     return true;
   };

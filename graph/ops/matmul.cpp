@@ -34,10 +34,8 @@ TensorType inferMatMul(const InferContext& ctx) {
   if (!aVec) out.push(am[ra - 2]);
   if (!bVec) out.push(bm[rb - 1]);
   namespace at = attr::MatMul;
-  auto bound = [&](int slot) {
-    return ctx.attrs.has(slot) && !attrIsDefault(OpKind::kMatMul, ctx.attrs, slot);
-  };
-  const bool clamp = bound(at::act_min) || bound(at::act_max);
+  // The bounds have no default: set means clamped.
+  const bool clamp = ctx.attrs.has(at::act_min) || ctx.attrs.has(at::act_max);
   if (ctx.inputs.size() == 2 && !clamp) return TensorType{a.dtype, out};
   for (size_t i = 0; i < ctx.inputs.size(); ++i) ops::expectF32(ctx, i);
   if (bVec)
