@@ -37,6 +37,10 @@ struct PlanStep {
   // (compiler/weight_pack.h), bound as input 1 when the step runs; `kernel` is then the plan's
   // copy of the cached spec with ConvParams::weightsPacked set.
   std::shared_ptr<const float> packedWeight;
+  // In a batch tile (Plan::batchTiles): the same kernel compiled for the tile's images (the
+  // plan's spec with ConvParams::n = Plan::BatchTile::images), which the run calls once per tile.
+  std::shared_ptr<const KernelSpec> tileKernel;
+  int64_t outTileStride = 0;  // bytes the output moves per tile (0: a tile-sized buffer)
 };
 
 struct Plan {
@@ -55,7 +59,21 @@ struct Plan {
   std::vector<const void*> constData;  // per value (consts only)
   int64_t arenaBytes = 0;              // peak intermediate bytes after reuse
   int64_t naiveBytes = 0;              // without reuse
-  int kernelsCompiled = 0;             // kernel compiles this plan caused (others were cache hits)
+  // Batch tiles: runs of conv steps [first, end) whose activations outweigh their weights, which
+  // the CPU executor runs `images` images at a time through the whole run (depth first) instead
+  // of each step over the whole batch, so that a tile's activations stay in cache from one conv
+  // to the next. What the run is (its steps, launches, kernels) does not change: it is how the
+  // host executes the plan. Values made and read only inside a run then need a tile's bytes,
+  // not the batch's: hostArenaBytes, what the host allocates; arenaBytes stays the plan's
+  // memory at the whole batch (the modeled device's workspace).
+  struct BatchTile {
+    int32_t first = 0, end = 0;
+    int64_t images = 0, tiles = 0;  // images per tile, tiles per call
+  };
+  std::vector<BatchTile> batchTiles;
+  std::vector<int64_t> argTileStride;  // per Plan::args slot: bytes moved per tile
+  int64_t hostArenaBytes = 0;
+  int kernelsCompiled = 0;  // kernel compiles this plan caused (others were cache hits)
   int kernelsReused = 0;
   int64_t packedWeightBytes = 0;  // packs this plan holds (shared with other plans of the graph)
   int weightsPackedNow = 0;       // packs this plan's compile made (not found in the cache)
@@ -83,15 +101,17 @@ struct PlanCompileOptions {
   std::string reason;
   // A static plan gets its own arena. Plans that never run at the same time can share one
   // instead (the gears of a session: one call runs one gear): compile them without, then
-  // bindArena one arena of the largest arenaBytes to each.
+  // bindArena one arena of the largest hostArenaBytes to each.
   bool allocateArena = true;
   // The plan's id; 0 takes the next process-wide id. A session numbers its own plans from 1 so
   // reports and guard failures ("plan #2") read the same whichever sessions ran before it.
   uint64_t id = 0;
+  // Batch tiles (Plan::batchTiles) where they pay; false runs every step over the whole batch.
+  bool batchTiles = true;
 };
 
 // An arena of at least `bytes` (kArenaAlignment-aligned), and pointing a static plan's arena
-// values into it. bindArena needs arena.size >= plan.arenaBytes.
+// values into it. bindArena needs arena.size >= plan.hostArenaBytes.
 std::shared_ptr<std::byte> allocateArena(int64_t bytes);
 void bindArena(Plan& plan, std::shared_ptr<std::byte> arena);
 

@@ -1,11 +1,17 @@
 #include "executor/plan_runner.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "executor/kernels.h"
 #include "graph/error.h"
 
 namespace gearbox {
+
+namespace {
+// A tiled step is a conv2d: x, w, b, residual.
+constexpr int32_t kMaxTileArgs = 4;
+}  // namespace
 
 void rethrowForNode(const Graph& g, NodeId node, const std::exception& e) {
   const Node& n = g.nodes[node];
@@ -51,12 +57,43 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
   } else {
     for (const int32_t slot : plan.callArgSlots) args[slot] = ptrs[plan.args[slot]];
   }
-  for (const PlanStep& step : plan.steps) {
+  auto runStep = [&](const PlanStep& step) {
     try {
       kernels::run(*step.kernel, args + step.firstArg, ptrs[step.out]);
     } catch (const std::exception& e) {
       rethrowForNode(g, step.node, e);
     }
+  };
+  // Batch tiles (Plan::batchTiles): a run of steps goes tile by tile, each tile through every
+  // step of the run, its kernels compiled for the tile's images; a value the run makes and reads
+  // lives in a tile-sized buffer, any other one is addressed at the tile's images.
+  auto runTiles = [&](const Plan::BatchTile& tile) {
+    const void* tileArgs[kMaxTileArgs];
+    for (int64_t t = 0; t < tile.tiles; ++t) {
+      for (int32_t s = tile.first; s < tile.end; ++s) {
+        const PlanStep& step = plan.steps[s];
+        for (int32_t a = 0; a < step.numArgs; ++a)
+          tileArgs[a] = static_cast<const std::byte*>(args[step.firstArg + a]) +
+                        t * plan.argTileStride[step.firstArg + a];
+        try {
+          kernels::run(*step.tileKernel, tileArgs,
+                       static_cast<std::byte*>(ptrs[step.out]) + t * step.outTileStride);
+        } catch (const std::exception& e) {
+          rethrowForNode(g, step.node, e);
+        }
+      }
+    }
+  };
+  size_t nextTile = 0;
+  for (size_t s = 0; s < plan.steps.size();) {
+    if (nextTile < plan.batchTiles.size() &&
+        plan.batchTiles[nextTile].first == static_cast<int32_t>(s)) {
+      const Plan::BatchTile& tile = plan.batchTiles[nextTile++];
+      runTiles(tile);
+      s = static_cast<size_t>(tile.end);
+      continue;
+    }
+    runStep(plan.steps[s++]);
   }
   // Outputs that are graph inputs, constants, or repeats of another output are copies.
   for (size_t i = 0; i < g.outputs.size(); ++i) {

@@ -269,9 +269,9 @@ TEST(PlanRunner, EachCallRebindsInputsAndOutputsAndANewArenaRebindsEveryArgument
     SCOPED_TRACE(call);
     if (call == 2) {
       old = plan->arena;
-      bindArena(*plan, allocateArena(plan->arenaBytes));
+      bindArena(*plan, allocateArena(plan->hostArenaBytes));
       float* f = reinterpret_cast<float*>(old.get());
-      std::fill(f, f + plan->arenaBytes / 4, std::numeric_limits<float>::quiet_NaN());
+      std::fill(f, f + plan->hostArenaBytes / 4, std::numeric_limits<float>::quiet_NaN());
     }
     expectPlanMatchesReference(*plan, 100 + call);
   }
@@ -424,6 +424,147 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
       expectPlanMatchesReference(*plan, 21);
       expectPlanMatchesReference(*plan, 22);
     }
+}
+
+// ---- batch tiles (compiler.cpp's planBatchTiles) ----------------------------------------------
+
+std::vector<Tensor> runPlanOn(const Plan& plan, const std::vector<Tensor>& ins) {
+  std::vector<TensorView> inViews;
+  for (const Tensor& t : ins) inViews.push_back(t.view());
+  auto outs = allocateOutputs(plan);
+  std::vector<TensorView> outViews;
+  for (const Tensor& t : outs) outViews.push_back(t.view());
+  runStaticPlan(plan, inViews, outViews);
+  return outs;
+}
+
+// The inverted block's three convs are one batch tile wherever its activations per image
+// outweigh its weights: a tile's images run through all three convs, then the next tile's. The
+// result is the whole batch's bit for bit (each image's sums are the same sums), and the
+// reference's, with tiles of 1, 3 and 4 images (as many as divide the batch and fit the
+// budget), a value the run makes for a reader after it (the Add) or for the caller (the
+// depthwise output), a residual read from the graph's input, 1 and 2 threads. Values made and
+// read inside the run need a tile's bytes, so the host's arena shrinks; the plan's memory
+// (arenaBytes, the modeled device's workspace) and its steps do not change.
+TEST(BatchTiles, ARunOfConvsGoesTileByTileAndMatchesTheWholeBatchBitForBit) {
+  struct Case {
+    int64_t n, images;
+    BlockVariant v;
+  };
+  // 28 x 28 planes: the depthwise conv's 32 channels in and out are 196 KiB per image, so a tile
+  // of up to 5 images fits the 1 MiB budget.
+  const std::vector<Case> cases = {
+      {6, 3, BlockVariant::kPlain},      {8, 4, BlockVariant::kPlain},
+      {7, 1, BlockVariant::kPlain},      {12, 4, BlockVariant::kResidual},
+      {6, 3, BlockVariant::kTwoReaders}, {9, 3, BlockVariant::kDepthwiseIsAnOutput}};
+  for (const Case& k : cases)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("n {} variant {} threads {}", k.n, static_cast<int>(k.v), threads));
+      auto g = std::make_shared<const Graph>(invertedBlock(16, 32, 16, 1, k.v));
+      KernelCache cache(64, threads);
+      PlanCompileOptions whole;
+      whole.batchTiles = false;
+      const InputSignature sig{Shape{k.n, 16, 28, 28}};
+      auto tiled = compilePlan(g, sig, cache);
+      auto plain = compilePlan(g, sig, cache, whole);
+      ASSERT_EQ(tiled->batchTiles.size(), 1u);
+      EXPECT_EQ(tiled->batchTiles[0].first, 0);
+      EXPECT_EQ(tiled->batchTiles[0].end, 3);
+      EXPECT_EQ(tiled->batchTiles[0].images, k.images);
+      EXPECT_EQ(tiled->batchTiles[0].tiles, k.n / k.images);
+      EXPECT_TRUE(plain->batchTiles.empty());
+      EXPECT_EQ(tiled->steps.size(), plain->steps.size());
+      EXPECT_EQ(tiled->arenaBytes, plain->arenaBytes);
+      EXPECT_EQ(plain->hostArenaBytes, plain->arenaBytes);
+      // kPlain: the expanded and depthwise values live inside the run, at a tile's images.
+      if (k.v == BlockVariant::kPlain) {
+        const int64_t image = (32 * 28 * 28) * 4;
+        EXPECT_EQ(tiled->hostArenaBytes, 2 * k.images * image);
+        EXPECT_EQ(plain->arenaBytes, 2 * k.n * image);
+      }
+      for (size_t i = 0; i < tiled->steps.size(); ++i) {
+        const PlanStep& step = tiled->steps[i];
+        ASSERT_EQ(step.tileKernel != nullptr, i < 3) << "step " << i;
+        if (step.tileKernel) EXPECT_EQ(std::get<ConvParams>(step.tileKernel->params).n, k.images);
+      }
+      const auto ins = makeInputs(*g, sig, 40 + k.n);
+      const auto a = runPlanOn(*tiled, ins), b = runPlanOn(*plain, ins);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t o = 0; o < a.size(); ++o) {
+        SCOPED_TRACE(o);
+        ASSERT_EQ(a[o].bytes(), b[o].bytes());
+        EXPECT_EQ(std::memcmp(a[o].data(), b[o].data(), a[o].bytes()), 0);
+      }
+      expectPlanMatchesReference(*tiled, 41);
+    }
+}
+
+// Five 1x1 convs in a row, the third's output also read after the run (by an Add). That value
+// is made at step 2 but must live from the run's first step: tile 1 runs steps 0 and 1 after
+// tile 0 wrote its images of it, and a value of those steps may not take its bytes (a plan
+// without tiles would let step 0's output, dead by step 2, share them).
+TEST(BatchTiles, AValueTheRunMakesForALaterReaderLivesThroughTheWholeRun) {
+  GraphBuilder b("chain");
+  ValueId v = b.input("x", DType::kF32, {symbolDim("N"), 16, 56, 56});
+  Attrs a;
+  a.setInts(attr::Conv2d::strides, {1, 1});
+  a.setInts(attr::Conv2d::pads, {0, 0, 0, 0});
+  a.setInts(attr::Conv2d::dilations, {1, 1});
+  a.setInt(attr::Conv2d::group, 1);
+  ValueId third = -1;
+  for (int i = 0; i < 5; ++i) {
+    auto w =
+        b.constant(randomTensor(DType::kF32, Shape{16, 16, 1, 1}, 90 + i), fmt::format("w{}", i));
+    v = b.op(OpKind::kConv2d, {v, w}, a, fmt::format("c{}", i));
+    if (i == 2) third = v;
+  }
+  b.output(v);
+  b.output(b.add(third, third));
+  auto g = std::make_shared<const Graph>(b.build());
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    KernelCache cache(64, threads);
+    PlanCompileOptions whole;
+    whole.batchTiles = false;
+    const InputSignature sig{Shape{3, 16, 56, 56}};  // 392 KiB per image: tiles of 1
+    auto tiled = compilePlan(g, sig, cache);
+    auto plain = compilePlan(g, sig, cache, whole);
+    ASSERT_EQ(tiled->batchTiles.size(), 1u);
+    EXPECT_EQ(tiled->batchTiles[0].end, 5);
+    EXPECT_EQ(tiled->batchTiles[0].images, 1);
+    const auto ins = makeInputs(*g, sig, 43);
+    const auto x = runPlanOn(*tiled, ins), y = runPlanOn(*plain, ins);
+    for (size_t o = 0; o < 2; ++o) {
+      SCOPED_TRACE(o);
+      EXPECT_EQ(std::memcmp(x[o].data(), y[o].data(), x[o].bytes()), 0);
+    }
+    expectPlanMatchesReference(*tiled, 44);
+  }
+}
+
+// No tile where it cannot pay: one image, a batch whose activations fit the budget whole, a conv
+// whose weight outweighs its activations per image (the deep layers of ResNet-18 and
+// MobileNetV2). A conv whose weight is not a constant
+// ends the run before it.
+TEST(BatchTiles, OneImageASmallBatchOrHeavyWeightsAreNotTiled) {
+  KernelCache cache;
+  auto block = std::make_shared<const Graph>(invertedBlock(16, 32, 16, 1, BlockVariant::kPlain));
+  EXPECT_TRUE(compilePlan(block, {Shape{1, 16, 28, 28}}, cache)->batchTiles.empty());
+  // Five images of 196 KiB fit the budget whole; six do not.
+  EXPECT_TRUE(compilePlan(block, {Shape{5, 16, 28, 28}}, cache)->batchTiles.empty());
+  EXPECT_EQ(compilePlan(block, {Shape{6, 16, 28, 28}}, cache)->batchTiles.size(), 1u);
+  // 2 x 2 planes: per image, 768 bytes of activations against the expansion's 2 KiB of weight,
+  // 1 KiB against the depthwise conv's 1,152 bytes, 768 against the projection's 2 KiB: no run,
+  // though the batch's 2,048 images are 2 MiB.
+  EXPECT_TRUE(compilePlan(block, {Shape{2048, 16, 2, 2}}, cache)->batchTiles.empty());
+  // The projection's weight is a graph input: the run is the expansion and the depthwise conv.
+  auto fed = std::make_shared<const Graph>(
+      invertedBlock(16, 32, 16, 1, BlockVariant::kProjectionWeightIsInput));
+  auto plan = compilePlan(fed, {Shape{8, 16, 28, 28}, Shape{16, 32, 1, 1}}, cache);
+  ASSERT_EQ(plan->batchTiles.size(), 1u);
+  EXPECT_EQ(plan->batchTiles[0].end, 2);
+  EXPECT_EQ(plan->steps[2].tileKernel, nullptr);
+  expectPlanMatchesReference(*plan, 42);
 }
 
 TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {

@@ -160,18 +160,26 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
   options.id = 1;
   const std::shared_ptr<Plan> plan = compilePlan(g, sig, kernels, options);
   std::string out = fmt::format(
-      "# static plan for {}: {} {}, arena {} ({} without reuse); ISA {}{}\n",
+      "# static plan for {}: {} {}, arena {} ({} without reuse); ISA {}{}{}\n",
       signatureToString(g, sig), plan->steps.size(), plan->steps.size() == 1 ? "step" : "steps",
       humanBytes(plan->arenaBytes), humanBytes(plan->naiveBytes), isaName(activeIsa()),
       plan->blockedValues > 0 ? fmt::format("; {} {} in channel blocks", plan->blockedValues,
                                             plan->blockedValues == 1 ? "value" : "values")
-                              : "");
+                              : "",
+      plan->batchTiles.empty()
+          ? ""
+          : fmt::format("; host arena {} in batch tiles", humanBytes(plan->hostArenaBytes)));
   out += fmt::format(
       "# tasks: the kernel's split into tasks on as many threads, decided at compile for this "
       "shape: 1 below twice the threshold (4 MFLOP, or 4 MiB moved; conv2d: 2 MFLOP, depthwise "
       "FLOPs counted 8x), else one per threshold of work, at most {}\n",
       threads > 0 ? fmt::format("the thread cap {} (--threads)", threads)
                   : "the threads of this machine (no --threads cap)");
+  for (const Plan::BatchTile& t : plan->batchTiles)
+    out += fmt::format(
+        "# batch tile: steps {}-{} run {} {} at a time, each tile through every step ({} tiles; "
+        "the tasks below are the whole batch's)\n",
+        t.first, t.end - 1, t.images, t.images == 1 ? "image" : "images", t.tiles);
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"step", "value", "op", "output", "tasks", "work", "kernel"});
   for (size_t i = 0; i < plan->steps.size(); ++i) {

@@ -263,18 +263,21 @@ void SessionHost::bindSharedArena(std::span<const std::shared_ptr<Plan>> plans) 
     for (const auto& p : plans) {
       if (!p) continue;
       total = addOrFail(total, p->arenaBytes, "gear arena bytes");
-      if (!p_.options.modelOnly) bindArena(*p, allocateArena(p->arenaBytes));
+      if (!p_.options.modelOnly) bindArena(*p, allocateArena(p->hostArenaBytes));
       if (p->arenaBytes > 0) p_.stats.allocations++;
     }
     p_.stats.peakBytes = std::max(p_.stats.peakBytes, total);
     return;
   }
-  int64_t arenaBytes = 0;
-  for (const auto& p : plans)
-    if (p) arenaBytes = std::max(arenaBytes, p->arenaBytes);
+  int64_t arenaBytes = 0, hostBytes = 0;  // the modeled pool; what the host allocates
+  for (const auto& p : plans) {
+    if (!p) continue;
+    arenaBytes = std::max(arenaBytes, p->arenaBytes);
+    hostBytes = std::max(hostBytes, p->hostArenaBytes);
+  }
   // Model only: no kernel runs, so the arena is counted but not materialised.
   if (!p_.options.modelOnly) {
-    auto arena = allocateArena(arenaBytes);
+    auto arena = allocateArena(hostBytes);
     for (const auto& p : plans)
       if (p) bindArena(*p, arena);
   }
