@@ -199,6 +199,34 @@ def test_gearbox_runs_import_in_every_mode(name, exports, tmp_path, cli, env):
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_batch_tiles_on_real_exports_match_torch(name, exports, tmp_path, cli, env):
+    """A static plan at batch 8 runs its runs of convs whose activations outweigh their weights
+    a tile of images at a time (compiler.cpp's planBatchTiles; MobileNetV2's inverted blocks at
+    64 x 64 do, ResNet-18's and ShuffleNetV2's convs there do not pay): `print --plan` says
+    which steps, and every model's outputs still match torch's."""
+    d = exports[(name, "batch")]
+    gbx = tmp_path / f"{name}.gbx"
+    proc = subprocess.run([cli, "import", os.path.join(d, f"{name}.onnx"), "-o", str(gbx)],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    plan = subprocess.run([cli, "print", str(gbx), "--plan", "--threads", "1", "--shapes",
+                           json.dumps({"x": [8, 3, SIZE, SIZE]})],
+                          capture_output=True, text=True, env=env)
+    assert plan.returncode == 0, plan.stderr
+    tiles = re.findall(r"^# batch tile: steps (\d+)-(\d+) run (\d+) images? at a time",
+                       plan.stdout, re.M)
+    if name == "mobilenet_v2":
+        assert tiles and all(int(e) > int(f) for f, e, _ in tiles), plan.stdout[:2000]
+        assert "host arena" in plan.stdout.splitlines()[0]
+    x = np.random.default_rng(8).standard_normal((8, 3, SIZE, SIZE)).astype(np.float32)
+    with torch.no_grad():
+        expect = torch_model(name)(torch.from_numpy(x)).numpy()
+    for threads in (1, 2):
+        (out,) = gearbox.Session(gearbox.load(str(gbx)), mode="static", threads=threads).run(x)
+        np.testing.assert_allclose(out, expect, rtol=RTOL, atol=ATOL, err_msg=f"{threads}")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_gearbox_dynamic_hw_one_compile(name, exports, tmp_path, cli, env):
     """Dynamic batch, height and width through gearbox's dynamic mode: three image sizes and
     batches, fewer compiles than calls (2 today: with H and W fixed it is 1), torch's outputs."""
