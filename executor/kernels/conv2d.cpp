@@ -367,13 +367,24 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
     int64_t imageStride = p.c * p.h * p.w;
     if (!inPlace) {
       float* padded = lease->get();
+      // Only the border is zeroed: filling the whole plane and then copying the input over it
+      // wrote most of it twice (memset was 3% of ResNet-18 at batch 1 on two threads).
+      // The copy's rows [top, top + y1) and columns [left, left + n) hold the input (a window
+      // need not reach the input's last rows and columns: stride leftovers).
+      const int64_t top = std::min(p.pt, ph), left = std::min(p.pl, pw);
+      const int64_t y1 = std::clamp<int64_t>(ph - p.pt, 0, p.h);
+      const int64_t n = std::clamp<int64_t>(pw - p.pl, 0, p.w);
       detail::runItems(tasks, imgs * p.c, [&](int64_t u) {
         float* dst = padded + u * plane;
-        std::fill(dst, dst + plane, 0.0f);
         const float* in = xb + u * p.h * p.w;
-        const int64_t n = std::min(p.w, pw - p.pl);
-        for (int64_t y = 0; y < p.h && y + p.pt < ph; ++y)
-          if (n > 0) std::copy(in + y * p.w, in + y * p.w + n, dst + (y + p.pt) * pw + p.pl);
+        std::fill(dst, dst + top * pw, 0.0f);
+        for (int64_t y = 0; y < y1; ++y) {
+          float* row = dst + (top + y) * pw;
+          std::fill(row, row + left, 0.0f);
+          std::copy(in + y * p.w, in + y * p.w + n, row + left);
+          std::fill(row + left + n, row + pw, 0.0f);
+        }
+        std::fill(dst + (top + y1) * pw, dst + plane, 0.0f);
       });
       src = padded;
       imageStride = perImage;
