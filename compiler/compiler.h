@@ -40,7 +40,8 @@ struct PlanStep {
   // In a batch tile (Plan::batchTiles): the same kernel compiled for the tile's images (the
   // plan's spec with ConvParams::n = Plan::BatchTile::images), which the run calls once per tile.
   std::shared_ptr<const KernelSpec> tileKernel;
-  int64_t outTileStride = 0;  // bytes the output moves per tile (0: a tile-sized buffer)
+  int64_t outTileStride = 0;  // bytes the output moves per tile (a value of the whole batch)
+  int64_t outLaneStride = 0;  // bytes it moves per lane (a value inside the run: one per lane)
 };
 
 struct Plan {
@@ -66,12 +67,16 @@ struct Plan {
   // host executes the plan. Values made and read only inside a run then need a tile's bytes,
   // not the batch's: hostArenaBytes, what the host allocates; arenaBytes stays the plan's
   // memory at the whole batch (the modeled device's workspace).
+  // On more than one thread, `lanes` threads each run whole tiles, one at a time, their kernels
+  // compiled for one task.
   struct BatchTile {
     int32_t first = 0, end = 0;
     int64_t images = 0, tiles = 0;  // images per tile, tiles per call
+    int lanes = 1;
   };
   std::vector<BatchTile> batchTiles;
   std::vector<int64_t> argTileStride;  // per Plan::args slot: bytes moved per tile
+  std::vector<int64_t> argLaneStride;  // per Plan::args slot: bytes moved per lane
   int64_t hostArenaBytes = 0;
   int kernelsCompiled = 0;  // kernel compiles this plan caused (others were cache hits)
   int kernelsReused = 0;

@@ -1,9 +1,13 @@
 #include "executor/plan_runner.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <exception>
+#include <mutex>
 
 #include "executor/kernels.h"
+#include "executor/kernels/common.h"
 #include "graph/error.h"
 
 namespace gearbox {
@@ -65,24 +69,48 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
     }
   };
   // Batch tiles (Plan::batchTiles): a run of steps goes tile by tile, each tile through every
-  // step of the run, its kernels compiled for the tile's images; a value the run makes and reads
-  // lives in a tile-sized buffer, any other one is addressed at the tile's images.
-  auto runTiles = [&](const Plan::BatchTile& tile) {
+  // step of the run, its kernels compiled for the tile's images; a value of the whole batch is
+  // addressed at the tile's images, a value the run makes and reads lives in its lane's
+  // tile-sized buffer. Lanes (threads) take the next tile as they finish one.
+  auto runTile = [&](const Plan::BatchTile& tile, int64_t t, int64_t lane) {
     const void* tileArgs[kMaxTileArgs];
-    for (int64_t t = 0; t < tile.tiles; ++t) {
-      for (int32_t s = tile.first; s < tile.end; ++s) {
-        const PlanStep& step = plan.steps[s];
-        for (int32_t a = 0; a < step.numArgs; ++a)
-          tileArgs[a] = static_cast<const std::byte*>(args[step.firstArg + a]) +
-                        t * plan.argTileStride[step.firstArg + a];
-        try {
-          kernels::run(*step.tileKernel, tileArgs,
-                       static_cast<std::byte*>(ptrs[step.out]) + t * step.outTileStride);
-        } catch (const std::exception& e) {
-          rethrowForNode(g, step.node, e);
-        }
+    for (int32_t s = tile.first; s < tile.end; ++s) {
+      const PlanStep& step = plan.steps[s];
+      for (int32_t a = 0; a < step.numArgs; ++a) {
+        const int32_t slot = step.firstArg + a;
+        tileArgs[a] = static_cast<const std::byte*>(args[slot]) + t * plan.argTileStride[slot] +
+                      lane * plan.argLaneStride[slot];
+      }
+      try {
+        kernels::run(*step.tileKernel, tileArgs,
+                     static_cast<std::byte*>(ptrs[step.out]) + t * step.outTileStride +
+                         lane * step.outLaneStride);
+      } catch (const std::exception& e) {
+        rethrowForNode(g, step.node, e);
       }
     }
+  };
+  auto runTiles = [&](const Plan::BatchTile& tile) {
+    if (tile.lanes <= 1) {
+      for (int64_t t = 0; t < tile.tiles; ++t) runTile(tile, t, 0);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    std::exception_ptr error;
+    std::mutex errorMutex;
+    kernels::detail::runRanges(tile.lanes, tile.lanes, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t lane = begin; lane < end; ++lane) {
+        try {
+          for (int64_t t = next.fetch_add(1); t < tile.tiles; t = next.fetch_add(1))
+            runTile(tile, t, lane);
+        } catch (...) {
+          next.store(tile.tiles);
+          const std::lock_guard<std::mutex> lock(errorMutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+    });
+    if (error) std::rethrow_exception(error);
   };
   size_t nextTile = 0;
   for (size_t s = 0; s < plan.steps.size();) {

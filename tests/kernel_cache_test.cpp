@@ -443,8 +443,9 @@ std::vector<Tensor> runPlanOn(const Plan& plan, const std::vector<Tensor>& ins) 
 // result is the whole batch's bit for bit (each image's sums are the same sums), and the
 // reference's, with tiles of 1, 3 and 4 images (as many as divide the batch and fit the
 // budget), a value the run makes for a reader after it (the Add) or for the caller (the
-// depthwise output), a residual read from the graph's input, 1 and 2 threads. Values made and
-// read inside the run need a tile's bytes, so the host's arena shrinks; the plan's memory
+// depthwise output), a residual read from the graph's input, 1 and 2 threads (two lanes, each
+// taking the next tile). Values made and read inside the run need a tile's bytes per lane, so
+// the host's arena shrinks; the plan's memory
 // (arenaBytes, the modeled device's workspace) and its steps do not change.
 TEST(BatchTiles, ARunOfConvsGoesTileByTileAndMatchesTheWholeBatchBitForBit) {
   struct Case {
@@ -476,16 +477,21 @@ TEST(BatchTiles, ARunOfConvsGoesTileByTileAndMatchesTheWholeBatchBitForBit) {
       EXPECT_EQ(tiled->steps.size(), plain->steps.size());
       EXPECT_EQ(tiled->arenaBytes, plain->arenaBytes);
       EXPECT_EQ(plain->hostArenaBytes, plain->arenaBytes);
-      // kPlain: the expanded and depthwise values live inside the run, at a tile's images.
+      // On two threads each thread runs whole tiles (a lane), its kernels on one task.
+      EXPECT_EQ(tiled->batchTiles[0].lanes, threads);
+      // kPlain: the expanded and depthwise values live inside the run, at a tile's images, one
+      // per lane.
       if (k.v == BlockVariant::kPlain) {
         const int64_t image = (32 * 28 * 28) * 4;
-        EXPECT_EQ(tiled->hostArenaBytes, 2 * k.images * image);
+        EXPECT_EQ(tiled->hostArenaBytes, 2 * k.images * image * threads);
         EXPECT_EQ(plain->arenaBytes, 2 * k.n * image);
       }
       for (size_t i = 0; i < tiled->steps.size(); ++i) {
         const PlanStep& step = tiled->steps[i];
         ASSERT_EQ(step.tileKernel != nullptr, i < 3) << "step " << i;
-        if (step.tileKernel) EXPECT_EQ(std::get<ConvParams>(step.tileKernel->params).n, k.images);
+        if (!step.tileKernel) continue;
+        EXPECT_EQ(std::get<ConvParams>(step.tileKernel->params).n, k.images);
+        EXPECT_EQ(step.tileKernel->tasks, 1);
       }
       const auto ins = makeInputs(*g, sig, 40 + k.n);
       const auto a = runPlanOn(*tiled, ins), b = runPlanOn(*plain, ins);
