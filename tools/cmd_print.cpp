@@ -177,9 +177,11 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
                   : "the threads of this machine (no --threads cap)");
   for (const Plan::BatchTile& t : plan->batchTiles)
     out += fmt::format(
-        "# batch tile: steps {}-{} run {} {} at a time, each tile through every step ({} tiles; "
+        "# batch tile: steps {}-{} run {} {} at a time, each tile through every step ({} tiles{}; "
         "the tasks below are the whole batch's)\n",
-        t.first, t.end - 1, t.images, t.images == 1 ? "image" : "images", t.tiles);
+        t.first, t.end - 1, t.images, t.images == 1 ? "image" : "images", t.tiles,
+        t.lanes > 1 ? fmt::format(", {} threads each taking the next tile on one task", t.lanes)
+                    : "");
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"step", "value", "op", "output", "tasks", "work", "kernel"});
   for (size_t i = 0; i < plan->steps.size(); ++i) {
