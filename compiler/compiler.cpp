@@ -345,18 +345,15 @@ std::vector<bool> planBatchTiles(Plan& plan, const Graph& g, const Lifetimes& li
       tile.inBlocked = whole.inBlocked;
       tile.outBlocked = whole.outBlocked;
       step.tileKernel = std::move(spec);
-      // A value of the batch moves a tile's images per tile; a value inside the run is a tile's
-      // bytes per lane (planArena plans one per lane), the same for every tile of a lane.
+      // A value of the batch moves a tile's images per tile; a value inside the run stays in
+      // its lane's block (planArena sets the lane strides).
       auto tileStride = [&](ValueId v) {
         return inner[v] || plan.storage[v] == Storage::kConst ? 0 : bytesOf(v) / n * images;
       };
-      auto laneStride = [&](ValueId v) { return inner[v] ? bytesOf(v) / n * images : 0; };
       step.outTileStride = tileStride(node.output);
-      step.outLaneStride = laneStride(node.output);
       for (int32_t a = 0; a < step.numArgs; ++a) {
         const int32_t slot = step.firstArg + a;
         plan.argTileStride[slot] = tileStride(plan.args[slot]);
-        plan.argLaneStride[slot] = laneStride(plan.args[slot]);
       }
     }
     s = e;
@@ -392,31 +389,84 @@ void planArena(Plan& plan, const Graph& g, const Lifetimes& life,
   plan.arenaBytes = mp.arenaBytes;
   plan.naiveBytes = mp.naiveBytes;
   plan.hostArenaBytes = mp.arenaBytes;
+  for (size_t i = 0; i < requests.size(); ++i) plan.location[requestValue[i]] = mp.offsets[i];
   if (!plan.batchTiles.empty()) {
+    // The values inside a run get a block per lane: planned once at a tile's size (their own
+    // plan, offsets within the block), the block repeated for each lane. Lanes run unsynchronised
+    // (lane 0 at the run's fifth step while lane 1 is at its second), so two values may share
+    // bytes only within a lane's block: planned among the run's other values, a value whose
+    // lifetime ends before another's starts would share offsets with it across lanes too, and
+    // lane 1's copy of one would overlap lane 0's of the other where their sizes differ.
     std::vector<size_t> requestOf(nv, SIZE_MAX);
     for (size_t i = 0; i < requests.size(); ++i) requestOf[requestValue[i]] = i;
+    std::vector<bool> placed(requests.size(), true);  // in hostRequests as itself
     hostRequests = requests;
-    for (const Plan::BatchTile& tile : plan.batchTiles) {
+    struct Block {
+      std::vector<ValueId> values;
+      std::vector<int64_t> offsets;
+      int64_t bytes = 0;
+    };
+    std::vector<Block> blocks(plan.batchTiles.size());
+    for (size_t r = 0; r < plan.batchTiles.size(); ++r) {
+      const Plan::BatchTile& tile = plan.batchTiles[r];
+      std::vector<BufferRequest> own;
       for (int32_t s = tile.first; s < tile.end; ++s) {
         const PlanStep& step = plan.steps[s];
+        // A value the run reads from before it or leaves for after it lives through the run.
         auto widen = [&](ValueId v) {
           const ValueId root = viewOf[v] >= 0 ? viewOf[v] : v;
           if (inner[root] || requestOf[root] == SIZE_MAX) return;
-          BufferRequest& r = hostRequests[requestOf[root]];
-          r.first = std::min(r.first, tile.first);
-          r.last = std::max(r.last, tile.end - 1);
+          BufferRequest& q = hostRequests[requestOf[root]];
+          q.first = std::min(q.first, tile.first);
+          q.last = std::max(q.last, tile.end - 1);
         };
         widen(step.out);
         for (ValueId v : g.nodes[step.node].inputs) widen(v);
-        if (inner[step.out])
-          hostRequests[requestOf[step.out]].bytes =
-              hostRequests[requestOf[step.out]].bytes / tile.tiles * tile.lanes;
+        if (!inner[step.out]) continue;
+        const BufferRequest& whole = requests[requestOf[step.out]];
+        own.push_back(BufferRequest{whole.bytes / tile.tiles, whole.first, whole.last});
+        blocks[r].values.push_back(step.out);
+        placed[requestOf[step.out]] = false;
       }
+      const MemoryPlan sub = planMemory(own);
+      blocks[r].offsets = sub.offsets;
+      blocks[r].bytes = (sub.arenaBytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     }
-    mp = planMemory(hostRequests);
-    plan.hostArenaBytes = mp.arenaBytes;
+    std::vector<BufferRequest> host;
+    std::vector<ValueId> hostValue;  // -1 - r: run r's lane blocks
+    for (size_t i = 0; i < hostRequests.size(); ++i)
+      if (placed[i]) {
+        host.push_back(hostRequests[i]);
+        hostValue.push_back(requestValue[i]);
+      }
+    for (size_t r = 0; r < blocks.size(); ++r) {
+      const Plan::BatchTile& tile = plan.batchTiles[r];
+      if (blocks[r].values.empty()) continue;
+      host.push_back(BufferRequest{blocks[r].bytes * tile.lanes, tile.first, tile.end - 1});
+      hostValue.push_back(-1 - static_cast<ValueId>(r));
+    }
+    const MemoryPlan hp = planMemory(host);
+    plan.hostArenaBytes = hp.arenaBytes;
+    for (size_t i = 0; i < host.size(); ++i) {
+      if (hostValue[i] >= 0) {
+        plan.location[hostValue[i]] = hp.offsets[i];
+        continue;
+      }
+      const Block& b = blocks[static_cast<size_t>(-1 - hostValue[i])];
+      for (size_t k = 0; k < b.values.size(); ++k)
+        plan.location[b.values[k]] = hp.offsets[i] + b.offsets[k];
+    }
+    // A value inside a run moves a lane's block per lane.
+    for (size_t r = 0; r < blocks.size(); ++r)
+      for (int32_t s = plan.batchTiles[r].first; s < plan.batchTiles[r].end; ++s) {
+        PlanStep& step = plan.steps[s];
+        if (inner[step.out]) step.outLaneStride = blocks[r].bytes;
+        for (int32_t a = 0; a < step.numArgs; ++a) {
+          const int32_t slot = step.firstArg + a;
+          if (inner[plan.args[slot]]) plan.argLaneStride[slot] = blocks[r].bytes;
+        }
+      }
   }
-  for (size_t i = 0; i < requests.size(); ++i) plan.location[requestValue[i]] = mp.offsets[i];
   for (ValueId v = 0; v < static_cast<ValueId>(nv); ++v)
     if (viewOf[v] >= 0) plan.location[v] = plan.location[viewOf[v]];
 }
