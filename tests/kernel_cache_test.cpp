@@ -234,14 +234,19 @@ Graph packedConvGraph(bool weightIsInput) {
   return b.build();
 }
 
-void expectPlanMatchesReference(const Plan& plan, uint64_t seed) {
-  const auto ins = makeInputs(*plan.graph, plan.signature, seed);
+std::vector<Tensor> runPlanOn(const Plan& plan, const std::vector<Tensor>& ins) {
   std::vector<TensorView> inViews;
   for (const Tensor& t : ins) inViews.push_back(t.view());
   auto outs = allocateOutputs(plan);
   std::vector<TensorView> outViews;
   for (const Tensor& t : outs) outViews.push_back(t.view());
   runStaticPlan(plan, inViews, outViews);
+  return outs;
+}
+
+void expectPlanMatchesReference(const Plan& plan, uint64_t seed) {
+  const auto ins = makeInputs(*plan.graph, plan.signature, seed);
+  const auto outs = runPlanOn(plan, ins);
   const auto want = referenceRun(*plan.graph, ins);
   const float* got = outs[0].as<float>();
   const float* exp = want[0].as<float>();
@@ -427,16 +432,6 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
 }
 
 // ---- batch tiles (compiler.cpp's planBatchTiles) ----------------------------------------------
-
-std::vector<Tensor> runPlanOn(const Plan& plan, const std::vector<Tensor>& ins) {
-  std::vector<TensorView> inViews;
-  for (const Tensor& t : ins) inViews.push_back(t.view());
-  auto outs = allocateOutputs(plan);
-  std::vector<TensorView> outViews;
-  for (const Tensor& t : outs) outViews.push_back(t.view());
-  runStaticPlan(plan, inViews, outViews);
-  return outs;
-}
 
 // The inverted block's three convs are one batch tile wherever its activations per image
 // outweigh its weights: a tile's images run through all three convs, then the next tile's. The
