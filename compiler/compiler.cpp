@@ -286,7 +286,8 @@ std::vector<bool> planBatchTiles(Plan& plan, const Graph& g, const Lifetimes& li
   // The batch of a tileable step (0: not tileable) and its activations' bytes per image.
   auto tileable = [&](const PlanStep& step, int64_t* perImage) -> int64_t {
     const Node& node = g.nodes[step.node];
-    if (node.kind != OpKind::kConv2d || !std::holds_alternative<ConvParams>(step.kernel->params))
+    if (node.kind != OpKind::kConv2d || !std::holds_alternative<ConvParams>(step.kernel->params) ||
+        node.inputs.size() > 4)  // x, w, b, residual: what the runner's tile arguments hold
       return 0;
     const TensorType& x = plan.types[node.inputs[0]];
     const int64_t n = x.shape[0];

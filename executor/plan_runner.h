@@ -2,7 +2,8 @@
 // Running compiled plans.
 //
 // runStaticPlan: binds the caller's input and output buffers into the plan's pointer table and
-// runs every step's precompiled kernel. No allocation, no shape inference, no hashing.
+// runs every step's precompiled kernel, a batch tile's run (Plan::batchTiles) tile by tile. No
+// allocation, no shape inference, no hashing.
 //
 // Errors raised by a kernel (an out-of-range index) are rethrown with the op and input named.
 
