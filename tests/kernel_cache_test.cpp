@@ -345,9 +345,12 @@ enum class BlockVariant {
   kExpandResidual
 };
 
-Graph invertedBlock(int64_t c, int64_t m, int64_t outC, int64_t stride, BlockVariant v) {
+// hw > 0: planes of hw x hw (else symbols H and W).
+Graph invertedBlock(int64_t c, int64_t m, int64_t outC, int64_t stride, BlockVariant v,
+                    int64_t hw = 0) {
   GraphBuilder b("inverted");
-  auto x = b.input("x", DType::kF32, {symbolDim("N"), c, symbolDim("H"), symbolDim("W")});
+  auto x = hw > 0 ? b.input("x", DType::kF32, {symbolDim("N"), c, hw, hw})
+                  : b.input("x", DType::kF32, {symbolDim("N"), c, symbolDim("H"), symbolDim("W")});
   auto conv = [&](ValueId in, ValueId w, int64_t s, int64_t pad, int64_t group, bool relu6,
                   const std::string& name, ValueId residual = -1) {
     Attrs a;
@@ -600,6 +603,38 @@ TEST(BatchTiles, LanesNeverShareBytes) {
   const auto ins = makeInputs(*g, sig, 45);
   const auto p = runPlanOn(*tiled, ins), q = runPlanOn(*plain, ins);
   EXPECT_EQ(std::memcmp(p[0].data(), q[0].data(), p[0].bytes()), 0);
+}
+
+// The modes that run static plans run their tiles: static and automatic-dynamic plans, and
+// geared mode's gears, which share one host arena sized for the largest gear's host arena
+// (peak_bytes stays the largest plan arena at its whole batch, the modeled figure). Calls of 9
+// and 7 pad up to the gear of 12, whose tiles then run the padded images too. Every call matches
+// the reference executor, on 1 and 2 threads.
+TEST(BatchTiles, StaticAutoAndGearedSessionsRunTilesAndMatchTheReference) {
+  const Graph g = invertedBlock(16, 32, 16, 1, BlockVariant::kResidual, 28);
+  for (Mode mode : {Mode::kStatic, Mode::kAuto, Mode::kGeared})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("mode {} threads {}", static_cast<int>(mode), threads));
+      SessionOptions o;
+      o.mode = mode;
+      o.threads = threads;
+      if (mode == Mode::kGeared) gearOptions(o).fallback = GearFallback::kPad;
+      Session s(g, o);
+      if (mode == Mode::kGeared) {
+        set_dim_gears(s, "x", {{0, {6, 12}}});
+        compileGears(s);
+        KernelCache cache(64, threads);
+        auto largest = compilePlan(s.graph(), {Shape{12, 16, 28, 28}}, cache);
+        ASSERT_FALSE(largest->batchTiles.empty());
+        EXPECT_LT(largest->hostArenaBytes, largest->arenaBytes);
+        EXPECT_EQ(s.stats().peakBytes, largest->arenaBytes);
+      }
+      for (int64_t n : {12, 9, 7, 12}) {
+        auto in = makeInputs(s.graph(), {Shape{n, 16, 28, 28}}, 50 + n);
+        const auto out = s.run(in);
+        EXPECT_LE(maxAbsDiff(out[0], referenceRun(s.graph(), in)[0]), 1e-4) << "batch " << n;
+      }
+    }
 }
 
 // No tile where it cannot pay: one image, a batch whose activations fit the budget whole, a conv
