@@ -13,6 +13,7 @@
 #include "compiler/compiler.h"
 #include "compiler/weight_pack.h"
 #include "executor/modes/geared.h"
+#include "executor/modes/mode_table.h"
 #include "executor/plan_runner.h"
 #include "executor/session.h"
 #include "graph/error.h"
@@ -605,16 +606,16 @@ TEST(BatchTiles, LanesNeverShareBytes) {
   EXPECT_EQ(std::memcmp(p[0].data(), q[0].data(), p[0].bytes()), 0);
 }
 
-// The modes that run static plans run their tiles: static and automatic-dynamic plans, and
-// geared mode's gears, which share one host arena sized for the largest gear's host arena
-// (peak_bytes stays the largest plan arena at its whole batch, the modeled figure). Calls of 9
-// and 7 pad up to the gear of 12, whose tiles then run the padded images too. Every call matches
-// the reference executor, on 1 and 2 threads.
-TEST(BatchTiles, StaticAutoAndGearedSessionsRunTilesAndMatchTheReference) {
+// Every mode on a workload whose static plans run batch tiles (static plans, automatic-dynamic
+// ones before the batch turns dynamic, and geared mode's gears, which share one host arena sized
+// for the largest gear's host arena; peak_bytes stays the largest plan arena at its whole batch,
+// the modeled figure). Calls of 9 and 7 pad up to the gear of 12, whose tiles then run the padded
+// images too. Every call matches the reference executor, on 1 and 2 threads.
+TEST(BatchTiles, EveryModeMatchesTheReferenceWhereStaticPlansRunTiles) {
   const Graph g = invertedBlock(16, 32, 16, 1, BlockVariant::kResidual, 28);
-  for (Mode mode : {Mode::kStatic, Mode::kAuto, Mode::kGeared})
+  for (Mode mode : modes())
     for (int threads : {1, 2}) {
-      SCOPED_TRACE(fmt::format("mode {} threads {}", static_cast<int>(mode), threads));
+      SCOPED_TRACE(fmt::format("mode {} threads {}", modeName(mode), threads));
       SessionOptions o;
       o.mode = mode;
       o.threads = threads;
