@@ -346,15 +346,14 @@ std::vector<bool> planBatchTiles(Plan& plan, const Graph& g, const Lifetimes& li
       tile.inBlocked = whole.inBlocked;
       tile.outBlocked = whole.outBlocked;
       step.tileKernel = std::move(spec);
-      // A value of the batch moves a tile's images per tile; a value inside the run stays in
-      // its lane's block (planArena sets the lane strides).
-      auto tileStride = [&](ValueId v) {
-        return inner[v] || plan.storage[v] == Storage::kConst ? 0 : bytesOf(v) / n * images;
-      };
+      // A value of the batch (x, the residual, the output; a constant too) moves a tile's
+      // images per tile; the weight and bias stay; a value inside the run stays in its lane's
+      // block (planArena sets the lane strides).
+      auto tileStride = [&](ValueId v) { return inner[v] ? 0 : bytesOf(v) / n * images; };
       step.outTileStride = tileStride(node.output);
       for (int32_t a = 0; a < step.numArgs; ++a) {
         const int32_t slot = step.firstArg + a;
-        plan.argTileStride[slot] = tileStride(plan.args[slot]);
+        plan.argTileStride[slot] = a == 1 || a == 2 ? 0 : tileStride(plan.args[slot]);
       }
     }
     s = e;

@@ -638,6 +638,38 @@ TEST(BatchTiles, EveryModeMatchesTheReferenceWhereStaticPlansRunTiles) {
     }
 }
 
+// A residual that is a constant of the batch's shape is addressed at each tile's images like
+// any other value of the batch (only the weight and bias stay put).
+TEST(BatchTiles, AConstantResidualMovesWithItsTile) {
+  GraphBuilder b("constres");
+  Attrs a;
+  a.setInts(attr::Conv2d::strides, {1, 1});
+  a.setInts(attr::Conv2d::pads, {0, 0, 0, 0});
+  a.setInts(attr::Conv2d::dilations, {1, 1});
+  a.setInt(attr::Conv2d::group, 1);
+  const ValueId x = b.input("x", DType::kF32, {8, 16, 28, 28});
+  const ValueId w1 = b.constant(randomTensor(DType::kF32, Shape{32, 16, 1, 1}, 81), "w1");
+  const ValueId w2 = b.constant(randomTensor(DType::kF32, Shape{16, 32, 1, 1}, 82), "w2");
+  const ValueId b2 = b.constant(randomTensor(DType::kF32, Shape{16}, 83), "b2");
+  const ValueId r = b.constant(randomTensor(DType::kF32, Shape{8, 16, 28, 28}, 84), "r");
+  const ValueId c1 = b.op(OpKind::kConv2d, {x, w1}, a, "c1");
+  b.output(b.op(OpKind::kConv2d, {c1, w2, b2, r}, a, "c2"));
+  auto g = std::make_shared<const Graph>(b.build());
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    KernelCache cache(64, threads);
+    PlanCompileOptions whole;
+    whole.batchTiles = false;
+    auto tiled = compilePlan(g, {Shape{8, 16, 28, 28}}, cache);
+    auto plain = compilePlan(g, {Shape{8, 16, 28, 28}}, cache, whole);
+    ASSERT_EQ(tiled->batchTiles.size(), 1u);
+    const auto ins = makeInputs(*g, {Shape{8, 16, 28, 28}}, 47);
+    const auto p = runPlanOn(*tiled, ins), q = runPlanOn(*plain, ins);
+    EXPECT_EQ(std::memcmp(p[0].data(), q[0].data(), p[0].bytes()), 0);
+    expectPlanMatchesReference(*tiled, 48);
+  }
+}
+
 // No tile where it cannot pay: one image, a batch whose activations fit the budget whole, a conv
 // whose weight outweighs its activations per image (the deep layers of ResNet-18 and
 // MobileNetV2). A conv whose weight is not a constant
