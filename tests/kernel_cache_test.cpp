@@ -235,6 +235,26 @@ Graph packedConvGraph(bool weightIsInput) {
   return b.build();
 }
 
+// A 1x1 conv, stride 1, no padding.
+Attrs pointwiseConv() {
+  Attrs a;
+  a.setInts(attr::Conv2d::strides, {1, 1});
+  a.setInts(attr::Conv2d::pads, {0, 0, 0, 0});
+  a.setInts(attr::Conv2d::dilations, {1, 1});
+  a.setInt(attr::Conv2d::group, 1);
+  return a;
+}
+
+// The plan of `g` for `sig` with batch tiles and without, compiled for `threads`.
+std::pair<std::shared_ptr<Plan>, std::shared_ptr<Plan>> tiledAndPlain(
+    const std::shared_ptr<const Graph>& g, const InputSignature& sig, int threads) {
+  KernelCache cache(64, threads);
+  PlanCompileOptions whole;
+  whole.batchTiles = false;
+  auto tiled = compilePlan(g, sig, cache);
+  return {tiled, compilePlan(g, sig, cache, whole)};
+}
+
 std::vector<Tensor> runPlanOn(const Plan& plan, const std::vector<Tensor>& ins) {
   std::vector<TensorView> inViews;
   for (const Tensor& t : ins) inViews.push_back(t.view());
@@ -461,12 +481,8 @@ TEST(BatchTiles, ARunOfConvsGoesTileByTileAndMatchesTheWholeBatchBitForBit) {
     for (int threads : {1, 2}) {
       SCOPED_TRACE(fmt::format("n {} variant {} threads {}", k.n, static_cast<int>(k.v), threads));
       auto g = std::make_shared<const Graph>(invertedBlock(16, 32, 16, 1, k.v));
-      KernelCache cache(64, threads);
-      PlanCompileOptions whole;
-      whole.batchTiles = false;
       const InputSignature sig{Shape{k.n, 16, 28, 28}};
-      auto tiled = compilePlan(g, sig, cache);
-      auto plain = compilePlan(g, sig, cache, whole);
+      const auto [tiled, plain] = tiledAndPlain(g, sig, threads);
       ASSERT_EQ(tiled->batchTiles.size(), 1u);
       EXPECT_EQ(tiled->batchTiles[0].first, 0);
       EXPECT_EQ(tiled->batchTiles[0].end, 3);
@@ -511,11 +527,7 @@ TEST(BatchTiles, ARunOfConvsGoesTileByTileAndMatchesTheWholeBatchBitForBit) {
 TEST(BatchTiles, AValueTheRunMakesForALaterReaderLivesThroughTheWholeRun) {
   GraphBuilder b("chain");
   ValueId v = b.input("x", DType::kF32, {symbolDim("N"), 16, 56, 56});
-  Attrs a;
-  a.setInts(attr::Conv2d::strides, {1, 1});
-  a.setInts(attr::Conv2d::pads, {0, 0, 0, 0});
-  a.setInts(attr::Conv2d::dilations, {1, 1});
-  a.setInt(attr::Conv2d::group, 1);
+  const Attrs a = pointwiseConv();
   ValueId third = -1;
   for (int i = 0; i < 5; ++i) {
     auto w =
@@ -528,12 +540,8 @@ TEST(BatchTiles, AValueTheRunMakesForALaterReaderLivesThroughTheWholeRun) {
   auto g = std::make_shared<const Graph>(b.build());
   for (int threads : {1, 2}) {
     SCOPED_TRACE(threads);
-    KernelCache cache(64, threads);
-    PlanCompileOptions whole;
-    whole.batchTiles = false;
     const InputSignature sig{Shape{3, 16, 56, 56}};  // 392 KiB per image: tiles of 1
-    auto tiled = compilePlan(g, sig, cache);
-    auto plain = compilePlan(g, sig, cache, whole);
+    const auto [tiled, plain] = tiledAndPlain(g, sig, threads);
     ASSERT_EQ(tiled->batchTiles.size(), 1u);
     EXPECT_EQ(tiled->batchTiles[0].end, 5);
     EXPECT_EQ(tiled->batchTiles[0].images, 1);
@@ -558,11 +566,7 @@ TEST(BatchTiles, LanesNeverShareBytes) {
   GraphBuilder b("widths");
   const std::vector<int64_t> widths = {16, 32, 16, 64, 16, 48, 16};
   ValueId v = b.input("x", DType::kF32, {symbolDim("N"), widths[0], 56, 56});
-  Attrs a;
-  a.setInts(attr::Conv2d::strides, {1, 1});
-  a.setInts(attr::Conv2d::pads, {0, 0, 0, 0});
-  a.setInts(attr::Conv2d::dilations, {1, 1});
-  a.setInt(attr::Conv2d::group, 1);
+  const Attrs a = pointwiseConv();
   for (size_t i = 1; i < widths.size(); ++i) {
     auto w = b.constant(randomTensor(DType::kF32, Shape{widths[i], widths[i - 1], 1, 1}, 70 + i),
                         fmt::format("w{}", i));
@@ -570,12 +574,8 @@ TEST(BatchTiles, LanesNeverShareBytes) {
   }
   b.output(v);
   auto g = std::make_shared<const Graph>(b.build());
-  KernelCache cache(64, 2);
-  PlanCompileOptions whole;
-  whole.batchTiles = false;
   const InputSignature sig{Shape{4, 16, 56, 56}};
-  auto tiled = compilePlan(g, sig, cache);
-  auto plain = compilePlan(g, sig, cache, whole);
+  const auto [tiled, plain] = tiledAndPlain(g, sig, 2);
   ASSERT_EQ(tiled->batchTiles.size(), 1u);
   const Plan::BatchTile& tile = tiled->batchTiles[0];
   ASSERT_EQ(tile.lanes, 2);
@@ -642,11 +642,7 @@ TEST(BatchTiles, EveryModeMatchesTheReferenceWhereStaticPlansRunTiles) {
 // any other value of the batch (only the weight and bias stay put).
 TEST(BatchTiles, AConstantResidualMovesWithItsTile) {
   GraphBuilder b("constres");
-  Attrs a;
-  a.setInts(attr::Conv2d::strides, {1, 1});
-  a.setInts(attr::Conv2d::pads, {0, 0, 0, 0});
-  a.setInts(attr::Conv2d::dilations, {1, 1});
-  a.setInt(attr::Conv2d::group, 1);
+  const Attrs a = pointwiseConv();
   const ValueId x = b.input("x", DType::kF32, {8, 16, 28, 28});
   const ValueId w1 = b.constant(randomTensor(DType::kF32, Shape{32, 16, 1, 1}, 81), "w1");
   const ValueId w2 = b.constant(randomTensor(DType::kF32, Shape{16, 32, 1, 1}, 82), "w2");
@@ -657,11 +653,7 @@ TEST(BatchTiles, AConstantResidualMovesWithItsTile) {
   auto g = std::make_shared<const Graph>(b.build());
   for (int threads : {1, 2}) {
     SCOPED_TRACE(threads);
-    KernelCache cache(64, threads);
-    PlanCompileOptions whole;
-    whole.batchTiles = false;
-    auto tiled = compilePlan(g, {Shape{8, 16, 28, 28}}, cache);
-    auto plain = compilePlan(g, {Shape{8, 16, 28, 28}}, cache, whole);
+    const auto [tiled, plain] = tiledAndPlain(g, {Shape{8, 16, 28, 28}}, threads);
     ASSERT_EQ(tiled->batchTiles.size(), 1u);
     const auto ins = makeInputs(*g, {Shape{8, 16, 28, 28}}, 47);
     const auto p = runPlanOn(*tiled, ins), q = runPlanOn(*plain, ins);
