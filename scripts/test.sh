@@ -65,7 +65,7 @@ if [ $rc -ne 0 ]; then cat "$tsan_log" >&2; echo "tsan build failed" >&2; exit 1
 tail -n 1 "$tsan_log"
 rm -f "$tsan_log"
 stage "gearbox tests: tsan built, running the thread tests"
-tsan_filter=${TSAN_TEST_FILTER:-ForkJoin*:KernelCache*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}
+tsan_filter=${TSAN_TEST_FILTER:-ForkJoin*:KernelCache*:BatchTiles*:*Stream*:KernelMeta*:Session*:Modes*:Geared*:Precompile*:Bundle*:Sweep.SameGridSameBytes:Sweep.AFailingPointIsARow}
 # The TSan binary holds only some test files (tests/CMakeLists.txt, THREAD_TEST_SRC): the filter
 # must select the same tests in it as in the full Release suite, or a thread test was added to a
 # file the list does not name.
