@@ -656,6 +656,30 @@ std::vector<ConvGeom> channelTileGeoms() {
       {"ct_cut_pad2", {1, 3, 6, 9}, {64, 3, 3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 1, true},
       {"ct_cut_dilated", {1, 3, 8, 11}, {64, 3, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1, true},
       {"ct_cut_right_only", {1, 3, 5, 10}, {64, 3, 3, 3}, {1, 1}, {0, 0, 0, 1}, {1, 1}, 1, true},
+      // Weights too large for one pass (conv_body.inc, kConvPassWeightBytes): 295 KB and
+      // 276 KB per 64-channel tile run in two passes over the input channels, the 16-channel
+      // tile in one; packs over 1 MiB (1.17 and 1.12 MB) also prefetch the next pass's weight.
+      // Rows of 7 + 2 and of 7 + 1, cut rows and columns, stride 2, 2 images, clamps.
+      {"ct_depth_passes", {1, 128, 9, 9}, {144, 128, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_streamed_passes",
+       {2, 120, 7, 9},
+       {272, 120, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       0.0f},
+      {"ct_streamed_s2",
+       {1, 130, 11, 15},
+       {240, 130, 3, 3},
+       {2, 2},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       false,
+       -0.5f,
+       0.5f},
       // A tall window padded by more than its reach: a tap set per row would outgrow the
       // table's bound, so the later rows run every tap.
       {"ct_tall_window", {1, 2, 5, 9}, {16, 2, 9, 1}, {1, 1}, {8, 0, 8, 0}, {1, 1}, 1, true},
@@ -1023,12 +1047,15 @@ TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx512) {
 
 // max_pool2d's vector walk (conv_body.inc) against the reference on every ISA: a NaN in a plane
 // must come out as NaN where its windows reach (that plane takes the scalar loop), and +-inf
-// are ordinary values.
+// are ordinary values. The NaN scan runs in vectors, then a part-vector: one NaN sits in a
+// plane's last float (a part-vector where the plane is not a multiple of 16 floats).
 TEST(IsaMaxPool, VectorWalkMatchesTheReferenceWithNaNAndInf) {
   for (const Shape& shape : {Shape{2, 3, 9, 40}, Shape{1, 2, 7, 7}, Shape{1, 1, 112, 112}}) {
     Tensor x = randomTensor(DType::kF32, shape, 41);
     float* v = x.as<float>();
-    v[shape[2] * shape[3] + 5] = std::numeric_limits<float>::quiet_NaN();  // plane 1
+    const int64_t hw = shape[2] * shape[3], planes = shape[0] * shape[1];
+    v[(planes - 1) * hw + 5] = std::numeric_limits<float>::quiet_NaN();
+    v[std::min<int64_t>(2, planes - 1) * hw + hw - 1] = std::numeric_limits<float>::quiet_NaN();
     v[3] = std::numeric_limits<float>::infinity();
     v[x.numel() - 1] = -std::numeric_limits<float>::infinity();
     Attrs attrs;
