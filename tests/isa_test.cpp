@@ -656,6 +656,14 @@ std::vector<ConvGeom> channelTileGeoms() {
       {"ct_cut_pad2", {1, 3, 6, 9}, {64, 3, 3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 1, true},
       {"ct_cut_dilated", {1, 3, 8, 11}, {64, 3, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1, true},
       {"ct_cut_right_only", {1, 3, 5, 10}, {64, 3, 3, 3}, {1, 1}, {0, 0, 0, 1}, {1, 1}, 1, true},
+      // Padded 3 x 3 convs read in place (conv2d.cpp, padInPlace: whole 7-position tiles of
+      // 64 channels, one padding row or column a side at most): both cuts, a row of one tile
+      // (both at once), the left one only, stride 2 with and without the right one, 2 images;
+      // ct_cut_s2_odd above as well.
+      {"ct_pad_in_place_14", {2, 5, 6, 14}, {64, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_pad_in_place_7", {1, 3, 7, 7}, {128, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
+      {"ct_pad_in_place_left", {1, 2, 5, 15}, {64, 2, 3, 3}, {1, 1}, {1, 0, 1, 1}, {1, 1}, 1, true},
+      {"ct_pad_in_place_s2", {1, 4, 9, 28}, {64, 4, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
       // Weights too large for one pass (conv_body.inc, kConvPassWeightBytes): 295 KB and
       // 276 KB per 64-channel tile run in two passes over the input channels, the 16-channel
       // tile in one; packs over 1 MiB (1.17 and 1.12 MB) also prefetch the next pass's weight.

@@ -298,13 +298,29 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
   if ((p.inBlocked && (!inPlace || p.c % 16 != 0)) || (p.outBlocked && p.m % 16 != 0) ||
       (residual && p.outBlocked))
     return false;
-  const int64_t ph = inPlace ? p.h : rows, pw = inPlace ? p.w : cols, plane = ph * pw;
+  // A padded 3 x 3 conv whose every tap on the padding is skipped by the tiles themselves reads
+  // its input in place too: the row tap sets (below) skip the padding rows, and CUT tiles
+  // (conv_body.inc) the one padding column a row's first or last position reaches, where every
+  // tile is a whole 7-position tile of 4 vectors on AVX-512 itself (the variants built with
+  // CUT). So does every 3 x 3 of ResNet-18 (widths 56, 28, 14, 7; 64-512 channels): the padded
+  // copy and its fork-join were 1.7% of its time at batch 32 on one thread.
+  const bool padInPlace = !inPlace && !avx512LogicOnAvx2 && !p.inBlocked &&
+                          activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.dh == 1 &&
+                          p.dw == 1 && (p.sw == 1 || p.sw == 2) && p.pt <= 1 &&
+                          rows - p.pt - p.h <= 1 && p.pl <= 1 && cols - p.pl - p.w <= 1 &&
+                          p.ow % kConvTileRows == 0 && p.m % kConvTileChannels == 0;
+  const bool direct = inPlace || padInPlace;  // no padded copy
+  const int64_t ph = direct ? p.h : rows, pw = direct ? p.w : cols, plane = ph * pw;
+  // Read in place with padding, a tap's offset is from the output position's window corner
+  // in padded coordinates to its input value: (ki * dh - pt) rows and (kj * dw - pl) columns
+  // away, negative for the taps the tiles skip at the top and left.
+  const int64_t shift = padInPlace ? p.pt * pw + p.pl : 0;
   thread_local std::vector<int32_t> koff;
   koff.resize(static_cast<size_t>(depth));
   for (int64_t ci = 0, k = 0; ci < p.c; ++ci)
     for (int64_t ki = 0; ki < p.kh; ++ki)
       for (int64_t kj = 0; kj < p.kw; ++kj) {
-        const int64_t at = ki * p.dh * pw + kj * p.dw;
+        const int64_t at = ki * p.dh * pw + kj * p.dw - shift;
         koff[static_cast<size_t>(k++)] = static_cast<int32_t>(
             p.inBlocked ? (ci / 16 * plane + at) * 16 + ci % 16 : ci * plane + at);
       }
@@ -351,21 +367,21 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
   // Images run in batches, one fork-join per batch (and one more for its padded copies): all
   // of them when x is read in place, else as many as kMaxSharedPackFloats of copies hold.
   // Forking per image cost MobileNetV2 at batch 32 a fork-join per 14 x 14 layer and image.
-  const int64_t perImage = inPlace ? 0 : p.c * plane;
+  const int64_t perImage = direct ? 0 : p.c * plane;
   int64_t batch =
-      inPlace ? p.n
-              : std::clamp<int64_t>(kMaxSharedPackFloats / std::max<int64_t>(perImage, 1), 1, p.n);
+      direct ? p.n
+             : std::clamp<int64_t>(kMaxSharedPackFloats / std::max<int64_t>(perImage, 1), 1, p.n);
   // A batch of whole images per task: ResNet-18's 56 x 56 layers fit 9 images, one item each
   // with one channel tile, which two tasks ran as 5 + 4.
   if (batch < p.n && batch > tasks && tasks > 1) batch = batch / tasks * tasks;
   std::optional<SharedPackLease> lease;
-  if (!inPlace) lease.emplace(static_cast<size_t>(batch * perImage));
+  if (!direct) lease.emplace(static_cast<size_t>(batch * perImage));
   for (int64_t i0 = 0; i0 < p.n; i0 += batch) {
     const int64_t imgs = std::min(batch, p.n - i0);
     const float* xb = x + i0 * p.c * p.h * p.w;
     const float* src = xb;
     int64_t imageStride = p.c * p.h * p.w;
-    if (!inPlace) {
+    if (!direct) {
       float* padded = lease->get();
       // Only the border is zeroed: filling the whole plane and then copying the input over it
       // wrote most of it twice (memset was 3% of ResNet-18 at batch 1 on two threads).
@@ -374,17 +390,23 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
       const int64_t top = std::min(p.pt, ph), left = std::min(p.pl, pw);
       const int64_t y1 = std::clamp<int64_t>(ph - p.pt, 0, p.h);
       const int64_t n = std::clamp<int64_t>(pw - p.pl, 0, p.w);
-      detail::runItems(tasks, imgs * p.c, [&](int64_t u) {
-        float* dst = padded + u * plane;
-        const float* in = xb + u * p.h * p.w;
-        std::fill(dst, dst + top * pw, 0.0f);
-        for (int64_t y = 0; y < y1; ++y) {
-          float* row = dst + (top + y) * pw;
-          std::fill(row, row + left, 0.0f);
-          std::copy(in + y * p.w, in + y * p.w + n, row + left);
-          std::fill(row + left + n, row + pw, 0.0f);
+      // Contiguous ranges of planes, one per task: planes of equal cost, and ResNet-18's 9 x 9
+      // padded planes (324 bytes) handed out one at a time shared cache lines between the
+      // threads and took an atomic per plane (the copy's share of ResNet-18 at batch 1 went
+      // from 1.7% on one thread to 5.3% on two).
+      detail::runRanges(tasks, imgs * p.c, 1, [&](int64_t u0, int64_t u1) {
+        for (int64_t u = u0; u < u1; ++u) {
+          float* dst = padded + u * plane;
+          const float* in = xb + u * p.h * p.w;
+          std::fill(dst, dst + top * pw, 0.0f);
+          for (int64_t y = 0; y < y1; ++y) {
+            float* row = dst + (top + y) * pw;
+            std::fill(row, row + left, 0.0f);
+            std::copy(in + y * p.w, in + y * p.w + n, row + left);
+            std::fill(row + left + n, row + pw, 0.0f);
+          }
+          std::fill(dst + (top + y1) * pw, dst + plane, 0.0f);
         }
-        std::fill(dst + (top + y1) * pw, dst + plane, 0.0f);
       });
       src = padded;
       imageStride = perImage;
