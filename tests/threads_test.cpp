@@ -29,8 +29,9 @@ namespace {
 using testing_util::shellQuote;
 using testing_util::TempDir;
 
-// [m, 256] x [256, 256]: 2 * m * 256 * 256 flops. At m = 128 that is 16.8 MFLOP, four times
-// kParallelFlopThreshold, so the split is min(cap, 4) tasks; at m = 1 it is one task.
+// [m, 256] x [256, 256]: 2 * m * 256 * 256 flops. At m = 128 that is 16.8 MFLOP, far above
+// MatMul's split threshold (0.25 MFLOP a task), so the split is the cap; at m = 8 it is 1.05
+// MFLOP, four tasks' worth, so min(cap, 4) tasks; at m = 1 (0.13 MFLOP) it is one task.
 KernelKey matmulKey(int64_t m, int threads) {
   return makeKernelKey(OpKind::kMatMul,
                        {{DType::kF32, Shape{m, 256}}, {DType::kF32, Shape{256, 256}}}, {}, threads);
@@ -61,7 +62,7 @@ TEST(Threads, TheKeysCapDecidesTheSplitNotTheMachine) {
     EXPECT_EQ(spec->name, "MatMul_float_ND_128_256__256_256__threads=" + std::to_string(cap));
   }
   // Above the work's own split (4 tasks of the threshold's size), the cap changes nothing.
-  EXPECT_EQ(compileKernelSpec(matmulKey(128, 8))->tasks, 4);
+  EXPECT_EQ(compileKernelSpec(matmulKey(8, 8))->tasks, 4);
   // Small work stays in the calling thread whatever the cap.
   EXPECT_EQ(compileKernelSpec(matmulKey(1, 8))->tasks, 1);
   // Without a cap the name and key are as they always were; the split follows the arena.

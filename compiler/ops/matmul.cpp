@@ -14,6 +14,15 @@ static int64_t roundUp(int64_t x, int64_t to) {
 
 namespace {
 
+// The thread split. MatMul splits on the spinning fork-join pool (executor/fork_join.h), where a
+// split costs under a microsecond: kernels_bench's n = 64 product (0.5 MFLOP) ran in 4.7 us on
+// one task and 3.1 us on two, 0.7 us over half. So a product splits from 0.5 MFLOP (~5 us at
+// 100 GFLOP/s), where two tasks save at least a third of the time; below that the saving would
+// be under a microsecond. The generic threshold (kParallelFlopThreshold, which also covers ops
+// run on oneTBB) split only from 8 MFLOP and left M = 1 x 1024 x 1024 (a 4 MiB stream of B,
+// 2 MFLOP) on one thread at 0.74 of oneDNN on two.
+constexpr double kMatMulSplitFlops = 0.25e6;
+
 // The operands and output as matrices (rank >= 2), promoting 1-D operands as torch.matmul does.
 struct MatrixShapes {
   Shape a, b, out;
@@ -130,7 +139,7 @@ void compileMatMul(KernelSpec& spec) {
               static_cast<double>(p.n) * static_cast<double>(p.k);
   p.isa = activeIsa();
   p.gemm = chooseGemmBlocking(p.isa, spec.key.dtype, p.m, p.n, p.k);
-  spec.tasks = splitMatMul(p, decideTasks(spec.work, kParallelFlopThreshold));
+  spec.tasks = splitMatMul(p, decideTasks(spec.work, kMatMulSplitFlops));
   spec.params = std::move(p);
 }
 
