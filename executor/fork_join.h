@@ -36,6 +36,8 @@ int usableCpus();
 struct ForkJoinStats {
   long long runs = 0;
   int workers = 0;
+  // Times a worker found itself on the CPU of the split's caller and moved off it.
+  long long moves = 0;
 };
 ForkJoinStats forkJoinStats();
 

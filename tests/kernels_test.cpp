@@ -2014,6 +2014,62 @@ TEST(ForkJoin, UsableCpusFollowTheAffinityMask) {
 }
 #endif
 
+#if defined(__linux__)
+// After an idle gap the scheduler may wake a worker on its caller's CPU (near its waker) and
+// leave both there while the other CPU idles, so a split runs at one thread's speed. A worker
+// that finds itself on the CPU of the split's caller moves off it. Here the caller pins itself
+// to the CPU its worker is spinning on; the worker must move (counted in stats().moves) and run
+// the next split's task beside it. Retried (up to 10 s) in case the load balancer moved the
+// worker first, which would leave nothing for the pool to do.
+TEST(ForkJoin, AWorkerOnTheCallersCpuMovesOff) {
+  if (!poolCanSplit()) GTEST_SKIP() << "one usable CPU: the pool never splits";
+  struct Seen {
+    std::atomic<int> cpu{-1};
+    std::atomic<bool> worker{false};
+    std::thread::id caller;
+  };
+  // Task 0 waits (at most 10 s) until task 1 has run, so task 1 runs on the worker.
+  auto body = [](void* c, int t) {
+    auto* s = static_cast<Seen*>(c);
+    if (t == 1) {
+      s->worker = std::this_thread::get_id() != s->caller;
+      s->cpu = sched_getcpu();
+      return;
+    }
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (s->cpu.load() < 0 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  };
+  auto workerCpu = [&] {
+    Seen s;
+    s.caller = std::this_thread::get_id();
+    EXPECT_TRUE(gearbox::detail::forkJoin(2, body, &s));
+    return s.worker.load() ? s.cpu.load() : -1;
+  };
+  const long long before = gearbox::detail::forkJoinStats().moves;
+  bool moved = false, besides = false;
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!(moved && besides) && std::chrono::steady_clock::now() < limit) {
+    const int w = workerCpu();  // on the test's thread, whose mask stays whole
+    if (w < 0) continue;
+    // In a thread of its own, pinned to the worker's CPU.
+    std::thread pinned([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(w, &one);
+      if (sched_setaffinity(0, sizeof(one), &one) != 0) return;
+      for (int i = 0; i < 20 && !besides; ++i) {
+        const int c = workerCpu();
+        besides = c >= 0 && c != w;
+      }
+    });
+    pinned.join();
+    moved = gearbox::detail::forkJoinStats().moves > before;
+  }
+  EXPECT_TRUE(moved) << "the worker never moved off its caller's CPU";
+  EXPECT_TRUE(besides) << "the worker never ran a task beside its pinned caller";
+}
+#endif
+
 TEST(ForkJoin, ATaskExceptionIsRethrownAfterEveryTaskFinished) {
   if (!poolCanSplit()) GTEST_SKIP() << "one usable CPU: the pool never splits";
   struct Ctx {
