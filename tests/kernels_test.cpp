@@ -25,6 +25,7 @@
 
 #include "compiler/kernel_spec.h"
 #include "executor/fork_join.h"
+#include "executor/kernels/common.h"
 #include "executor/transpose_stream.h"
 #include "graph/error.h"
 
@@ -2069,6 +2070,23 @@ TEST(ForkJoin, AWorkerOnTheCallersCpuMovesOff) {
   EXPECT_TRUE(besides) << "the worker never ran a task beside its pinned caller";
 }
 #endif
+
+// runItems hands out chunks of the items left (guided), down to one: every item runs exactly once,
+// whatever the split, including counts that do not divide and fewer items than tasks.
+TEST(ForkJoin, RunItemsRunsEveryItemOnce) {
+  for (int tasks : {1, 2, 3, 4}) {
+    for (int64_t n : {0, 1, 2, 3, 7, 60, 61, 1000, 4097}) {
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+      gearbox::kernels::detail::runItems(tasks, n, [&](int64_t i) {
+        runs[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+      });
+      int64_t wrong = 0;
+      for (const auto& r : runs) wrong += r.load() != 1;
+      EXPECT_EQ(wrong, 0) << "items run other than once: " << wrong << " of " << n << ", " << tasks
+                          << " tasks";
+    }
+  }
+}
 
 TEST(ForkJoin, ATaskExceptionIsRethrownAfterEveryTaskFinished) {
   if (!poolCanSplit()) GTEST_SKIP() << "one usable CPU: the pool never splits";

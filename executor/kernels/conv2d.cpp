@@ -250,17 +250,22 @@ void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w
     // Items of (image, 16 channels, band of output rows); bands only where the channel blocks
     // are too few to keep every task busy: eight items per task even out the last ones (9
     // blocks, MobileNetV2's 144 channels, ran as 5 + 4 on two tasks; as 2 bands, 9 + 9). A band
-    // transposes its window's 1-2 extra input rows once more.
+    // transposes its window's 1-2 extra input rows once more. The items are of equal cost, so
+    // each task takes one range of them: taken one by one from a shared counter (runItems), its
+    // cache line crossed between the cores at every item (the 7 x 7 layer of 960 channels, 60
+    // items of 0.2 us: 11.5-18 us on two threads against 11.4 on one; ranges: 7.4-8.3).
     const int64_t blocks = p.n * ((p.m + 15) / 16);
     const int64_t bands =
         tasks > 1 ? std::clamp<int64_t>((8 * tasks + blocks - 1) / blocks, 1, p.oh) : 1;
-    detail::runItems(tasks, blocks * bands, [&](int64_t item) {
-      const int64_t band = item % bands, block = item / bands;
-      const int64_t img = block / ((p.m + 15) / 16), oc0 = block % ((p.m + 15) / 16) * 16;
-      const int64_t oy0 = band * p.oh / bands, oy1 = (band + 1) * p.oh / bands;
-      if (oy1 > oy0)
-        convChannelBlockItemF32(p, x, w, b, lo, hi, out, img, oc0, std::min<int64_t>(16, p.m - oc0),
-                                oy0, oy1);
+    detail::runRanges(tasks, blocks * bands, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t item = i0; item < i1; ++item) {
+        const int64_t band = item % bands, block = item / bands;
+        const int64_t img = block / ((p.m + 15) / 16), oc0 = block % ((p.m + 15) / 16) * 16;
+        const int64_t oy0 = band * p.oh / bands, oy1 = (band + 1) * p.oh / bands;
+        if (oy1 > oy0)
+          convChannelBlockItemF32(p, x, w, b, lo, hi, out, img, oc0,
+                                  std::min<int64_t>(16, p.m - oc0), oy0, oy1);
+      }
     });
     return;
   }
