@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -25,6 +26,7 @@
 #include "compiler/weight_pack.h"
 #include "executor/kernels.h"
 #include "executor/kernels/gemm.h"
+#include "executor/kernels/softmax.h"
 #include "graph/error.h"
 #include "temp_dir.h"
 
@@ -1084,6 +1086,60 @@ TEST(IsaMaxPool, VectorWalkMatchesTheReferenceWithNaNAndInf) {
         const float e = want.as<float>()[i], g = got.as<float>()[i];
         ASSERT_TRUE(std::isnan(e) ? std::isnan(g) : e == g)
             << isaName(isa) << " " << shape.toString() << " at " << i << ": " << g << " vs " << e;
+      }
+    }
+  }
+}
+
+// The fused attention's row softmax in vectors (executor/kernels/softmax_isa.cpp, a Cephes
+// expf) against the definition in double, on every ISA this machine has: whole vectors and
+// tails (sizes 1, odd, one past a vector), scores that underflow, each mask form, and the NaN
+// rows softmaxLine gives (a NaN score; every score -inf).
+TEST(IsaSoftmax, RowMatchesTheDefinition) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-30.0f, 30.0f);
+  const float kInf = std::numeric_limits<float>::infinity();
+  for (Isa isa : availableIsas()) {
+    SCOPED_TRACE(isaName(isa));
+    if (isa == Isa::kBaseline) {
+      float x = 1;
+      EXPECT_FALSE(kernels::softmaxRowIsa(isa, &x, 1, 1.0f, nullptr, 0));
+      continue;
+    }
+    for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 33, 128, 1001}) {
+      for (int maskKind : {0, 1, 2}) {  // none, one float, a row (with -inf entries)
+        std::vector<float> s(static_cast<size_t>(n)), mask(static_cast<size_t>(n));
+        for (float& v : s) v = dist(rng);
+        for (size_t i = 0; i < mask.size(); ++i) mask[i] = i % 3 == 1 ? -kInf : dist(rng);
+        if (n > 2) s[1] = 400.0f;  // every other score underflows after the max (scale 0.25)
+        const float scale = 0.25f;
+        const float* m = maskKind == 0 ? nullptr : mask.data();
+        const int64_t stride = maskKind == 2 ? 1 : 0;
+        std::vector<double> want(s.size());
+        double mx = -INFINITY;
+        for (size_t i = 0; i < s.size(); ++i) {
+          const double add = maskKind == 0 ? 0.0 : maskKind == 1 ? mask[0] : mask[i];
+          want[i] = static_cast<double>(s[i]) * scale + add;
+          mx = std::max(mx, want[i]);
+        }
+        double sum = 0;
+        for (double& w : want) sum += (w = std::exp(w - mx));
+        std::vector<float> got = s;
+        ASSERT_TRUE(kernels::softmaxRowIsa(isa, got.data(), n, scale, m, stride));
+        for (size_t i = 0; i < s.size(); ++i)
+          ASSERT_NEAR(got[i], want[i] / sum, 1e-7 + 2e-6 * want[i] / sum)
+              << "n " << n << " mask " << maskKind << " at " << i;
+      }
+    }
+    // A NaN score, or every score -inf (-inf - -inf), makes the row NaN throughout.
+    for (int64_t n : {1, 5, 16, 21}) {
+      std::vector<float> nan(static_cast<size_t>(n), 1.0f), ninf(static_cast<size_t>(n), -kInf);
+      nan[static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
+      ASSERT_TRUE(kernels::softmaxRowIsa(isa, nan.data(), n, 1.0f, nullptr, 0));
+      ASSERT_TRUE(kernels::softmaxRowIsa(isa, ninf.data(), n, 1.0f, nullptr, 0));
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_TRUE(std::isnan(nan[static_cast<size_t>(i)])) << n << " " << i;
+        EXPECT_TRUE(std::isnan(ninf[static_cast<size_t>(i)])) << n << " " << i;
       }
     }
   }

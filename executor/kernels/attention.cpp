@@ -81,10 +81,13 @@ void transposeKeys(const float* k, float* kt, int64_t sk, int64_t d) {
       }
       gemmF32(p.isa, p.qk, q + (b * p.sq + r0) * p.d, p.d, kt, p.sk, scores, p.sk, rows, p.sk, p.d);
       for (int64_t i = 0; i < rows; ++i) {
+        // The mask row of this score row: p.sk floats, or one broadcast along it.
+        const float* m = mask ? mask + p.maskOffsets[b] + (r0 + i) * p.maskRowStride : nullptr;
+        const int64_t mstride = p.maskColStride == 1 ? 1 : 0;
+        if (softmaxRowIsa(p.isa, scores + i * p.sk, p.sk, scale, m, mstride)) continue;
         detail::ArrayMapF s(scores + i * p.sk, p.sk);
-        if (mask) {
-          const float* m = mask + p.maskOffsets[b] + (r0 + i) * p.maskRowStride;
-          if (p.maskColStride == 1) {
+        if (m) {
+          if (mstride == 1) {
             s = s * scale + detail::ConstArrayMapF(m, p.sk);
           } else {
             s = s * scale + m[0];
