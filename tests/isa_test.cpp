@@ -1103,7 +1103,7 @@ TEST(IsaSoftmax, RowMatchesTheDefinition) {
     SCOPED_TRACE(isaName(isa));
     if (isa == Isa::kBaseline) {
       float x = 1;
-      EXPECT_FALSE(kernels::softmaxRowIsa(isa, &x, 1, 1.0f, nullptr, 0));
+      EXPECT_FALSE(kernels::softmaxRowIsa(isa, &x, &x, 1, 1.0f, nullptr, 0));
       continue;
     }
     for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 33, 128, 1001}) {
@@ -1124,8 +1124,12 @@ TEST(IsaSoftmax, RowMatchesTheDefinition) {
         }
         double sum = 0;
         for (double& w : want) sum += (w = std::exp(w - mx));
-        std::vector<float> got = s;
-        ASSERT_TRUE(kernels::softmaxRowIsa(isa, got.data(), n, scale, m, stride));
+        std::vector<float> got(s.size(), -1.0f);  // out of place, as the Softmax op runs it
+        ASSERT_TRUE(kernels::softmaxRowIsa(isa, s.data(), got.data(), n, scale, m, stride));
+        std::vector<float> inPlace = s;  // in place, as the fused attention runs it
+        ASSERT_TRUE(
+            kernels::softmaxRowIsa(isa, inPlace.data(), inPlace.data(), n, scale, m, stride));
+        EXPECT_EQ(inPlace, got);
         for (size_t i = 0; i < s.size(); ++i)
           ASSERT_NEAR(got[i], want[i] / sum, 1e-7 + 2e-6 * want[i] / sum)
               << "n " << n << " mask " << maskKind << " at " << i;
@@ -1135,8 +1139,8 @@ TEST(IsaSoftmax, RowMatchesTheDefinition) {
     for (int64_t n : {1, 5, 16, 21}) {
       std::vector<float> nan(static_cast<size_t>(n), 1.0f), ninf(static_cast<size_t>(n), -kInf);
       nan[static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
-      ASSERT_TRUE(kernels::softmaxRowIsa(isa, nan.data(), n, 1.0f, nullptr, 0));
-      ASSERT_TRUE(kernels::softmaxRowIsa(isa, ninf.data(), n, 1.0f, nullptr, 0));
+      ASSERT_TRUE(kernels::softmaxRowIsa(isa, nan.data(), nan.data(), n, 1.0f, nullptr, 0));
+      ASSERT_TRUE(kernels::softmaxRowIsa(isa, ninf.data(), ninf.data(), n, 1.0f, nullptr, 0));
       for (int64_t i = 0; i < n; ++i) {
         EXPECT_TRUE(std::isnan(nan[static_cast<size_t>(i)])) << n << " " << i;
         EXPECT_TRUE(std::isnan(ninf[static_cast<size_t>(i)])) << n << " " << i;

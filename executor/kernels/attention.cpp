@@ -84,7 +84,8 @@ void transposeKeys(const float* k, float* kt, int64_t sk, int64_t d) {
         // The mask row of this score row: p.sk floats, or one broadcast along it.
         const float* m = mask ? mask + p.maskOffsets[b] + (r0 + i) * p.maskRowStride : nullptr;
         const int64_t mstride = p.maskColStride == 1 ? 1 : 0;
-        if (softmaxRowIsa(p.isa, scores + i * p.sk, p.sk, scale, m, mstride)) continue;
+        if (softmaxRowIsa(p.isa, scores + i * p.sk, scores + i * p.sk, p.sk, scale, m, mstride))
+          continue;
         detail::ArrayMapF s(scores + i * p.sk, p.sk);
         if (m) {
           if (mstride == 1) {

@@ -1,7 +1,8 @@
 // Softmax: reference and optimized kernels (f32). The reference computes each line in double
-// with libm; the optimized kernel runs executor/kernels/softmax.h (Eigen's vectorised exp and
-// sums in f32), split over the outer dim. They agree to f32 rounding of the sum, not bit for
-// bit: tests compare them with a tolerance.
+// with libm; the optimized kernel, split over the outer dim, runs lines along the last dim on
+// softmaxRowIsa below (AVX2 or AVX-512 vectors) and every other line on executor/kernels/
+// softmax.h (Eigen's vectorised exp, compiled for the baseline), sums in f32. They agree to f32
+// rounding of the sum, not bit for bit: tests compare them with a tolerance.
 #include "executor/kernels/softmax.h"
 
 #include <cmath>
@@ -22,10 +23,12 @@ namespace {
 
 [[gnu::noinline]] void runSoftmaxF32(const NormParams& p, int tasks, const float* x, float* y) {
   const int64_t block = p.n * p.inner;
+  const Isa isa = activeIsa();
   detail::runRanges(tasks, p.outer, 1, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
       if (p.inner == 1) {
-        detail::softmaxLine(x + o * block, y + o * block, p.n);
+        if (!softmaxRowIsa(isa, x + o * block, y + o * block, p.n, 1.0f, nullptr, 0))
+          detail::softmaxLine(x + o * block, y + o * block, p.n);
       } else {
         detail::softmaxStrided(x + o * block, y + o * block, p.n, p.inner);
       }
@@ -108,7 +111,8 @@ constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.33345190
     }                                                                                         \
   }                                                                                           \
   }                                                                                           \
-  void softmaxRow(float* s, int64_t n, float scale, const float* mask, int64_t maskStride) {  \
+  void softmaxRow(const float* x, float* s, int64_t n, float scale, const float* mask,        \
+                  int64_t maskStride) {                                                       \
     constexpr int L = V::kLanes;                                                              \
     const V::R vscale = V::set1(&scale);                                                      \
     const float ninf = -__builtin_inff();                                                     \
@@ -118,7 +122,7 @@ constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.33345190
     for (int64_t i = 0; i < n; i += L) {                                                      \
       const int64_t m = n - i < L ? n - i : L;                                                \
       const V::R add = rowMask ? ld(mask + i, m) : vmask;                                     \
-      const V::R t = V::fma(ld(s + i, m), vscale, add);                                       \
+      const V::R t = V::fma(ld(x + i, m), vscale, add);                                       \
       st(s + i, t, m);                                                                        \
       vmax = maxN(vmax, t, m);                                                                \
     }                                                                                         \
@@ -244,20 +248,20 @@ GEARBOX_ISA_END
 
 #endif  // GEARBOX_HAVE_ISA_REGIONS
 
-bool softmaxRowIsa(Isa isa, float* s, int64_t n, float scale, const float* mask,
+bool softmaxRowIsa(Isa isa, const float* x, float* s, int64_t n, float scale, const float* mask,
                    int64_t maskStride) {
 #if GEARBOX_HAVE_ISA_REGIONS
   if (n <= 0) return true;
   if (isa == Isa::kAvx512) {
-    isa_avx512::softmaxRow(s, n, scale, mask, maskStride);
+    isa_avx512::softmaxRow(x, s, n, scale, mask, maskStride);
     return true;
   }
   if (isa == Isa::kAvx2) {
-    isa_avx2::softmaxRow(s, n, scale, mask, maskStride);
+    isa_avx2::softmaxRow(x, s, n, scale, mask, maskStride);
     return true;
   }
 #else
-  (void)isa, (void)s, (void)n, (void)scale, (void)mask, (void)maskStride;
+  (void)isa, (void)x, (void)s, (void)n, (void)scale, (void)mask, (void)maskStride;
 #endif
   return false;
 }

@@ -55,17 +55,17 @@ inline void softmaxStrided(const float* x, float* y, int64_t n, int64_t inner) {
 
 namespace gearbox::kernels {
 
-// The fused attention's softmax of one row of scores, per ISA. The default build compiles
-// softmaxLine (softmax.h, Eigen's vectorised exp) for baseline x86-64, whose 4-lane exp held the
-// BERT-style encoder's attention at 44 GFLOP/s (8% of a batch-1 call on one thread, 2.9 ns a
-// score); this row runs in AVX2 or AVX-512 vectors, with the scale and the mask folded into its
-// first pass (the Softmax op keeps softmaxLine).
+// A softmax of one row (the fused attention's scores, a Softmax op's last-dim line), per ISA. The
+// default build compiles softmaxLine (softmax.h, Eigen's vectorised exp) for baseline x86-64, whose
+// 4-lane exp held the BERT-style encoder's attention at 44 GFLOP/s (8% of a batch-1 call on one
+// thread, 2.9 ns a score); this row runs in AVX2 or AVX-512 vectors, with the scale and the mask
+// folded into its first pass. The Softmax op runs it on lines along the last dim.
 //
-// In place over s[0, n): s = softmax(s * scale + mask), where mask is null (none), one float
-// added to every score (maskStride 0) or n floats (maskStride 1). A row with a NaN (or whose
-// scores are all -inf) is NaN throughout, as softmaxLine gives. False, with s untouched, where
-// `isa` has no vector form here (the baseline): the caller runs softmaxLine.
-bool softmaxRowIsa(Isa isa, float* s, int64_t n, float scale, const float* mask,
+// y[0, n) = softmax(x * scale + mask), where mask is null (none), one float added to every score
+// (maskStride 0) or n floats (maskStride 1); y may alias x. A row with a NaN (or whose scores are
+// all -inf) is NaN throughout, as softmaxLine gives. False, with y untouched, where `isa` has no
+// vector form here (the baseline): the caller runs softmaxLine.
+bool softmaxRowIsa(Isa isa, const float* x, float* y, int64_t n, float scale, const float* mask,
                    int64_t maskStride);
 
 }  // namespace gearbox::kernels
