@@ -92,7 +92,9 @@ class Pool {
     }
     error_ = nullptr;
     failed_.store(false, std::memory_order_relaxed);
-    callerCpu_.store(::sched_getcpu(), std::memory_order_relaxed);
+#if defined(__linux__)
+    callerCpu_.store(::sched_getcpu(), std::memory_order_relaxed);  // for leaveCallersCpu
+#endif
     pending_.store(tasks - 1, std::memory_order_relaxed);
     // Read by a worker only once it has claimed its task of this generation, and rewritten only
     // when every task of it has finished (pending_).

@@ -73,14 +73,15 @@ bool runSoftmax(const KernelSpec& spec, const void* const* in, void* out) {
   return true;
 }
 
-// ---- the fused attention's row softmax per ISA (softmax.h: softmaxRowIsa) -------------------
+// ---- the row softmax per ISA (softmax.h: softmaxRowIsa) ---------------------------------------
 //
-// exp is Cephes' expf, the form Eigen's pexp_float, XNNPACK and SLEEF's fast paths share: x
+// exp is Cephes' expf (the form of Eigen's pexp_float and XNNPACK's rr2-p5 kernels): x
 // clamped to [-87.3, 88.0], n = round(x log2 e), r = x - n ln 2 in two parts (exact to f32), a
 // degree-5 polynomial for e^r on [-ln2 / 2, ln2 / 2], and 2^n built in the exponent bits.
-// Within 2 ulp of expf over the clamped range. A NaN stays NaN (the clamps keep x86's NaN rule:
-// max(lo, x) and min(hi, x) return x when x is NaN), so a row holding a NaN is NaN throughout, as
-// softmaxLine's Eigen form gives.
+// A row's results lie within 2e-6 (relative) of the definition in double (tests/isa_test.cpp's
+// IsaSoftmax, every ISA, tails and underflowing scores included). A NaN stays NaN (the clamps
+// keep x86's NaN rule: max(lo, x) and min(hi, x) return x when x is NaN), so a row holding a NaN
+// is NaN throughout, as softmaxLine's Eigen form gives.
 
 #if GEARBOX_HAVE_ISA_REGIONS
 
