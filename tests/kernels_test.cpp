@@ -2023,7 +2023,13 @@ TEST(ForkJoin, UsableCpusFollowTheAffinityMask) {
 // the next split's task beside it. Retried (up to 10 s) in case the load balancer moved the
 // worker first, which would leave nothing for the pool to do.
 TEST(ForkJoin, AWorkerOnTheCallersCpuMovesOff) {
-  if (!poolCanSplit()) GTEST_SKIP() << "one usable CPU: the pool never splits";
+  if (!poolCanSplit()) {
+    // One usable CPU: the pool has no worker to move and refuses the split.
+    ForkJoinProbe probe;
+    EXPECT_FALSE(gearbox::detail::forkJoin(2, probeTask, &probe));
+    EXPECT_EQ(gearbox::detail::forkJoinStats().moves, 0);
+    return;
+  }
   struct Seen {
     std::atomic<int> cpu{-1};
     std::atomic<bool> worker{false};
