@@ -82,9 +82,9 @@ void runRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
 //
 // A thread takes a chunk of the items left over twice the tasks (guided scheduling, as OpenMP's
 // schedule(guided)), down to one item: taken one at a time, the shared counter's cache line
-// moved between the cores at every item, which on this project's 2-vCPU VM, when its vCPUs sat
-// on different core complexes, cost more than the items (MobileNetV2's 7 x 7 depthwise layer of
-// 60 items: 18 us on two threads against 11 on one; 8.6 when the vCPUs sat together).
+// moved between the cores at every item, which on this project's 2-vCPU VM cost more than the
+// items in some processes (MobileNetV2's 7 x 7 depthwise layer of 60 items: 18 us on two threads
+// against 11 on one; 8.6 in others, likely where the host put both vCPUs on one core complex).
 template <typename Fn>
 void runItems(int tasks, int64_t n, const Fn& fn) {
   if (tasks <= 1 || n <= 1) {
