@@ -154,6 +154,12 @@ struct MatMulParams {
   GemmBlocking gemm;
 };
 
+// MatMul's thread split over at most `tasks` tasks, from p's shape and GEMM path (set before):
+// whole batches, else rows or columns per task (p.rowsPerTask / p.colsPerTask), whichever shares
+// the work more evenly (compiler/ops/matmul.cpp says when each is chosen). Returns the task
+// count the split can use.
+int splitMatMul(MatMulParams& p, int tasks);
+
 // IndexSelect: out viewed as [outer, count, inner], input as [outer, dimSize, inner].
 struct GatherParams {
   int64_t outer = 1, dimSize = 0, count = 0, inner = 1;

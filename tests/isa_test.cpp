@@ -1177,6 +1177,64 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
   }
 }
 
+// MatMul's thread split (splitMatMul): rows per task unless whole 64-column blocks share the
+// work more evenly, for the blocking each ISA's compile chooses. Exact values, from the shapes
+// alone (no CPU or core count involved).
+MatMulParams splitFor(Isa isa, DType dtype, int64_t batch, int64_t m, int64_t k, int64_t n,
+                      int tasks, int* used) {
+  MatMulParams p;
+  p.batch = batch;
+  p.m = m;
+  p.k = k;
+  p.n = n;
+  p.isa = isa;
+  p.gemm = chooseGemmBlocking(isa, dtype, m, n, k);
+  *used = splitMatMul(p, tasks);
+  return p;
+}
+
+TEST(IsaGemm, TheSplitSharesWorkEvenlyByRowsOrColumns) {
+  int used = 0;
+  // AVX-512's direct path, M = 64 in 6-row tiles: rows would be 36 + 28, columns are 512 + 512.
+  MatMulParams p = splitFor(Isa::kAvx512, DType::kF32, 1, 64, 1024, 1024, 2, &used);
+  EXPECT_EQ(p.gemm.path, GemmPath::kDirect);
+  EXPECT_EQ(p.colsPerTask, 512);
+  EXPECT_EQ(p.rowsPerTask, 0);
+  EXPECT_EQ(used, 2);
+  // The packed path at n = 1024: 516 + 508 rows against 512 + 512 columns.
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    p = splitFor(isa, DType::kF32, 1, 1024, 1024, 1024, 2, &used);
+    EXPECT_EQ(p.gemm.path, GemmPath::kPacked);
+    EXPECT_EQ(p.colsPerTask, 512);
+    EXPECT_EQ(p.rowsPerTask, 0);
+  }
+  // Even either way: rows (a row task reads its own rows of A and C whole).
+  p = splitFor(Isa::kAvx512, DType::kF32, 1, 512, 512, 512, 2, &used);
+  EXPECT_EQ(p.rowsPerTask, 256);
+  EXPECT_EQ(p.colsPerTask, 0);
+  // Rows share more evenly: 96 + 96 rows against 128 + 32 columns.
+  p = splitFor(Isa::kAvx512, DType::kF32, 1, 192, 256, 160, 2, &used);
+  EXPECT_EQ(p.rowsPerTask, 96);
+  EXPECT_EQ(p.colsPerTask, 0);
+  // Three tasks over 1000 x 256: 336 rows (28 tiles of 12) are 0.336 of M, 128 columns 0.5.
+  p = splitFor(Isa::kAvx512, DType::kF32, 1, 1000, 64, 256, 3, &used);
+  EXPECT_EQ(p.rowsPerTask, 336);
+  EXPECT_EQ(used, 3);
+  // Small M keeps its column split; whole batches need none; integers (Eigen) never split
+  // columns; one task, no split.
+  p = splitFor(Isa::kAvx512, DType::kF32, 1, 8, 1024, 1024, 2, &used);
+  EXPECT_EQ(p.colsPerTask, 512);
+  p = splitFor(Isa::kAvx512, DType::kF32, 4, 1024, 1024, 1024, 2, &used);
+  EXPECT_EQ(p.colsPerTask + p.rowsPerTask, 0);
+  EXPECT_EQ(used, 2);
+  p = splitFor(Isa::kAvx512, DType::kI64, 1, 1024, 64, 1024, 2, &used);
+  EXPECT_EQ(p.colsPerTask, 0);
+  EXPECT_EQ(p.rowsPerTask, 512);
+  p = splitFor(Isa::kAvx512, DType::kF32, 1, 1024, 1024, 1024, 1, &used);
+  EXPECT_EQ(p.colsPerTask + p.rowsPerTask, 0);
+  EXPECT_EQ(used, 1);
+}
+
 // ---- specs compiled for another ISA -----------------------------------------------------------
 
 KernelKey matmulKey(int64_t m, int64_t k, int64_t n) {

@@ -225,7 +225,7 @@ std::vector<OpCase> matmulCases() {
       {"zero_batch", {0, 2, 3}, {3, 4}},
       {"large_row_split", {192, 256}, {256, 160}, true},
       {"large_batch_split", {8, 96, 96}, {8, 96, 96}, true},
-      {"large_folded_row_split", {4, 64, 128}, {128, 128}, true},
+      {"large_folded_row_split", {4, 64, 128}, {128, 200}, true},
       // The per-ISA GEMM (executor/kernels/gemm.cpp): skinny rows 1..7 with ragged columns,
       // two kc blocks (k = 300 runs as 2 x 150), the first packed M past the skinny limit, an
       // attention-shaped batch, and a skinny product split by columns over tasks.
@@ -237,6 +237,11 @@ std::vector<OpCase> matmulCases() {
       // AVX-512's direct path split by rows (100 rows in whole 6-row tiles) and by columns.
       {"large_direct_row_split", {100, 256}, {256, 200}, true},
       {"large_direct_column_split", {20, 300}, {300, 700}, true},
+      // Many rows split by columns where whole 64-column blocks share N more evenly than whole
+      // row tiles share M (1000 rows: 504 + 496 in 12- or 6-row tiles, 256 columns: 128 + 128),
+      // and a packed product that stays split by rows (200 columns: 128 + 72).
+      {"large_packed_column_split", {1000, 40}, {40, 256}, true},
+      {"large_packed_row_split", {600, 64}, {64, 200}, true},
   };
   std::vector<OpCase> cases;
   for (DType t : kAllDTypes) {

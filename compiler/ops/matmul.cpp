@@ -97,39 +97,6 @@ int64_t tileRows(const MatMulParams& p) {
   return p.isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
 }
 
-// Chooses MatMul's split: whole batches per task when there are enough of them; for the skinny
-// path, and the packed path with at most 8 tiles of rows, blocks of N columns (each task then
-// reads and packs only its share of B, which is what a small-M product is bound by); else blocks
-// of M rows (each task runs one GEMM on its rows). Returns the task count actually usable.
-int splitMatMul(MatMulParams& p, int tasks) {
-  p.rowsPerTask = 0;
-  p.colsPerTask = 0;
-  if (tasks <= 1 || p.batch >= tasks) return tasks;
-  const int64_t blocksPerBatch = (tasks + p.batch - 1) / p.batch;
-  // Small M on the packed path splits columns too: rows would round to whole micro-kernel tiles
-  // (M = 32 on AVX-512's 12-row tiles: 24 + 8, so two threads bought 1.2x) and every task would
-  // pack all of B; column blocks are even and each task packs only its part of B.
-  const bool fewRows = (p.gemm.path == GemmPath::kPacked || p.gemm.path == GemmPath::kDirect) &&
-                       p.m <= 8 * tileRows(p);
-  if (p.gemm.path == GemmPath::kSkinny || fewRows) {
-    // Whole 64-float (256-byte) column blocks: cache-line aligned rows of B and C per task.
-    const int64_t cols = roundUp((p.n + blocksPerBatch - 1) / blocksPerBatch, 64);
-    if (cols < p.n) {
-      p.colsPerTask = cols;
-      const int64_t items = p.batch * ((p.n + cols - 1) / cols);
-      return static_cast<int>(std::min<int64_t>(tasks, items));
-    }
-  }
-  int64_t rows = (p.m + blocksPerBatch - 1) / blocksPerBatch;
-  // Whole micro-kernel tiles in every task but the last.
-  const int64_t mr = tileRows(p);
-  if (p.m >= 2 * mr) rows = roundUp(rows, mr);
-  if (rows >= p.m) return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(tasks, p.batch)));
-  p.rowsPerTask = rows;
-  const int64_t items = p.batch * ((p.m + rows - 1) / rows);
-  return static_cast<int>(std::min<int64_t>(tasks, items));
-}
-
 }  // namespace
 
 void compileMatMul(KernelSpec& spec) {
@@ -302,6 +269,52 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
   // at n = 1024 on Zen 3.
   b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), nr), 512 / nr * nr);
   return b;
+}
+
+// Chooses MatMul's split: whole batches per task when there are enough of them; for the skinny
+// path, and the packed path with at most 8 tiles of rows, blocks of N columns (each task then
+// reads and packs only its share of B, which is what a small-M product is bound by); else blocks
+// of M rows (each task runs one GEMM on its rows) unless whole 64-column blocks share N out more
+// evenly than whole row tiles share M. Returns the task count actually usable.
+//
+// Why the even share decides (Zen 5, kernels_bench, two threads, ratio to oneDNN's two): M = 64
+// on the direct path's 6-row tiles split as 36 + 28 rows, so one task did 56% of the work and
+// two threads bought 1.69x (0.84 of oneDNN); N = 1024 splits as 512 + 512 columns. A column
+// split also packs less on the packed path: at n = 1024 (two nc = 512 blocks of B) a row task
+// packs all of B and its rows of A once per nc block, a column task its half of B and A once.
+int splitMatMul(MatMulParams& p, int tasks) {
+  using ops::tileRows;
+  p.rowsPerTask = 0;
+  p.colsPerTask = 0;
+  if (tasks <= 1 || p.batch >= tasks) return tasks;
+  const int64_t blocksPerBatch = (tasks + p.batch - 1) / p.batch;
+  const bool f32Tiles = p.gemm.path == GemmPath::kPacked || p.gemm.path == GemmPath::kDirect;
+  // Small M on the packed path splits columns too: rows would round to whole micro-kernel tiles
+  // (M = 32 on AVX-512's 12-row tiles: 24 + 8, so two threads bought 1.2x) and every task would
+  // pack all of B; column blocks are even and each task packs only its part of B.
+  const bool fewRows = f32Tiles && p.m <= 8 * tileRows(p);
+  // Whole 64-float (256-byte) column blocks: cache-line aligned rows of B and C per task.
+  const int64_t cols = roundUp((p.n + blocksPerBatch - 1) / blocksPerBatch, 64);
+  auto splitColumns = [&] {
+    p.colsPerTask = cols;
+    const int64_t items = p.batch * ((p.n + cols - 1) / cols);
+    return static_cast<int>(std::min<int64_t>(tasks, items));
+  };
+  if ((p.gemm.path == GemmPath::kSkinny || fewRows) && cols < p.n) return splitColumns();
+  int64_t rows = (p.m + blocksPerBatch - 1) / blocksPerBatch;
+  // Whole micro-kernel tiles in every task but the last.
+  const int64_t mr = tileRows(p);
+  if (p.m >= 2 * mr) rows = roundUp(rows, mr);
+  // The largest task's share of the batch's work: rows / m against cols / n, cross-multiplied
+  // in double (exact for these sizes; no int64 product of two dims can overflow).
+  if (f32Tiles && cols < p.n &&
+      static_cast<double>(cols) * static_cast<double>(p.m) <
+          static_cast<double>(rows) * static_cast<double>(p.n))
+    return splitColumns();
+  if (rows >= p.m) return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(tasks, p.batch)));
+  p.rowsPerTask = rows;
+  const int64_t items = p.batch * ((p.m + rows - 1) / rows);
+  return static_cast<int>(std::min<int64_t>(tasks, items));
 }
 
 }  // namespace gearbox
