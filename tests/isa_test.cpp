@@ -630,6 +630,7 @@ bool channelTilesWhole(const ConvParams& p, const float* x, const float* w, cons
 }
 
 // Geometries of the channel-tile path: rows of 7 and of 1..6 left (13 = 7 + 6, 9 = 7 + 2, 3),
+// rows of 14-position tiles (below),
 // channel tiles of 4, 3, 2 and 1 vectors with a partial vector (130 = 64 + 64 + 16 with 2
 // valid, 40 = 48 with 8 padding, 24), strides 1 and 2 (and 3 down the rows), dilation,
 // asymmetric and bottom-right-only padding, rows that skip the taps on padding rows (some with
@@ -690,6 +691,32 @@ std::vector<ConvGeom> channelTileGeoms() {
        false,
        -0.5f,
        0.5f},
+      // Rows at least 14 wide run 14-position tiles of two vectors, one half of a 64-channel
+      // tile's channels at a time (conv_body.inc, kWide), and a row's last 7 positions a
+      // 7 x 4 tile: read in place with both cuts on a row of 4 wide tiles (56), a wide tile
+      // cut on the left beside a 7 x 4 cut on the right (21), on a padded copy with a part
+      // tile left (30), in two depth passes (30), streamed with prefetch (21), a residual
+      // and blocked output as every geometry here.
+      {"ct_wide_in_place_56", {1, 3, 3, 56}, {64, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_wide_in_place_21", {2, 4, 4, 21}, {128, 4, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"ct_wide_padded_30", {1, 5, 4, 30}, {72, 5, 3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 1, false},
+      {"ct_wide_depth_passes",
+       {1, 128, 4, 30},
+       {64, 128, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       0.0f},
+      {"ct_wide_streamed",
+       {1, 120, 4, 21},
+       {272, 120, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true},
       // A tall window padded by more than its reach: a tap set per row would outgrow the
       // table's bound, so the later rows run every tap.
       {"ct_tall_window", {1, 2, 5, 9}, {16, 2, 9, 1}, {1, 1}, {8, 0, 8, 0}, {1, 1}, 1, true},
