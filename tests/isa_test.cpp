@@ -667,7 +667,7 @@ std::vector<ConvGeom> channelTileGeoms() {
       {"ct_pad_in_place_7", {1, 3, 7, 7}, {128, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
       {"ct_pad_in_place_left", {1, 2, 5, 15}, {64, 2, 3, 3}, {1, 1}, {1, 0, 1, 1}, {1, 1}, 1, true},
       {"ct_pad_in_place_s2", {1, 4, 9, 28}, {64, 4, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
-      // Weights too large for one pass (conv_body.inc, kConvPassWeightBytes): 295 KB and
+      // Weights too large for one pass (channel_tile_body.inc, kConvPassWeightBytes): 295 KB and
       // 276 KB per 64-channel tile run in two passes over the input channels, the 16-channel
       // tile in one; packs over 1 MiB (1.17 and 1.12 MB) also prefetch the next pass's weight.
       // Rows of 7 + 2 and of 7 + 1, cut rows and columns, stride 2, 2 images, clamps.
@@ -692,7 +692,7 @@ std::vector<ConvGeom> channelTileGeoms() {
        -0.5f,
        0.5f},
       // Rows at least 14 wide run 14-position tiles of two vectors, one half of a 64-channel
-      // tile's channels at a time (conv_body.inc, kWide), and a row's last 7 positions a
+      // tile's channels at a time (channel_tile_body.inc, kWide), and a row's last 7 positions a
       // 7 x 4 tile: read in place with both cuts on a row of 4 wide tiles (56), a wide tile
       // cut on the left beside a 7 x 4 cut on the right (21), on a padded copy with a part
       // tile left (30), in two depth passes (30), streamed with prefetch (21), a residual

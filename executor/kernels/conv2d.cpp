@@ -305,10 +305,11 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
     return false;
   // A padded 3 x 3 conv whose every tap on the padding is skipped by the tiles themselves reads
   // its input in place too: the row tap sets (below) skip the padding rows, and CUT tiles
-  // (conv_body.inc) the one padding column a row's first or last position reaches, where every
-  // tile is a whole 7-position tile of 4 vectors on AVX-512 itself (the variants built with
-  // CUT). So does every 3 x 3 of ResNet-18 (widths 56, 28, 14, 7; 64-512 channels): the padded
-  // copy and its fork-join were 1.7% of its time at batch 32 on one thread.
+  // (channel_tile_body.inc) the one padding column a row's first or last position reaches,
+  // where every tile is a whole 7 x 4 or 14 x 2 tile on AVX-512 itself (the variants built
+  // with CUT: rows a multiple of 7 wide, 64-channel tiles). So does every 3 x 3 of ResNet-18
+  // (widths 56, 28, 14, 7; 64-512 channels): the padded copy and its fork-join were 1.7% of its
+  // time at batch 32 on one thread.
   const bool padInPlace = !inPlace && !avx512LogicOnAvx2 && !p.inBlocked &&
                           activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.dh == 1 &&
                           p.dw == 1 && (p.sw == 1 || p.sw == 2) && p.pt <= 1 &&

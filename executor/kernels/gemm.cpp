@@ -145,12 +145,6 @@ void convItemAvx512Logic(const ConvParams& p, const float* x, const float* w, co
   convItem<V, kConvMrAvx512, kConvNrAvx512 / V::kLanes>(p, x, w, bias, lo, hi, out, m0, m1, p0, p1,
                                                         GemmBuffers{gemmBuffer});
 }
-void channelTileItemAvx512Logic(const ConvParams& p, const float* src, int64_t pw,
-                                const ConvTapSets& sets, const float* wp, const float* bias,
-                                float lo, float hi, float* out, const float* res, int64_t tile,
-                                int64_t oy0, int64_t oy1) {
-  channelTileItem<F32x16OnAvx2>(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0, oy1);
-}
 void channelBlockItemAvx512Logic(const ConvParams& p, const float* x, const float* w,
                                  const float* b, float lo, float hi, float* out, int64_t img,
                                  int64_t oc0, int64_t channels, int64_t oy0, int64_t oy1) {
@@ -209,11 +203,6 @@ void depthwiseItems(const ConvParams& p, const float* x, const float* w, const f
 
 bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
   return maxPoolPlane<F32x16>(p, in, out, GemmBuffers{gemmBuffer});
-}
-void channelTileItem(const ConvParams& p, const float* src, int64_t pw, const ConvTapSets& sets,
-                     const float* wp, const float* bias, float lo, float hi, float* out,
-                     const float* res, int64_t tile, int64_t oy0, int64_t oy1) {
-  channelTileItem<F32x16>(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0, oy1);
 }
 void channelBlockItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
                       float hi, float* out, int64_t img, int64_t oc0, int64_t channels, int64_t oy0,
@@ -337,34 +326,6 @@ bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, 
   }
 #endif
   return false;
-}
-
-bool convChannelTileItemF32(const ConvParams& p, const float* src, int64_t pw,
-                            const ConvTapSets& sets, const float* wp, const float* bias, float lo,
-                            float hi, float* out, const float* res, int64_t tile, int64_t oy0,
-                            int64_t oy1) {
-#if GEARBOX_HAVE_ISA_REGIONS
-  if (activeIsa() == Isa::kAvx512) {
-    isa_avx512::channelTileItem(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0, oy1);
-    return true;
-  }
-#endif
-  return false;
-}
-
-bool convChannelTileItemF32Avx512LogicOnAvx2(const ConvParams& p, const float* src, int64_t pw,
-                                             const ConvTapSets& sets, const float* wp,
-                                             const float* bias, float lo, float hi, float* out,
-                                             const float* res, int64_t tile, int64_t oy0,
-                                             int64_t oy1) {
-#if GEARBOX_HAVE_ISA_REGIONS
-  if (activeIsa() < Isa::kAvx2) return false;
-  isa_avx2::channelTileItemAvx512Logic(p, src, pw, sets, wp, bias, lo, hi, out, res, tile, oy0,
-                                       oy1);
-  return true;
-#else
-  return false;
-#endif
 }
 
 bool convChannelBlockItemF32(const ConvParams& p, const float* x, const float* w, const float* b,

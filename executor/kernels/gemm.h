@@ -10,6 +10,11 @@
 
 namespace gearbox::kernels {
 
+// Whether a fused clamp [lo, hi] can change a value (the unfused graph's Clip/Relu bounds).
+inline bool clampsAnything(float lo, float hi) {
+  return lo > -__builtin_inff() || hi < __builtin_inff();
+}
+
 // What MatMul does to C after the product (the fuse-matmul-epilogue pass, docs/passes.md):
 // C[i, j] = clamp(C[i, j] + bias[j] + res[i * ldr + j]), each term optional (null: none; no
 // clamp: none), in that order, so the result is bit for bit the unfused add, add, clip. Pointers
@@ -80,7 +85,7 @@ struct ConvTapSets {
   const int32_t* rowSet = nullptr;
 };
 
-// One item of conv2d's channel-tile path (ConvParams::channelTiles; conv_body.inc's
+// One item of conv2d's channel-tile path (ConvParams::channelTiles; channel_tile_body.inc's
 // channelTileItem): output rows [oy0, oy1) of one image (`out`: its output planes) for output
 // channels [64 tile, 64 tile + 64). `src`: the image's input planes in padded coordinates, row
 // stride pw; sets: the taps each row runs; wp: the whole weight packed as

@@ -55,7 +55,8 @@ struct F32x16OnAvx2 {
   };
   static constexpr int kLanes = 16;
   static constexpr int kRegs = 32;
-  // Kernels build some variants only for the native 16-lane ISA (compile time): conv_body.inc.
+  // Kernels build some variants only for the native 16-lane ISA (compile time):
+  // channel_tile_body.inc.
   static constexpr bool kNative = false;
   GEARBOX_SIMD_INLINE R zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   GEARBOX_SIMD_INLINE R load(const float* p) {
