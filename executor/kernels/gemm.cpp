@@ -3,7 +3,9 @@
 // in target regions (isa_target.h), chosen at run time. The baseline ISA runs Eigen's GEMM
 // (executor/kernels/matmul.cpp), compiled for the baseline like the rest of the library. The
 // same regions hold conv2d's own paths and max_pool2d's walk (conv_body.inc), which share the
-// micro-kernel, the packing and the per-thread buffers.
+// micro-kernel, the packing and the per-thread buffers. This file holds the AVX2 region (and the
+// AVX-512 logic on AVX2 registers the tests run) and the entry points; the AVX-512 region is
+// gemm_avx512.cpp (gemm_isa.h says why).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -16,10 +18,10 @@
 #endif
 
 #include "executor/kernels/gemm.h"
+#include "executor/kernels/gemm_isa.h"
 #include "executor/simd/simd.h"
 
 namespace gearbox::kernels {
-namespace {
 
 // Per-thread packing buffers (B panels, A panels, and conv2d's gathered row and phased input),
 // grown and never shrunk, so the static run path allocates only on a thread's first GEMM of a new
@@ -45,6 +47,8 @@ float* gemmBuffer(int which, size_t floats) {
   }
   return bufs.ptr[which];
 }
+
+namespace {
 
 // MatMul's epilogue on all of C, in scalars: for the Eigen path (the baseline ISA) and K = 0,
 // the same adds in the same order and Clip's comparisons as finishBlock's vectors.
@@ -158,61 +162,6 @@ GEARBOX_ISA_END
 static_assert(gemmDirectTile(8).rows == 8 && gemmDirectTile(8).vectors == 3 &&
               gemmDirectTile(6).rows == 6 && gemmDirectTile(6).vectors == 4);
 
-GEARBOX_ISA_BEGIN_AVX512
-namespace isa_avx512 {
-#include "executor/simd/gemm_body.inc"
-// conv2d's paths, on gemm_body.inc's micro-kernel and packing (so after it).
-#include "executor/simd/conv_body.inc"
-
-void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
-          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, const GemmEpilogue* e) {
-  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
-  const GemmBuffers buf{gemmBuffer};
-  if (bl.path == GemmPath::kSkinny) {
-    gemmSkinny<F32x16>(g, bl.kc, bl.nc);
-  } else if (bl.path == GemmPath::kDirect) {
-    if (gemmDirectTile(m).rows == 8) {
-      gemmDirect<F32x16, 8, 3>(g, bl.kc, bl.nc, buf);
-    } else {
-      gemmDirect<F32x16, 6, 4>(g, bl.kc, bl.nc, buf);
-    }
-  } else {
-    gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
-  }
-}
-void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,
-              float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-  convItem<F32x16, kConvMrAvx512, kConvNrAvx512 / F32x16::kLanes>(
-      p, x, w, bias, lo, hi, out, m0, m1, p0, p1, GemmBuffers{gemmBuffer});
-}
-void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,
-              float* packed) {
-  convPackSlices<F32x16, kConvNrAvx512 / F32x16::kLanes>(p, x, s0, s1, p0, p1, packed,
-                                                         GemmBuffers{gemmBuffer});
-}
-void convFromPacked(const ConvParams& p, const float* packed, const float* w, const float* bias,
-                    float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
-                    int64_t p1) {
-  convFromPacked<F32x16, kConvMrAvx512, kConvNrAvx512 / F32x16::kLanes>(p, packed, w, bias, lo, hi,
-                                                                        out, m0, m1, p0, p1);
-}
-void depthwiseItems(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
-                    float hi, float* out, int64_t item0, int64_t item1) {
-  depthwiseItems<F32x16>(p, x, w, b, lo, hi, out, item0, item1, GemmBuffers{gemmBuffer});
-}
-
-bool maxPoolPlane(const ConvParams& p, const float* in, float* out) {
-  return maxPoolPlane<F32x16>(p, in, out, GemmBuffers{gemmBuffer});
-}
-void channelBlockItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
-                      float hi, float* out, int64_t img, int64_t oc0, int64_t channels, int64_t oy0,
-                      int64_t oy1) {
-  channelBlockItem<F32x16>(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1,
-                           GemmBuffers{gemmBuffer});
-}
-}  // namespace isa_avx512
-GEARBOX_ISA_END
-
 #endif  // GEARBOX_HAVE_ISA_REGIONS
 
 void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda, const float* b,
@@ -235,7 +184,7 @@ void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda,
 #if GEARBOX_HAVE_ISA_REGIONS
   if (bl.path != GemmPath::kEigen) {
     switch (isa) {
-      case Isa::kAvx512: isa_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k, e); return;
+      case Isa::kAvx512: on_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k, e); return;
       case Isa::kAvx2: isa_avx2::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k, e); return;
       case Isa::kBaseline: break;
     }
@@ -256,9 +205,7 @@ bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const 
                      int64_t p1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
-    case Isa::kAvx512:
-      isa_avx512::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1);
-      return true;
+    case Isa::kAvx512: on_avx512::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1); return true;
     case Isa::kAvx2: isa_avx2::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1); return true;
     case Isa::kBaseline: break;
   }
@@ -277,7 +224,7 @@ bool convPointwiseInPlaceF32() {
 int64_t convPackedFloatsF32(const ConvParams& p, int64_t p0, int64_t p1) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
-    case Isa::kAvx512: return isa_avx512::convPackedFloats<kConvNrAvx512>(p, p0, p1);
+    case Isa::kAvx512: return isa_avx2::convPackedFloats<kConvNrAvx512>(p, p0, p1);
     case Isa::kAvx2: return isa_avx2::convPackedFloats<kGemmNrAvx2>(p, p0, p1);
     case Isa::kBaseline: break;
   }
@@ -289,7 +236,7 @@ bool convPackF32(const ConvParams& p, const float* x, int64_t s0, int64_t s1, in
                  int64_t p1, float* packed) {
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
-    case Isa::kAvx512: isa_avx512::convPack(p, x, s0, s1, p0, p1, packed); return true;
+    case Isa::kAvx512: on_avx512::convPack(p, x, s0, s1, p0, p1, packed); return true;
     case Isa::kAvx2: isa_avx2::convPack(p, x, s0, s1, p0, p1, packed); return true;
     case Isa::kBaseline: break;
   }
@@ -303,7 +250,7 @@ bool convFromPackedF32(const ConvParams& p, const float* packed, const float* w,
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
     case Isa::kAvx512:
-      isa_avx512::convFromPacked(p, packed, w, bias, lo, hi, out, m0, m1, p0, p1);
+      on_avx512::convFromPacked(p, packed, w, bias, lo, hi, out, m0, m1, p0, p1);
       return true;
     case Isa::kAvx2:
       isa_avx2::convFromPacked(p, packed, w, bias, lo, hi, out, m0, m1, p0, p1);
@@ -319,7 +266,7 @@ bool convDepthwiseItemsF32(const ConvParams& p, const float* x, const float* w, 
 #if GEARBOX_HAVE_ISA_REGIONS
   switch (activeIsa()) {
     case Isa::kAvx512:
-      isa_avx512::depthwiseItems(p, x, w, b, lo, hi, out, item0, item1);
+      on_avx512::depthwiseItems(p, x, w, b, lo, hi, out, item0, item1);
       return true;
     case Isa::kAvx2: isa_avx2::depthwiseItems(p, x, w, b, lo, hi, out, item0, item1); return true;
     case Isa::kBaseline: break;
@@ -338,7 +285,7 @@ bool convChannelBlockItemF32(const ConvParams& p, const float* x, const float* w
     return true;
   }
   if (activeIsa() == Isa::kAvx512) {
-    isa_avx512::channelBlockItem(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1);
+    on_avx512::channelBlockItem(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1);
     return true;
   }
 #endif
@@ -368,7 +315,7 @@ bool maxPoolPlaneF32(const PoolParams& pool, const float* in, float* out) {
   p.pl = pool.pl;
   if (p.oh <= 0 || p.ow <= 0) return true;
   switch (activeIsa()) {
-    case Isa::kAvx512: return isa_avx512::maxPoolPlane(p, in, out);
+    case Isa::kAvx512: return on_avx512::maxPoolPlane(p, in, out);
     case Isa::kAvx2: return isa_avx2::maxPoolPlane(p, in, out);
     case Isa::kBaseline: break;
   }
