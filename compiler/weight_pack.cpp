@@ -6,6 +6,7 @@
 #include <new>
 
 #include "graph/error.h"
+#include "graph/large_buffer.h"
 
 namespace gearbox {
 
@@ -70,8 +71,8 @@ std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Te
   const int64_t floats = convPackedWeightFloats(p);
   if (floats <= 0) fail(ErrorKind::kShape, "conv2d weight pack: {} x {} floats overflow", p.m, k);
   const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
-  auto* data = static_cast<float*>(std::aligned_alloc(64, bytes));
-  if (!data) throw std::bad_alloc();
+  // Streamed through on every call: in huge pages where large (graph/large_buffer.h).
+  auto* data = static_cast<float*>(allocateLargeBuffer(bytes));
   std::shared_ptr<const float> packed(data,
                                       [](const float* q) { std::free(const_cast<float*>(q)); });
   packConvWeights(p, w->as<const float>(), data);

@@ -2082,10 +2082,11 @@ TEST(ForkJoin, AWorkerOnTheCallersCpuMovesOff) {
 }
 #endif
 
-// runItems hands out chunks of the items left (guided), down to one: every item runs exactly once,
-// whatever the split, including counts that do not divide and fewer items than tasks.
+// runItems gives each task a range of its own and lets a task that is done take the others'
+// items: every item runs exactly once, whatever the split, including counts that do not divide,
+// fewer items than tasks, and more tasks than its inline cursors (8).
 TEST(ForkJoin, RunItemsRunsEveryItemOnce) {
-  for (int tasks : {1, 2, 3, 4}) {
+  for (int tasks : {1, 2, 3, 4, 9, 12}) {
     for (int64_t n : {0, 1, 2, 3, 7, 60, 61, 1000, 4097}) {
       std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
       gearbox::kernels::detail::runItems(tasks, n, [&](int64_t i) {
@@ -2095,6 +2096,34 @@ TEST(ForkJoin, RunItemsRunsEveryItemOnce) {
       for (const auto& r : runs) wrong += r.load() != 1;
       EXPECT_EQ(wrong, 0) << "items run other than once: " << wrong << " of " << n << ", " << tasks
                           << " tasks";
+    }
+  }
+}
+
+// Each task runs its own range in order, and a thief takes a range's next item: so on every
+// thread the items of any one range run in increasing order.
+TEST(ForkJoin, RunItemsRunsEachRangeInOrder) {
+  for (int tasks : {2, 3, 4}) {
+    for (int64_t n : {2, 7, 61, 1000}) {
+      const int used = static_cast<int>(std::min<int64_t>(tasks, n));
+      std::vector<std::thread::id> by(static_cast<size_t>(n));
+      std::vector<int64_t> order(static_cast<size_t>(n));
+      std::atomic<int64_t> clock{0};
+      gearbox::kernels::detail::runItems(tasks, n, [&](int64_t i) {
+        by[static_cast<size_t>(i)] = std::this_thread::get_id();
+        order[static_cast<size_t>(i)] = clock.fetch_add(1);
+      });
+      // Within a range, an item that ran on the same thread as a later one ran before it.
+      for (int t = 0; t < used; ++t) {
+        const int64_t b = n / used * t + n % used * t / used;
+        const int64_t e = n / used * (t + 1) + n % used * (t + 1) / used;
+        for (int64_t i = b; i < e; ++i)
+          for (int64_t j = i + 1; j < e; ++j)
+            if (by[static_cast<size_t>(i)] == by[static_cast<size_t>(j)]) {
+              ASSERT_LT(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)])
+                  << "range " << t << ": item " << j << " ran before item " << i;
+            }
+      }
     }
   }
 }

@@ -75,35 +75,53 @@ void runRanges(int tasks, int64_t n, int64_t align, const Fn& fn) {
   }
 }
 
-// Runs fn(i) for every i in [0, n) on up to `tasks` threads, each taking the next items when it
-// finishes its last: items of uneven cost (a convolution's last position block), or a worker that
-// starts late, leave no thread idle while items remain. For independent items whose result does
-// not depend on which thread runs them.
+// Runs fn(i) for every i in [0, n) on up to `tasks` threads. Task t owns the t-th contiguous
+// range of the items, as parallelRanges splits them, and runs it in order; a task that finishes
+// its own takes the next unclaimed items of the others' ranges, one at a time. Items of uneven
+// cost (a convolution's last position block), or a worker that starts late, so leave no thread
+// idle while items remain. For independent items whose result does not depend on which thread
+// runs them.
 //
-// A thread takes a chunk of the items left over twice the tasks (guided scheduling, as OpenMP's
-// schedule(guided)), down to one item: taken one at a time, the shared counter's cache line
-// moved between the cores at every item, which on this project's 2-vCPU VM cost more than the
-// items in some processes (MobileNetV2's 7 x 7 depthwise layer of 60 items: 18 us on two threads
-// against 11 on one; 8.6 in others, likely where the host put both vCPUs on one core complex).
+// Why owned ranges, not one shared counter: a thread that runs the same items on every call
+// finds their weights in its own caches. With a shared counter (guided, as OpenMP's
+// schedule(guided)), which thread took which of ResNet-18's last-stage channel tiles changed
+// from call to call. In one process on this project's 2-vCPU Zen 5 VM that 512 x 512 x 3 x 3
+// conv on 7 x 7 planes (a 1.18 MB weight per tile) ran 913 us on two threads against 1,065 on
+// one, and 623 with each thread given a fixed range (kernels_bench, the next process); in
+// processes where the host placed the vCPUs better both ran 540-660 us, within the noise of
+// each other. A shared counter's cache line also moved between the cores at every claim
+// (MobileNetV2's 7 x 7 depthwise layer of 60 items: 18 us on two threads against 11 on one); a
+// range's cursor stays on its owner's core until a thief takes from it.
 template <typename Fn>
 void runItems(int tasks, int64_t n, const Fn& fn) {
   if (tasks <= 1 || n <= 1) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  std::atomic<int64_t> next{0};
   const int used = static_cast<int>(std::min<int64_t>(tasks, n));
-  const int64_t share = 2 * static_cast<int64_t>(used);
-  parallelRanges(used, used, 1, [&](int64_t, int64_t) {
-    for (;;) {
-      const int64_t seen = next.load(std::memory_order_relaxed);
-      if (seen >= n) return;
-      const int64_t chunk = std::max<int64_t>(1, (n - seen) / share);
-      const int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-      if (begin >= n) return;
-      const int64_t end = std::min(n, begin + chunk);
-      for (int64_t i = begin; i < end; ++i) fn(i);
-    }
+  struct alignas(64) Cursor {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  constexpr int kInline = 8;
+  Cursor inlineCursors[kInline];
+  std::vector<Cursor> heap(used > kInline ? static_cast<size_t>(used) : 0);
+  Cursor* cursors = used > kInline ? heap.data() : inlineCursors;
+  for (int t = 0; t < used; ++t) {
+    // The bounds parallelRanges gives task t.
+    cursors[t].next.store(n / used * t + n % used * t / used, std::memory_order_relaxed);
+    cursors[t].end = n / used * (t + 1) + n % used * (t + 1) / used;
+  }
+  // A cursor only grows: fetch_add hands out each index once, and the ones past `end` (a thief
+  // and the owner racing for the last item) are dropped.
+  auto drain = [&](Cursor& c) {
+    for (int64_t i = c.next.fetch_add(1, std::memory_order_relaxed); i < c.end;
+         i = c.next.fetch_add(1, std::memory_order_relaxed))
+      fn(i);
+  };
+  parallelRanges(used, used, 1, [&](int64_t t0, int64_t) {
+    const int t = static_cast<int>(t0);
+    for (int k = 0; k < used; ++k) drain(cursors[(t + k) % used]);
   });
 }
 

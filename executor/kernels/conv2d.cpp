@@ -166,8 +166,9 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
   if (p.mSplit > 1 && tasks > 1 && !(pointwise && convPointwiseInPlaceF32()) &&
       runSharedPack(p, tasks, x, w, b, lo, hi, out))
     return;
-  // Items in (image, group, channel block, position block) order, claimed in that order: the
-  // items running at once share the weight rows of one channel block.
+  // Items in (image, group, channel block, position block) order. runItems gives each task a
+  // contiguous range of them, so at batch 1 the tasks split the channel blocks, each reading
+  // only its own blocks' weight rows.
   const int64_t items = p.n * p.group * p.mSplit * blocks;
   detail::runItems(tasks, items, [&](int64_t item) {
     const int64_t blk = item % blocks, mi = item / blocks % p.mSplit;
@@ -251,9 +252,10 @@ void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w
     // are too few to keep every task busy: eight items per task even out the last ones (9
     // blocks, MobileNetV2's 144 channels, ran as 5 + 4 on two tasks; as 2 bands, 9 + 9). A band
     // transposes its window's 1-2 extra input rows once more. The items are of equal cost, so
-    // each task takes one range of them: taken one by one from a shared counter (runItems), its
-    // cache line crossed between the cores at every item (the 7 x 7 layer of 960 channels, 60
-    // items of 0.2 us: 11.5-18 us on two threads against 11.4 on one; ranges: 7.4-8.3).
+    // each task takes one range of them: taken one by one from a shared counter (runItems as it
+    // was then), its cache line crossed between the cores at every item (the 7 x 7 layer of 960
+    // channels, 60 items of 0.2 us: 11.5-18 us on two threads against 11.4 on one; ranges:
+    // 7.4-8.3).
     const int64_t blocks = p.n * ((p.m + 15) / 16);
     const int64_t bands =
         tasks > 1 ? std::clamp<int64_t>((8 * tasks + blocks - 1) / blocks, 1, p.oh) : 1;
@@ -418,12 +420,15 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
       imageStride = perImage;
     }
     // Row blocks: enough items for every task (four per task evens out the last ones).
+    // Items in (image, tile, row block) order: runItems gives each task a contiguous range, so
+    // at batch 1 the tasks split the tiles and each reads only its own tiles' weights
+    // (ResNet-18's 14 x 14 stage, 4 tiles in 2 row blocks: half of its 2.4 MB each, not all).
     const int64_t rowBlocks =
         tasks > 1 ? std::clamp<int64_t>((4 * tasks + imgs * tiles - 1) / (imgs * tiles), 1, p.oh)
                   : 1;
     std::atomic<bool> ran{true};
     detail::runItems(tasks, imgs * rowBlocks * tiles, [&](int64_t u) {
-      const int64_t tile = u % tiles, blk = u / tiles % rowBlocks, img = u / tiles / rowBlocks;
+      const int64_t blk = u % rowBlocks, tile = u / rowBlocks % tiles, img = u / rowBlocks / tiles;
       const int64_t oy0 = blk * p.oh / rowBlocks, oy1 = (blk + 1) * p.oh / rowBlocks;
       const int64_t at = (i0 + img) * p.m * positions;
       if (!item(p, src + img * imageStride, pw, sets, wp, b, lo, hi, out + at,
