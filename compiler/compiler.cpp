@@ -12,7 +12,6 @@
 #include "compiler/memory_plan.h"
 #include "compiler/weight_pack.h"
 #include "graph/error.h"
-#include "graph/large_buffer.h"
 
 namespace gearbox {
 
@@ -36,9 +35,8 @@ bool isStaticSignature(const InputSignature& sig) {
 
 std::shared_ptr<std::byte> allocateArena(int64_t bytes) {
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, kArenaAlignment));
-  // Every call's activations: in huge pages where large (graph/large_buffer.h).
-  static_assert(kArenaAlignment <= 64, "allocateLargeBuffer aligns to 64 bytes at least");
-  auto* p = static_cast<std::byte*>(allocateLargeBuffer(size));
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, size));
+  if (!p) throw std::bad_alloc();
   return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
 }
 

@@ -3,13 +3,11 @@
 #include <sys/mman.h>
 
 #include <cmath>
-#include <cstdint>
 #include <cstdlib>
 #include <new>
 
 #include "graph/checked.h"
 #include "graph/error.h"
-#include "graph/large_buffer.h"
 
 namespace gearbox {
 
@@ -32,24 +30,10 @@ Tensor::Tensor(DType dtype, const Shape& shape) : dtype_(dtype), shape_(shape) {
   if (alloc >= kMappedTensorBytes) {
     // Large: fresh anonymous pages, zero until written and not resident until then, so a
     // tensor nobody writes (a --model-only output, issue 22) costs no memory and no memset.
-    // From kHugePageBytes up, mapped 2 MiB-aligned and advised for huge pages: a MatMul reads
-    // its weight constant in place on every call (graph/large_buffer.h). The mapping is one huge
-    // page longer than the tensor, and the head and tail past the aligned range are unmapped.
-    const size_t pages = (alloc + 4095) / 4096 * 4096;
-    const bool huge = pages >= kHugePageBytes;
-    const size_t span = huge ? pages + kHugePageBytes : pages;
-    void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* m = ::mmap(nullptr, alloc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
-    auto* base = static_cast<std::byte*>(m);
-    if (huge) {
-      const auto at = reinterpret_cast<uintptr_t>(m);
-      const size_t head = (kHugePageBytes - at % kHugePageBytes) % kHugePageBytes;
-      if (head > 0) ::munmap(base, head);
-      if (span - head > pages) ::munmap(base + head + pages, span - head - pages);
-      base += head;
-      adviseHugePages(base, pages);
-    }
-    data_ = std::shared_ptr<std::byte>(base, [pages](std::byte* q) { ::munmap(q, pages); });
+    data_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(m),
+                                       [alloc](std::byte* q) { ::munmap(q, alloc); });
     return;
   }
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, alloc));

@@ -1,5 +1,5 @@
-// graph/large_buffer.h: the buffers kernels stream through on every call (packed weights, plan
-// arenas, large constants) are 2 MiB-aligned and advised for transparent huge pages.
+// graph/large_buffer.h: the buffers kernels stream through on every call (packed conv weights)
+// are 2 MiB-aligned and advised for transparent huge pages.
 #include "graph/large_buffer.h"
 
 #include <gtest/gtest.h>
@@ -11,8 +11,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-
-#include "graph/tensor.h"
 
 namespace gearbox {
 namespace {
@@ -84,26 +82,6 @@ TEST(LargeBuffer, AdviceOnARangeWithoutAWholeHugePageIsANoOp) {
   adviseHugePages(b + 1, kHugePageBytes);  // starts past the only aligned boundary
   b[0] = 1;
   EXPECT_EQ(b[0], 1);
-}
-
-// A large tensor's mapping starts on a huge page and is zero until written.
-TEST(LargeBuffer, LargeTensorsAreHugePageAlignedAndZero) {
-  for (int64_t floats : {int64_t{1} << 19, (int64_t{1} << 20) + 17, int64_t{3} << 20}) {
-    Tensor t(DType::kF32, Shape({floats}));
-    const auto* f = t.as<const float>();
-    if (static_cast<size_t>(floats) * 4 + 4096 >= kHugePageBytes) {
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(f) % kHugePageBytes, 0u) << floats;
-    }
-    int64_t nonzero = 0;
-    for (int64_t i = 0; i < floats; ++i) nonzero += f[i] != 0.0f;
-    EXPECT_EQ(nonzero, 0) << floats;
-    t.as<float>()[floats - 1] = 2.0f;  // the last element is inside the mapping
-#if defined(__linux__) && !defined(GEARBOX_ASAN_BUILD)
-    if (thpAvailable() && static_cast<size_t>(floats) * 4 >= kHugePageBytes) {
-      EXPECT_NE(vmFlags(f).find(" hg"), std::string::npos) << floats;
-    }
-#endif
-  }
 }
 
 }  // namespace
