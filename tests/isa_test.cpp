@@ -717,6 +717,37 @@ std::vector<ConvGeom> channelTileGeoms() {
        {1, 1},
        1,
        true},
+      // 7-wide planes read in place run pairs of rows with the same taps as one 14 x 2 tile
+      // (channel_tile_body.inc, row pairs): cut at both ends of both rows in two depth passes
+      // on 2 images, streamed with prefetch (a 1.1 MB pack) beside 7 x 4 rows, and uncut (a
+      // 1 x 1 conv, every row the same taps); ct_pad_in_place_7 above as well.
+      {"ct_pair_7x7_passes",
+       {2, 128, 7, 7},
+       {64, 128, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true},
+      {"ct_pair_7x7_streamed",
+       {1, 160, 7, 7},
+       {192, 160, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       false,
+       -0.5f,
+       0.5f},
+      {"ct_pair_1x1_7x7",
+       {1, 70, 7, 7},
+       {64, 70, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f},
       // A tall window padded by more than its reach: a tap set per row would outgrow the
       // table's bound, so the later rows run every tap.
       {"ct_tall_window", {1, 2, 5, 9}, {16, 2, 9, 1}, {1, 1}, {8, 0, 8, 0}, {1, 1}, 1, true},
