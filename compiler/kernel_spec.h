@@ -386,7 +386,15 @@ constexpr double kParallelFlopThreshold = 4.0e6;
 // The largest thread cap a key or --threads may hold: far above any machine gearbox runs on,
 // and far below the 65536 tasks a kernel file may declare.
 constexpr int kMaxThreads = 1024;
-constexpr double kParallelByteThreshold = 4.0 * 1024 * 1024;
+// Bytes moved above which a memory-bound kernel (copies, transposes, elementwise, norms) splits:
+// two tasks from 2 MiB. Such kernels split on the spinning fork-join pool (executor/fork_join.h),
+// where a split costs a microsecond or two, and 1 MiB takes 20-40 us to move on one core here.
+// At 4 MiB (8 MiB before a second task) every memory op of the BERT-style encoder at batch 8
+// (transposes, slices, the residual Add and LayerNorm, 2-3 MiB each) ran on one thread while the
+// other spun: a quarter of the second thread's time idle. 1 MiB: that cell (two threads) 14.2-14.8
+// -> 13.5-13.8 ms on an Intel Xeon (stop 48, four rounds interleaved), other models unchanged
+// within their noise (docs/performance.md, "SMT siblings").
+constexpr double kParallelByteThreshold = 1.0 * 1024 * 1024;
 
 // Copy kernels (IndexSelect, Cat, CatGather) and Add whose output is at least this large, and
 // whose rows are at least kStreamingRowBytes long, write with non-temporal (streaming) stores:

@@ -1746,7 +1746,9 @@ TEST(KernelSpec, TaskSplitFollowsTheShape) {
   };
   const Case cases[] = {
       {"add_1", OpKind::kAdd, {f32({1}), f32({1})}, {}, false},
-      {"add_256k", OpKind::kAdd, {f32({256, 1024}), f32({1024})}, {}, false},
+      // Memory ops split from 2 MiB moved (kParallelByteThreshold): 1 MiB read + 1 MiB written.
+      {"add_128k", OpKind::kAdd, {f32({128, 1024}), f32({1024})}, {}, false},
+      {"add_256k", OpKind::kAdd, {f32({256, 1024}), f32({1024})}, {}, true},
       {"add_4M", OpKind::kAdd, {f32({4096, 1024}), f32({4096, 1024})}, {}, true},
       // MatMul splits from 0.5 MFLOP (compiler/ops/matmul.cpp): 48^3 is 0.22, 64^3 0.52.
       {"matmul_48", OpKind::kMatMul, {f32({48, 48}), f32({48, 48})}, {}, false},

@@ -171,7 +171,7 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
           : fmt::format("; host arena {} in batch tiles", humanBytes(plan->hostArenaBytes)));
   out += fmt::format(
       "# tasks: the kernel's split into tasks on as many threads, decided at compile for this "
-      "shape: 1 below twice the threshold (4 MFLOP, or 4 MiB moved; matmul: 0.25 MFLOP; conv2d: 2 "
+      "shape: 1 below twice the threshold (4 MFLOP, or 1 MiB moved; matmul: 0.25 MFLOP; conv2d: 2 "
       "MFLOP, depthwise FLOPs counted 8x), else one per threshold of work, at most {}\n",
       threads > 0 ? fmt::format("the thread cap {} (--threads)", threads)
                   : "the threads of this machine (no --threads cap)");

@@ -21,7 +21,12 @@ with gearbox's importer, and for each thread count and batch:
      one untimed call (warm caches) unless a call takes 50 ms or more, and is followed by a short
      settle gap so that one runtime's spinning threads (ORT's pool, OpenMP) have gone idle
      before the next runtime's visit;
-  4. checks from gearbox's exact counters that nothing compiled while it was timed.
+  4. checks from gearbox's exact counters that nothing compiled while it was timed;
+  5. where it runs more than one thread, brackets the rounds with the compute-scaling probe:
+     gearbox's static 512^3 MatMul on one thread and on N, interleaved for 0.4 s. Its speedup
+     says whether the N threads had cores of their own while the cell was timed: a VM's two
+     vCPUs may be two hyperthreads of one core (a speedup near 1), and the host may move them
+     within minutes (docs/performance.md, "SMT siblings"). Printed with each cell.
 It prints, per model and thread count, each runtime's per-call median with its spread (half the
 interquartile range, as a percentage of the median) and the ratios gearbox / ORT and gearbox /
 torch, states the machine, and writes every sample to --json. Timings are measured, never
@@ -36,6 +41,8 @@ runtimes share a process. The driver sends one JSON request per line and reads o
   {"op": "run", "key", "output"}                  -> {"seconds", "shape"}; output as raw float32
   {"op": "time", "key", "warm", "calls"}          -> {"times_ns": [...]} (gearbox: + counters)
   {"op": "close", "key"}
+  {"op": "scaling", "threads", "seconds"}         -> {"one_thread_seconds", "threads_seconds"}
+                                                     (gearbox only: the compute-scaling probe)
 Every reply has "ok" (and "error" when false).
 """
 import argparse
@@ -64,6 +71,11 @@ WARM_CALL_BELOW_S = 0.05  # visits start with an untimed call when a call is sho
 SLOW_CALL_S = 0.25  # a first call this long: one warm-up call and a one-call estimate
 VISIT_TARGET_S = 0.02  # a visit runs about this long: k calls of the estimated call time
 MAX_CALLS_PER_VISIT = 25
+# The compute-scaling probe (compute_scaling): seconds it runs before and after each
+# configuration of more than one thread.
+SCALING_PROBE_S = 0.4
+SCALING_PROBE_SMOKE_S = 0.02
+SCALING_LABEL = "512^3 MatMul speedup N threads / 1, before / after"
 # CPU flags that say which vector ISA a kernel can use.
 ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
              "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
@@ -291,6 +303,15 @@ def runtimes_for(model, gbx, onnx_path, threads, batch, modes, batches):
     return out
 
 
+def compute_scaling(workers, threads, seconds):
+    """The compute-scaling probe: gearbox's static 512^3 MatMul on one thread and on `threads`,
+    interleaved for about `seconds` in the gearbox worker (py_worker.py). Its speedup tells
+    whether the threads ran on cores of their own while the configuration was timed."""
+    reply = workers["gearbox"].ask(op="scaling", threads=threads, seconds=seconds)
+    reply.pop("ok", None)
+    return reply
+
+
 def run_config(workers, model, gbx, onnx_path, threads, batch, args, work):
     rts = runtimes_for(model, gbx, onnx_path, threads, batch, args.modes, args.batches)
     rng = np.random.default_rng(batch)  # the same input for every runtime, every run
@@ -383,6 +404,37 @@ def fmt_ratio(r):
     return "-" if r is None else f"{r:.2f}"
 
 
+def scaling_speedup(probe):
+    """One thread's per-call time over the thread count's, from a compute_scaling reply."""
+    if not probe or not probe.get("threads_seconds"):
+        return None
+    return probe["one_thread_seconds"] / probe["threads_seconds"]
+
+
+def describe_scaling(speedup, threads):
+    """What a compute-bound product's speedup on `threads` says about the cores they ran on.
+    Two vCPUs of a VM may be two hyperthreads of one physical core: both then share its FMA
+    units, and a kernel that keeps them busy on one thread gains almost nothing from a second
+    (docs/performance.md, "SMT siblings"). The bands are wide: the probe's speedup is bimodal
+    (near 1 or near `threads`) on such machines, and anything between is a mixture."""
+    if speedup is None:
+        return "not measured"
+    if speedup >= 0.75 * threads:
+        return "own cores"
+    if speedup <= 1.25:
+        return "one core's FMA units shared (SMT siblings, or another load)"
+    return "partly shared"
+
+
+def format_scaling(r):
+    """A configuration's probes, before / after its rounds, as speedups ("1.93 / 1.04")."""
+    probes = r.get("compute_scaling") or {}
+    cells = [scaling_speedup(probes.get(k)) for k in ("before", "after")]
+    if all(c is None for c in cells):
+        return "-"
+    return " / ".join(fmt_ratio(c) for c in cells)
+
+
 def print_machine(m, out):
     out.write(f"machine: {m['cpu']}, {m['cpus']} CPUs, ISA {' '.join(m['isa_flags'])}\n")
     out.write(f"gearbox: {m['gearbox_version']}; build {m['build_type']}, GEARBOX_NATIVE "
@@ -428,6 +480,10 @@ def print_tables(results, out):
                 t = ratio(st, r["runtimes"].get("torch", {}).get("stats"))
                 cells.append(f"{fmt_ratio(o)} / {fmt_ratio(t)}")
             out.write(f"{label:24}" + "".join(f"{c:>22}" for c in cells) + "\n")
+        if threads > 1:
+            out.write(f"{'MatMul speedup (probe)':24}" +
+                      "".join(f"{format_scaling(r):>22}" for r in rs) +
+                      "\n")
         out.write("first call, not in the medians (gearbox: compile + run; ORT: the first run "
                   "after its session load; torch: the first call)\n")
         for label in labels:
@@ -458,15 +514,15 @@ def print_markdown(results, modes, out):
         rs.sort(key=lambda r: (r["threads"], r["batch"]))
         cols = [f"gearbox {m}" for m in modes] + ["onnxruntime", "torch"]
         out.write(f"\n{model}\n\n| threads | batch | " + " | ".join(cols) +
-                  " | static / ORT | static / torch |\n")
-        out.write("|" + " --- |" * (len(cols) + 4) + "\n")
+                  " | static / ORT | static / torch | MatMul speedup (probe) |\n")
+        out.write("|" + " --- |" * (len(cols) + 5) + "\n")
         for r in rs:
             cells = [format_cell(r["runtimes"].get(c, {}).get("stats")) for c in cols]
             st = r["runtimes"].get("gearbox static", {}).get("stats")
             o = ratio(st, r["runtimes"].get("onnxruntime", {}).get("stats"))
             t = ratio(st, r["runtimes"].get("torch", {}).get("stats"))
             out.write(f"| {r['threads']} | {r['batch']} | " + " | ".join(cells) +
-                      f" | **{fmt_ratio(o)}** | {fmt_ratio(t)} |\n")
+                      f" | **{fmt_ratio(o)}** | {fmt_ratio(t)} | {format_scaling(r)} |\n")
 
 
 def write_json(path, doc):
@@ -567,11 +623,23 @@ def main(argv=None):
             for threads in args.threads:
                 for batch in args.batches:
                     t0 = time.perf_counter()
+                    # Bracketed by the compute-scaling probe where it runs threads: whether
+                    # they had cores of their own (the host places a VM's vCPUs as it likes).
+                    probe_s = SCALING_PROBE_SMOKE_S if args.smoke else SCALING_PROBE_S
+                    before = compute_scaling(workers, threads, probe_s) if threads > 1 else None
                     r = run_config(workers, model, gbx, onnx_path, threads, batch, args,
                                    args.work)
+                    if threads > 1:
+                        r["compute_scaling"] = {
+                            "before": before, "after": compute_scaling(workers, threads, probe_s)}
                     results.append(r)
+                    scaling = ""
+                    if threads > 1:
+                        sp = scaling_speedup(r["compute_scaling"]["after"])
+                        scaling = (f"; {SCALING_LABEL} {format_scaling(r)} (after: "
+                                   f"{describe_scaling(sp, threads)})")
                     print(f"  threads {threads}, batch {batch}: {r.get('rounds', 0)} rounds in "
-                          f"{time.perf_counter() - t0:.1f} s"
+                          f"{time.perf_counter() - t0:.1f} s{scaling}"
                           f"{'; ' + r['error'] if r.get('error') else ''}", flush=True)
                     if r.get("error"):
                         status = 1

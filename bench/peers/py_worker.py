@@ -14,12 +14,20 @@ import argparse
 import ctypes
 import json
 import os
+import statistics
 import sys
 import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The compute-scaling probe (GearboxRuntime.scaling): a product that keeps the FMA units busy
+# (about 0.27 GFLOP, 1-2 ms a call on one AVX-512 core) and splits evenly on any thread count.
+SCALING_N = 512
+SCALING_VISIT = 5
+SCALING_GRAPH = (f"graph scaling(%a: f32[{SCALING_N}, {SCALING_N}], %b: f32[{SCALING_N}, "
+                 f"{SCALING_N}]) {{\n  %y = matmul(%a, %b)\n  return %y\n}}\n")
 
 
 def read_f32(path, shape):
@@ -52,6 +60,30 @@ class GearboxRuntime:
 
     def set_input(self, key, x):
         self.inputs[key] = x
+
+    def scaling(self, msg):
+        """The compute-scaling probe (peers.py's compute_scaling): one static MatMul of
+        SCALING_N^3 on one thread and on msg["threads"], visits of SCALING_VISIT calls each,
+        alternated for about msg["seconds"]; per-call medians."""
+        g = self.gearbox.parse(SCALING_GRAPH)
+        rng = np.random.default_rng(0)
+        x = {n: rng.standard_normal((SCALING_N, SCALING_N)).astype(np.float32) for n in "ab"}
+        sessions = [self.gearbox.Session(g, mode="static", threads=t)
+                    for t in (1, msg["threads"])]
+        for s in sessions:
+            for _ in range(3):
+                s.run(x)
+        times = [[], []]
+        deadline = time.perf_counter() + msg["seconds"]
+        while not times[0] or time.perf_counter() < deadline:
+            for s, ts in zip(sessions, times):
+                for _ in range(SCALING_VISIT):
+                    t0 = time.perf_counter_ns()
+                    s.run(x)
+                    ts.append(time.perf_counter_ns() - t0)
+        one, many = (statistics.median(ts) / 1e9 for ts in times)
+        return {"n": SCALING_N, "threads": msg["threads"], "one_thread_seconds": one,
+                "threads_seconds": many, "calls": len(times[0])}
 
     def call(self, key):
         return self.sessions[key].run(self.inputs[key])[0]
@@ -141,6 +173,8 @@ def handle(rt, msg):
         return rt.info()
     if op == "load":
         return rt.load(msg)
+    if op == "scaling":
+        return rt.scaling(msg)
     key = msg["key"]
     if hasattr(rt, "select") and op in ("run", "time"):
         rt.select(key)

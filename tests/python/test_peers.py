@@ -3,6 +3,8 @@ bench (bench/peers/peers.py: statistics, the round-robin order, the visit plan, 
 check). The bench's smoke run itself -- gearbox, ONNX Runtime and PyTorch on the MLP -- is a
 step of scripts/test.sh after scripts/install-peers.sh; no timing is asserted anywhere."""
 import importlib.util
+import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -98,6 +100,40 @@ def test_visit_plan_and_round_budget():
     assert peers.rounds_for(10, [1.0, 1.0], wanted=15) == 5
     assert peers.rounds_for(1, [1.0, 1.0], wanted=15) == 3  # at least three
     assert peers.rounds_for(1, [1.0, 1.0], wanted=1) == 1  # the smoke run's one round
+
+
+def test_compute_scaling_speedup_and_what_it_says():
+    probe = {"one_thread_seconds": 2e-3, "threads_seconds": 1.05e-3}
+    assert peers.scaling_speedup(probe) == pytest.approx(2e-3 / 1.05e-3)
+    assert peers.scaling_speedup(None) is None
+    assert peers.scaling_speedup({"one_thread_seconds": 1e-3, "threads_seconds": 0}) is None
+    assert peers.describe_scaling(1.9, 2) == "own cores"
+    assert peers.describe_scaling(1.5, 2) == "own cores"
+    assert peers.describe_scaling(1.05, 2).startswith("one core's FMA units shared")
+    assert peers.describe_scaling(0.5, 2).startswith("one core's FMA units shared")
+    assert peers.describe_scaling(1.4, 2) == "partly shared"
+    assert peers.describe_scaling(None, 2) == "not measured"
+    r = {"compute_scaling": {"before": probe,
+                             "after": {"one_thread_seconds": 2e-3, "threads_seconds": 2e-3}}}
+    assert peers.format_scaling(r) == "1.90 / 1.00"
+    assert peers.format_scaling({"threads": 1}) == "-"
+    assert peers.format_scaling({"compute_scaling": {"before": None, "after": probe}}) == \
+        "- / 1.90"
+
+
+def test_scaling_probe_runs_in_the_gearbox_worker(repo):
+    # The worker's probe end to end, briefly: both sessions ran and their medians came back.
+    sys.path.insert(0, str(repo / "bench" / "peers"))
+    import py_worker
+
+    # The build this suite imported gearbox from (build/python/gearbox/__init__.py).
+    build = pathlib.Path(gearbox.__file__).resolve().parents[2]
+    rt = py_worker.GearboxRuntime(str(build))
+    assert rt.gearbox is gearbox
+    reply = py_worker.handle(rt, {"op": "scaling", "threads": 2, "seconds": 0.0})
+    assert reply["n"] == py_worker.SCALING_N and reply["threads"] == 2
+    assert reply["calls"] == py_worker.SCALING_VISIT
+    assert reply["one_thread_seconds"] > 0 and reply["threads_seconds"] > 0
 
 
 def test_agreement_names_the_error_and_the_verdict():
