@@ -96,7 +96,7 @@ enum class GemmPath : uint8_t {
   kSkinny,  // small M: B's rows are streamed where they are (no packing, which would cost as
             // much as the product), A's rows read in place, blocked by kc x nc for the cache
   kDirect,  // nothing packed: the micro-kernel broadcasts A and loads B where they are, in
-            // register tiles of gemmDirectTile() (AVX-512's choice for M = 4..512)
+            // register tiles of gemmDirectTile() (AVX-512's choice for M = 4..1024)
 };
 std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny", "direct"
 std::optional<GemmPath> parseGemmPath(std::string_view text);

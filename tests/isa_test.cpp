@@ -201,6 +201,11 @@ std::vector<GemmShape> gemmShapes() {
       {24, 49, 7},
       {13, 130, 33},
       {11, 64, 300, 2, 1, 0},
+      // Past 512 rows the chosen path is still direct on AVX-512 (to 1024): 6-row tiles and a
+      // 5-row tail (1019 = 169 x 6 + 5), a ragged 64-column panel, and 1025 rows on the packed
+      // path just past it.
+      {1019, 77, 31},
+      {1025, 33, 9, 1, 0, 2},
   };
   // Deterministic random shapes, sizes 1 and odd sizes included.
   uint64_t state = 23;
@@ -1214,7 +1219,7 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
     const int64_t mr = isa == Isa::kAvx2 ? kGemmMrAvx2 : kGemmMrAvx512;
     const int64_t nr = isa == Isa::kAvx2 ? kGemmNrAvx2 : kGemmNrAvx512;
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, GemmPath::kSkinny);
-    // AVX-512 reads both operands in place from 4 rows to 512 (the direct path); AVX2 packs
+    // AVX-512 reads both operands in place from 4 rows to 1024 (the direct path); AVX2 packs
     // from 17 rows on.
     const bool avx512 = isa == Isa::kAvx512;
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024).path, GemmPath::kSkinny);
@@ -1224,8 +1229,10 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
               avx512 ? GemmPath::kDirect : GemmPath::kPacked);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 512, 1024, 1024).path,
               avx512 ? GemmPath::kDirect : GemmPath::kPacked);
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 513, 1024, 1024).path, GemmPath::kPacked);
-    const GemmBlocking b = chooseGemmBlocking(isa, DType::kF32, 1024, 1024, 1024);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1024, 256, 1024).path,
+              avx512 ? GemmPath::kDirect : GemmPath::kPacked);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1025, 1024, 1024).path, GemmPath::kPacked);
+    const GemmBlocking b = chooseGemmBlocking(isa, DType::kF32, 2048, 1024, 1024);
     EXPECT_EQ(b.path, GemmPath::kPacked);
     EXPECT_EQ(b.mc % mr, 0);
     EXPECT_EQ(b.nc % nr, 0);
@@ -1259,9 +1266,10 @@ TEST(IsaGemm, TheSplitSharesWorkEvenlyByRowsOrColumns) {
   EXPECT_EQ(p.colsPerTask, 512);
   EXPECT_EQ(p.rowsPerTask, 0);
   EXPECT_EQ(used, 2);
-  // The packed path at n = 1024: 516 + 508 rows against 512 + 512 columns.
+  // The packed path at M = 2048, N = 1024: 1032 + 1016 rows (AVX-512's 12-row tiles) against
+  // 512 + 512 columns.
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-    p = splitFor(isa, DType::kF32, 1, 1024, 1024, 1024, 2, &used);
+    p = splitFor(isa, DType::kF32, 1, 2048, 1024, 1024, 2, &used);
     EXPECT_EQ(p.gemm.path, GemmPath::kPacked);
     EXPECT_EQ(p.colsPerTask, 512);
     EXPECT_EQ(p.rowsPerTask, 0);
@@ -1274,7 +1282,8 @@ TEST(IsaGemm, TheSplitSharesWorkEvenlyByRowsOrColumns) {
   p = splitFor(Isa::kAvx512, DType::kF32, 1, 192, 256, 160, 2, &used);
   EXPECT_EQ(p.rowsPerTask, 96);
   EXPECT_EQ(p.colsPerTask, 0);
-  // Three tasks over 1000 x 256: 336 rows (28 tiles of 12) are 0.336 of M, 128 columns 0.5.
+  // Three tasks over 1000 x 256: 336 rows (56 of the direct path's 6-row tiles) are 0.336 of
+  // M, 128 columns 0.5.
   p = splitFor(Isa::kAvx512, DType::kF32, 1, 1000, 64, 256, 3, &used);
   EXPECT_EQ(p.rowsPerTask, 336);
   EXPECT_EQ(used, 3);
