@@ -232,12 +232,13 @@ constexpr int64_t kGemmSkinnyMaxM = 16;
 // direct 26; M = 4 skinny 74, direct 86; M = 8 skinny 76, packed 41, direct 96; M = 64 packed
 // 83, direct 109; M = 512 (N = 4096) packed 95, direct 99; M = 2048 packed 99.5, direct 99.
 // With AVX2's 16 registers the direct tiles (6 x 16) fell to 45-50 GF/s from M = 16 on, where
-// packing held 63-104, so AVX2 never takes it. Up to 1024 rather than 512 since an Intel Xeon
-// (2 MiB L2; docs/performance.md, "SMT siblings"): the BERT-style encoder's Linear layers at
-// batch 8 are M = 1024 with K = 256, where packing A (once per 512-column block of B) is a
-// larger share than at K = 1024; one thread, the shapes of those layers 5-15% faster direct,
-// the encoder at batch 8 6-7% (six rounds interleaved, each rank of the sorted minima). M = 4096
-// read the same either way, so 2048 and up keep packing.
+// packing held 63-104, so AVX2 never takes it. The limit is 1024, not 512, as measured on an
+// Intel Xeon (2 MiB L2; docs/performance.md, "SMT siblings"): the BERT-style encoder's Linear
+// layers at batch 8 are M = 1024 with K = 256, where packing A (once per 512-column block of B)
+// is a larger share than at K = 1024; one thread, the shapes of those layers 5-15% faster
+// direct, the encoder at batch 8 6-7% (six rounds interleaved, each rank of the sorted minima).
+// 1024^3 read the same either way (first quartiles 97-106 GFLOP/s packed, 93-101 direct), and
+// so did M = 4096, so 1025 rows and up keep packing.
 constexpr int64_t kGemmSkinnyMaxMAvx512 = 3, kGemmDirectMaxMAvx512 = 1024;
 
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k) {
