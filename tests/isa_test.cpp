@@ -449,6 +449,57 @@ using DepthwiseItemFn = bool (*)(const ConvParams&, const float*, const float*, 
 using ConvWholeFn = bool (*)(const ConvParams&, const float*, const float*, const float*, float,
                              float, float*);
 
+// The double-precision result of g (clamped) and the sum of the terms' magnitudes (the
+// tolerance) per output, from a plain loop. Kept for the last geometry asked: the tests check
+// one geometry's paths and blockings back to back, and this loop (at -O0 in the sanitized build,
+// gearbox_cold_code) took most of their time there when each check ran it again.
+struct ConvExpected {
+  std::string key;
+  std::vector<double> value, magnitude;
+};
+
+const ConvExpected& expectedConv(const ConvGeom& g, const ConvParams& p, const float* xv,
+                                 const float* wv, const float* bv) {
+  static ConvExpected last;
+  // Everything the loop reads: the tensors (seeded from their shapes), the bias, the clamp and
+  // the geometry as compiled.
+  const std::string key =
+      fmt::format("{} {} {} {} {} {} | {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", g.name,
+                  g.x.toString(), g.w.toString(), g.bias, g.lo, g.hi, p.n, p.c, p.h, p.w, p.m, p.oh,
+                  p.ow, p.kh, p.kw, p.sh, p.sw, p.pt, p.pl, p.dh, p.dw, p.cg, p.mg);
+  if (last.key == key) return last;
+  last.key.clear();
+  const int64_t positions = p.oh * p.ow;
+  const auto count = static_cast<size_t>(p.n * p.m * positions);
+  last.value.assign(count, 0.0);
+  last.magnitude.assign(count, 0.0);
+  for (int64_t img = 0; img < p.n; ++img)
+    for (int64_t oc = 0; oc < p.m; ++oc)
+      for (int64_t q = 0; q < positions; ++q) {
+        const int64_t oy = q / p.ow, ox = q % p.ow, grp = oc / p.mg;
+        double sum = bv ? bv[oc] : 0.0, abs = std::fabs(sum);
+        for (int64_t ci = 0; ci < p.cg; ++ci)
+          for (int64_t ki = 0; ki < p.kh; ++ki)
+            for (int64_t kj = 0; kj < p.kw; ++kj) {
+              const int64_t iy = oy * p.sh - p.pt + ki * p.dh, ix = ox * p.sw - p.pl + kj * p.dw;
+              if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+              const double t =
+                  static_cast<double>(xv[((img * p.c + grp * p.cg + ci) * p.h + iy) * p.w + ix]) *
+                  wv[((oc * p.cg + ci) * p.kh + ki) * p.kw + kj];
+              sum += t;
+              abs += std::fabs(t);
+            }
+        // The clamp of the exact sum: a result within the tolerance of a bound clamps to it.
+        if (sum < g.lo) sum = g.lo;
+        if (sum > g.hi) sum = g.hi;
+        const auto at = static_cast<size_t>((img * p.m + oc) * positions + q);
+        last.value[at] = sum;
+        last.magnitude[at] = abs;
+      }
+  last.key = key;
+  return last;
+}
+
 // Runs every item of `p` through `item` (or `dwItem` for the depthwise path, or the whole conv
 // through `whole`), as executor/kernels/conv2d.cpp does, and checks each output against a
 // double-precision loop. The output starts as NaN: every element is written.
@@ -483,35 +534,19 @@ void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label,
                              p.channelBound(mi + 1), p0, p1));
           }
   }
-  const float* xv = x.as<float>();
-  const float* wv = w.as<float>();
+  const ConvExpected& want =
+      expectedConv(g, p, x.as<float>(), w.as<float>(), g.bias ? b.as<float>() : nullptr);
   int bad = 0;
-  for (int64_t img = 0; img < p.n && bad < 5; ++img)
-    for (int64_t oc = 0; oc < p.m && bad < 5; ++oc)
-      for (int64_t q = 0; q < positions && bad < 5; ++q) {
-        const int64_t oy = q / p.ow, ox = q % p.ow, grp = oc / p.mg;
-        double sum = g.bias ? b.as<float>()[oc] : 0.0, abs = std::fabs(sum);
-        for (int64_t ci = 0; ci < p.cg; ++ci)
-          for (int64_t ki = 0; ki < p.kh; ++ki)
-            for (int64_t kj = 0; kj < p.kw; ++kj) {
-              const int64_t iy = oy * p.sh - p.pt + ki * p.dh, ix = ox * p.sw - p.pl + kj * p.dw;
-              if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
-              const double t =
-                  static_cast<double>(xv[((img * p.c + grp * p.cg + ci) * p.h + iy) * p.w + ix]) *
-                  wv[((oc * p.cg + ci) * p.kh + ki) * p.kw + kj];
-              sum += t;
-              abs += std::fabs(t);
-            }
-        const double got = out[static_cast<size_t>((img * p.m + oc) * positions + q)];
-        // The clamp of the exact sum: a result within the tolerance of a bound clamps to it.
-        if (sum < g.lo) sum = g.lo;
-        if (sum > g.hi) sum = g.hi;
-        if (!(std::fabs(got - sum) <= 2e-7 * static_cast<double>(depth + 2) * abs + 1e-30)) {
-          ADD_FAILURE() << "out[" << img << ", " << oc << ", " << q << "] = " << got
-                        << ", expected " << sum;
-          ++bad;
-        }
-      }
+  for (size_t at = 0; at < out.size() && bad < 5; ++at) {
+    const double got = out[at], sum = want.value[at];
+    if (!(std::fabs(got - sum) <=
+          2e-7 * static_cast<double>(depth + 2) * want.magnitude[at] + 1e-30)) {
+      const auto i = static_cast<int64_t>(at);
+      ADD_FAILURE() << "out[" << i / (p.m * positions) << ", " << i / positions % p.m << ", "
+                    << i % positions << "] = " << got << ", expected " << sum;
+      ++bad;
+    }
+  }
 }
 
 ConvParams compiledConv(const ConvGeom& g, int threads = 0) {
