@@ -201,15 +201,23 @@ std::string withoutComments(const std::string& text) {
 }
 
 // The string literals of `text`, quotes included: what the ECMAScript pattern
-// "(?:[^"\\\n]|\\.)*" finds scanning left to right (an escape takes the next character, a line
-// break ends no literal: the scan goes on from the character after the opening quote).
+// "(?:[^"\\\n]|\\.)*" finds scanning left to right: a backslash escapes the next character unless
+// that is a line break or a carriage return (libstdc++'s ECMAScript "." matches neither), and
+// where no literal closes, the scan goes on from the character after the opening quote.
 std::vector<std::string> stringLiterals(const std::string& text) {
   std::vector<std::string> out;
   size_t i = text.find('"');
   while (i != std::string::npos) {
     size_t j = i + 1;
-    while (j < text.size() && text[j] != '"' && text[j] != '\n')
-      j += text[j] == '\\' && j + 1 < text.size() && text[j + 1] != '\n' ? 2 : 1;
+    while (j < text.size() && text[j] != '"' && text[j] != '\n') {
+      if (text[j] != '\\') {
+        ++j;
+        continue;
+      }
+      // A backslash with nothing it can escape: no literal from this quote.
+      if (j + 1 == text.size() || text[j + 1] == '\n' || text[j + 1] == '\r') break;
+      j += 2;
+    }
     if (j < text.size() && text[j] == '"') {
       out.push_back(text.substr(i, j - i + 1));
       i = text.find('"', j + 1);
@@ -279,8 +287,9 @@ TEST(ModeTable, TheListFinderFindsLists) {
 
 TEST(ModeTable, TheLiteralScanFindsWhatTheLiteralPatternFinds) {
   // Escaped quotes and backslashes, an empty literal, a line break inside quotes (no literal
-  // there: the scan restarts after the opening quote), a backslash before a line break, an
-  // unterminated last quote; and a file of this tree.
+  // there: the scan restarts after the opening quote), a backslash before a line break or a
+  // carriage return (the same), a carriage return inside quotes (a literal), an unterminated last
+  // quote; and a file of this tree.
   const std::regex literal(R"("(?:[^"\\\n]|\\.)*")");
   auto byPattern = [&](const std::string& text) {
     std::vector<std::string> out;
@@ -295,6 +304,7 @@ TEST(ModeTable, TheLiteralScanFindsWhatTheLiteralPatternFinds) {
            "s = " + q + "broken\n" + q + " ok " + q + "\nz" + q,
            q + "cont" + bs + "\n" + q + " " + q + "end" + bs + q,
            "'" + q + "' " + q + "tail" + bs,
+           q + "x" + bs + "\ry" + q + " " + q + "a\rb" + q,
        })
     EXPECT_EQ(stringLiterals(text), byPattern(text)) << text;
   std::ifstream f(std::string(GEARBOX_SOURCE_DIR) + "/executor/modes/mode_table.cpp",
