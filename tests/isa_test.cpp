@@ -201,6 +201,13 @@ std::vector<GemmShape> gemmShapes() {
       {24, 49, 7},
       {13, 130, 33},
       {11, 64, 300, 2, 1, 0},
+      // Columns past the last whole tile that are whole vectors, read in place by narrower
+      // tiles (restInPlace): 8 x 48 with 16 and 32 left (m = 8, 32), 6 x 64 with 48 and 32 left
+      // under 6 + 6 + 2 + 1 and 6 + 1 rows.
+      {8, 64, 20},
+      {32, 80, 9, 1, 2, 3},
+      {15, 112, 11},
+      {7, 96, 5},
       // Past 512 rows the chosen path is still direct on AVX-512 (to 1024): 6-row tiles and a
       // 5-row tail (1019 = 169 x 6 + 5), a ragged 64-column panel, and 1025 rows on the packed
       // path just past it.
@@ -404,6 +411,26 @@ std::vector<ConvGeom> convGeoms() {
        true,
        0.0f,
        6.0f},
+      // Positions past the last whole tile that are whole vectors, read in place with narrower
+      // tiles (restInPlace): 64 = 48 + 16 under 8 rows, 112 = 64 + 48 under 6 + 6 + 1 rows.
+      {"pointwise_8rows_vector_rest",
+       {1, 20, 8, 8},
+       {8, 20, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
+      {"pointwise_13rows_vector_rest",
+       {1, 19, 7, 16},
+       {13, 19, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true},
       {"batch3_5x5_s3", {3, 4, 16, 15}, {50, 4, 5, 5}, {3, 2}, {2, 2, 1, 0}, {1, 1}, 1, false},
       // Depthwise: rows wider than four vectors (the unrolled loop), a partial vector, narrow
       // planes, strides 2 and 3 (the phases), dilation, a channel multiplier, asymmetric pads.
