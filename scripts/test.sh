@@ -22,8 +22,8 @@ for flavour in release asan; do
     # One process per test (ctest): each test starts from a fresh process at least once per run.
     ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600
   else
-    # The sanitized suite as gtest shards, one process each, $jobs at a time: ctest's 2,800
-    # processes cost the ASan runtime's start-up each (9.4 of its 29 minutes in CI).
+    # The sanitized suite as $jobs gtest shards, one process each: ctest's 2,800 processes cost
+    # the ASan runtime's start-up each (9.4 of its 29 minutes in CI).
     bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$jobs" "$dir/tests"
   fi
   # ---- package step (issue 13): pytest, install + out-of-tree consumer, shared build ----
