@@ -182,6 +182,16 @@ nlohmann::ordered_json reportJson(const Session& s, const std::string& model,
   j["modeled_memory"] = modeledMemoryJson(st.memory, s.options());
   j["measured_host_compile_seconds"] = st.compileSeconds;
   j["measured_median_run_seconds"] = medianRunSeconds(s, extras.tracker);
+  // Host memory of the outputs static plans returned (executor/output_pool.h): exact counters
+  // for a given program, but what the caller holds decides the hits, so no MODELED term uses it.
+  j["host_output_pool"] = {{"requests", st.outputPool.requests},
+                           {"hits", st.outputPool.hits},
+                           {"misses", st.outputPool.misses},
+                           {"evictions", st.outputPool.evictions},
+                           {"buffers_cached", st.outputPool.buffersCached},
+                           {"bytes_cached", st.outputPool.bytesCached},
+                           {"peak_bytes_cached", st.outputPool.peakBytesCached},
+                           {"capacity_bytes", st.outputPool.capacityBytes}};
   j["device_profile"] = s.options().cost.name;
   j["modeled_device_us"] = st.modeledDeviceUs;
   j["modeled_compile_us"] = st.modeledCompileUs;

@@ -54,6 +54,9 @@ SessionOptions toSessionOptions(const RunOptions& o, Mode mode) {
   s.planCacheCapacity = o.planCacheCapacity;
   if (!o.deviceMemory.empty())
     s.deviceMemoryBytes = parseByteSize(o.deviceMemory, "--device-memory");
+  s.outputPoolBytes = o.outputPool == "0"
+                          ? 0  // the pool off
+                          : static_cast<size_t>(parseByteSize(o.outputPool, "--output-pool"));
   const auto pool = parseGraphPool(o.graphPool);
   if (!pool) fail(ErrorKind::kConfig, "--graph-pool {}: expected shared or separate", o.graphPool);
   s.graphPool = *pool;

@@ -142,4 +142,12 @@ std::vector<Tensor> allocateOutputs(const Plan& plan) {
   return out;
 }
 
+std::vector<Tensor> allocateOutputs(const Plan& plan, OutputPool& pool) {
+  std::vector<Tensor> out;
+  out.reserve(plan.graph->outputs.size());
+  for (ValueId v : plan.graph->outputs)
+    out.push_back(pool.take(plan.types[v].dtype, plan.types[v].shape));
+  return out;
+}
+
 }  // namespace gearbox

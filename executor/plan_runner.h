@@ -10,6 +10,7 @@
 #include <span>
 
 #include "compiler/compiler.h"
+#include "executor/output_pool.h"
 #include "graph/tensor.h"
 
 namespace gearbox {
@@ -19,6 +20,8 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
 
 // Allocates output tensors of a static plan (the caller-visible results).
 std::vector<Tensor> allocateOutputs(const Plan& plan);
+// The same from `pool`, contents unspecified (the plan writes every element).
+std::vector<Tensor> allocateOutputs(const Plan& plan, OutputPool& pool);
 
 // Re-raises a kernel error with the node's description: "<file:line>: op %o = index_select:
 // input 1 (%p): index value 9 ...".

@@ -52,6 +52,7 @@ Session::Session(Graph graph, SessionOptions options)
       device_(makeDevice(options_.device)),
       kernels_(options_.kernelCacheCapacity, checkedThreads(options_.threads)),
       plans_(options_.planCacheCapacity),
+      outputs_(options_.outputPoolBytes),
       recompilePolicy_(options_.recompileLimit, options_.onRecompileLimit,
                        options_.accumulatedRecompileLimit) {
   verifyGraph(graph);
@@ -100,7 +101,7 @@ Session::Session(Graph graph, SessionOptions options)
     });
   }
   host_ = makeSessionHost(SessionParts{graph_, options_, *device_, kernels_, plans_,
-                                       recompilePolicy_, stats_, memory_, timelinePid_});
+                                       recompilePolicy_, stats_, memory_, outputs_, timelinePid_});
   mode_ = makeModeStrategy(options_.mode, *host_);
   if (options_.threads > 0) arena_ = std::make_unique<Arena>(options_.threads);
 }
@@ -115,6 +116,7 @@ const SessionStats& Session::stats() const {
   stats_.kernelCacheMisses = k.cache.misses;
   stats_.kernelCache = k.cache;
   stats_.planCache = plans_.stats();
+  stats_.outputPool = outputs_.stats();
   stats_.modeCounters = mode_->counters();
   stats_.memory = memory_.snapshot();
   return stats_;

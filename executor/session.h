@@ -39,6 +39,7 @@
 #include "executor/device.h"
 #include "executor/device_memory.h"
 #include "executor/modes/mode_table.h"
+#include "executor/output_pool.h"
 #include "executor/timeline.h"
 
 namespace gearbox {
@@ -147,6 +148,10 @@ struct SessionOptions {
   // core, as before. In [0, kMaxThreads]. The peers are compared at equal caps with it
   // (bench/peers/, docs/performance.md).
   int threads = 0;
+  // Host memory of the outputs static plans return (static, auto and geared calls), kept
+  // between calls up to this many bytes of free buffers (executor/output_pool.h: exact rounded
+  // sizes, least recently freed evicted first); 0 allocates every call's outputs afresh.
+  size_t outputPoolBytes = OutputPool::kDefaultCapacity;
 };
 
 // What one call did.
@@ -211,6 +216,7 @@ struct SessionStats {
   ModeledTime modeled;          // MODELED, split by kind; includes geared up-front compiles
   StartupStats startup;         // prepare() and the first call (both also counted above)
   CacheStats kernelCache, planCache;
+  OutputPoolStats outputPool;  // host buffers of static plans' outputs (measured side only)
   std::vector<std::string> passesFired;  // passes that changed the graph, in run order
   // The mode's own counters (ModeStrategy::counters), in the mode's order (reduce-overhead's
   // captures, geared's gears and padded calls).
@@ -263,6 +269,7 @@ class Session {
   PlanCache plans_;
   RecompilePolicy recompilePolicy_;
   DeviceMemoryModel memory_;  // MODELED device memory, fed by the host (mode_host.cpp)
+  OutputPool outputs_;        // host memory of static plans' outputs
   // The MODELED device time of the call that just ran, from what the mode recorded in its
   // CallContext (executor/modes/mode_strategy.h); computed in run(), after the timing.
   void modelCall(CallRecord& rec, const CallContext& call, const DeviceCounters& before,

@@ -66,6 +66,27 @@ TEST(HostileCli, NegativeOrAbsurdCacheCapacitiesAreRefused) {
   EXPECT_EQ(runBounded(run + " -q --kernel-cache-capacity 1").exitCode, 0);
 }
 
+TEST(HostileCli, OutputPoolSizesAreCheckedAndZeroTurnsThePoolOff) {
+  const std::string run = "run " + shellQuote(kSeedModel) + " --trace " +
+                          shellQuote(example("seed001_add.trace.jsonl"));
+  for (const char* bad : {"-1", "1.5GiB", "12XB", "99999999999999999999", "2PiB", "''"}) {
+    RunResult r = runBounded(run + " --output-pool " + bad);
+    EXPECT_EQ(r.exitCode, 2) << bad << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--output-pool")) << r.output;
+  }
+  TempDir dir;
+  for (const char* good : {"0", "1", "64MiB"}) {
+    RunResult r =
+        runBounded(run + " -q --output-pool " + good + " --json " + shellQuote(dir.file("r.json")));
+    EXPECT_EQ(r.exitCode, 0) << good << ": " << r.output;
+    const auto pool = nlohmann::json::parse(readFile(dir.file("r.json")))["host_output_pool"];
+    EXPECT_EQ(pool["requests"], 7) << good;  // seed 001: seven static calls
+    EXPECT_EQ(pool["capacity_bytes"], good[0] == '0' ? 0 : good[0] == '1' ? 1 : 64 << 20);
+    // The 16-48 byte outputs are one 64-byte rounded size: with the pool on, one allocation.
+    EXPECT_EQ(pool["misses"], good[0] == '6' ? 1 : 7) << good;
+  }
+}
+
 TEST(HostileCli, TinyNpyOfZeroRowsAndABillionColumnsFailsBeforeAllocating) {
   TempDir dir;
   write(dir.file("m.gbx"),

@@ -5,6 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <thread>
+
+#include "executor/modes/gear_options.h"
+#include "executor/modes/geared.h"
+#include "executor/output_pool.h"
 #include "graph/error.h"
 #include "test_models.h"
 
@@ -238,6 +244,177 @@ TEST(Session, StaticPlanRunReusesItsArena) {
   EXPECT_EQ(s.stats().allocations, 1);  // the arena, at compile time; runs allocate nothing
   // s (6x4) and m (6x3) are both live when c is written; reuse keeps peak below the sum.
   EXPECT_GT(s.stats().peakBytes, 0);
+}
+
+// ---- the output pool (executor/output_pool.h) ----------------------------------------------
+
+TEST(SessionOutputPool, ServesAFreedBufferOfTheSameRoundedSize) {
+  OutputPool pool(1 << 20);
+  const void* first = nullptr;
+  {
+    Tensor t = pool.take(DType::kF32, Shape{3, 5});  // 60 bytes: served at 64
+    first = t.data();
+  }
+  Tensor u = pool.take(DType::kF32, Shape{2, 7});  // 56 bytes: 64 too
+  EXPECT_EQ(u.data(), first);
+  EXPECT_EQ(u.shape(), (Shape{2, 7}));
+  EXPECT_EQ(u.bytes(), 56u);
+  Tensor v = pool.take(DType::kF32, Shape{17});  // 68 bytes: 128, another size
+  EXPECT_NE(v.data(), u.data());
+  const OutputPoolStats st = pool.stats();
+  EXPECT_EQ(st.requests, 3);
+  EXPECT_EQ(st.hits, 1);
+  EXPECT_EQ(st.misses, 2);
+  EXPECT_EQ(st.buffersCached, 0);
+  EXPECT_EQ(st.bytesCached, 0);
+  EXPECT_EQ(st.peakBytesCached, 64);
+  EXPECT_EQ(st.capacityBytes, 1 << 20);
+  EXPECT_EQ(OutputPool::roundedSize(1), 64u);
+  EXPECT_EQ(OutputPool::roundedSize(65535), 65536u);
+  EXPECT_EQ(OutputPool::roundedSize(65537), 65536u + 4096u);
+}
+
+TEST(SessionOutputPool, NeverServesABufferATensorStillHolds) {
+  OutputPool pool(1 << 20);
+  Tensor a = pool.take(DType::kF32, Shape{8});
+  Tensor copy = a;  // a second owner of the same buffer
+  a = Tensor();
+  Tensor b = pool.take(DType::kF32, Shape{8});
+  EXPECT_NE(b.data(), copy.data());
+  EXPECT_EQ(pool.stats().hits, 0);
+}
+
+TEST(SessionOutputPool, EvictsTheLeastRecentlyFreedPastItsCapacity) {
+  const Shape big{16384};  // 64 KiB of f32
+  OutputPool pool(3 * 65536);
+  std::vector<Tensor> held;
+  std::vector<const void*> ptrs;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(pool.take(DType::kF32, big));
+    ptrs.push_back(held.back().data());
+  }
+  for (Tensor& t : held) t = Tensor();  // freed in order 0, 1, 2, 3: 0 is evicted
+  OutputPoolStats st = pool.stats();
+  EXPECT_EQ(st.evictions, 1);
+  EXPECT_EQ(st.buffersCached, 3);
+  EXPECT_EQ(st.bytesCached, 3 * 65536);
+  EXPECT_EQ(st.peakBytesCached, 3 * 65536);
+  // Served most recently freed first: 3, 2, 1; then a fresh buffer.
+  for (int i = 3; i >= 1; --i) held[i] = pool.take(DType::kF32, big);
+  EXPECT_EQ(held[3].data(), ptrs[3]);
+  EXPECT_EQ(held[2].data(), ptrs[2]);
+  EXPECT_EQ(held[1].data(), ptrs[1]);
+  held[0] = pool.take(DType::kF32, big);
+  st = pool.stats();
+  EXPECT_EQ(st.hits, 3);
+  EXPECT_EQ(st.misses, 5);
+  EXPECT_EQ(st.bytesCached, 0);
+}
+
+TEST(SessionOutputPool, KeepsNothingLargerThanItsCapacityOrWithCapacityZero) {
+  OutputPool small(1000);
+  { Tensor t = small.take(DType::kF32, Shape{1000}); }  // 4000 bytes > 1000
+  EXPECT_EQ(small.stats().buffersCached, 0);
+  EXPECT_EQ(small.stats().evictions, 0);
+  OutputPool off(0);
+  for (int i = 0; i < 3; ++i) Tensor t = off.take(DType::kI64, Shape{4});
+  EXPECT_EQ(off.stats().misses, 3);
+  EXPECT_EQ(off.stats().hits, 0);
+  EXPECT_EQ(off.stats().bytesCached, 0);
+}
+
+TEST(SessionOutputPool, RefusesAShapeWithSymbolicDims) {
+  OutputPool pool;
+  EXPECT_THROW(pool.take(DType::kF32, Shape{2, kAnyDim}), Error);
+}
+
+TEST(SessionOutputPool, ATensorMayOutliveThePool) {
+  Tensor t;
+  {
+    OutputPool pool(1 << 20);
+    t = pool.take(DType::kF32, Shape{100});
+  }
+  std::fill_n(t.as<float>(), 100, 1.5f);  // ASan: still valid memory
+  EXPECT_EQ(t.as<float>()[99], 1.5f);
+}
+
+TEST(SessionOutputPool, ThreadsTakeAndDropConcurrently) {
+  OutputPool pool(4 * 4096);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&pool, k] {
+      for (int i = 0; i < 500; ++i) {
+        Tensor t = pool.take(DType::kF32, Shape{(i + k) % 3 + 1, 300});
+        t.as<float>()[0] = static_cast<float>(i);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  const OutputPoolStats st = pool.stats();
+  EXPECT_EQ(st.requests, 2000);
+  EXPECT_EQ(st.hits + st.misses, 2000);
+  EXPECT_LE(st.bytesCached, 4 * 4096);
+  EXPECT_LE(st.buffersCached * 1216, 4 * 4096);  // the smallest rounded size: 1,216 bytes
+}
+
+#ifndef NDEBUG
+// Builds with assertions (the sanitized flavours) hand out every buffer filled with 0xFF, so a
+// kernel that leaves part of an output unwritten fails the differential tests there.
+TEST(SessionOutputPool, AssertionBuildsPoisonEveryBufferServed) {
+  OutputPool pool(1 << 20);
+  {
+    Tensor t = pool.take(DType::kF32, Shape{5});
+    std::fill_n(t.as<float>(), 5, 0.0f);
+  }
+  Tensor u = pool.take(DType::kI32, Shape{5});
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(u.as<int32_t>()[i], -1);
+}
+#endif
+
+// A static session serves every call's outputs from its pool: seed 001's outputs are 16-48
+// bytes, one rounded size, so with each call's outputs dropped only the first call allocates;
+// kept, every call does; capacity 0, every call does and nothing is kept. Outputs still equal
+// the reference executor's.
+TEST(SessionOutputPool, StaticCallsReuseTheOutputsTheCallerDropped) {
+  for (const size_t capacity : {OutputPool::kDefaultCapacity, size_t{0}}) {
+    for (const bool keep : {false, true}) {
+      SessionOptions o;
+      o.outputPoolBytes = capacity;
+      Session s(seed001(), o);
+      std::vector<std::vector<Tensor>> kept;
+      for (size_t i = 0; i < kSeedTrace.size(); ++i) {
+        auto in = makeInputs(s.graph(), seed001Sig(kSeedTrace[i]), i);
+        auto out = s.run(in);
+        EXPECT_TRUE(out[0].equals(referenceRun(s.graph(), in)[0])) << "iteration " << i;
+        if (keep) kept.push_back(std::move(out));
+      }
+      const OutputPoolStats& st = s.stats().outputPool;
+      const bool pooled = capacity > 0 && !keep;
+      EXPECT_EQ(st.requests, 7);
+      EXPECT_EQ(st.hits, pooled ? 6 : 0) << "capacity " << capacity << " keep " << keep;
+      EXPECT_EQ(st.misses, pooled ? 1 : 7);
+      EXPECT_EQ(st.capacityBytes, static_cast<int64_t>(capacity));
+    }
+  }
+}
+
+// Geared calls take their outputs from the pool too, a padded call's sliced copy included.
+TEST(SessionOutputPool, GearedCallsAndPaddedSlicesComeFromThePool) {
+  SessionOptions o;
+  o.mode = Mode::kGeared;
+  gearOptions(o).fallback = GearFallback::kPad;
+  Session s(seed001(), o);
+  set_dim_gears(s, "x1", {{0, {4, 8}}});
+  set_dim_gears(s, "x2", {{0, {4, 8}}});
+  for (size_t i = 0; i < kSeedTrace.size(); ++i) {
+    auto in = makeInputs(s.graph(), seed001Sig(kSeedTrace[i]), i);
+    auto out = s.run(in);
+    EXPECT_TRUE(out[0].equals(referenceRun(s.graph(), in)[0])) << "iteration " << i;
+  }
+  // Sizes 2, 3, 5, 6 pad (two buffers: the gear's output and the slice), 4 and 4 do not.
+  const OutputPoolStats& st = s.stats().outputPool;
+  EXPECT_EQ(st.requests, 5 * 2 + 2);
+  EXPECT_EQ(st.misses, 2);  // the first padded call's two buffers, both 64 bytes rounded
+  EXPECT_EQ(st.hits, 10);
 }
 
 }  // namespace

@@ -482,7 +482,10 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
   }
   // Model only: the gear's outputs are never written, so they are not allocated either; the
   // call returns zeros of the real shapes (issue 22: a 2^28-row pad materialised 16.4 GB).
-  std::vector<Tensor> padded = modelOnly ? std::vector<Tensor>{} : allocateOutputs(plan);
+  std::vector<Tensor> padded;
+  if (!modelOnly)
+    for (ValueId v : plan.graph->outputs)
+      padded.push_back(host_.outputTensor(plan.types[v].dtype, plan.types[v].shape));
   std::vector<TensorView> ov(padded.size());
   for (size_t i = 0; i < padded.size(); ++i) ov[i] = padded[i].view();
   // One whole-graph launch and one sync through the host, which costs (MODELED) the gear's
@@ -516,7 +519,7 @@ std::vector<Tensor> GearedMode::run(std::span<const Tensor> inputs, const InputS
       out.push_back(std::move(padded[o]));
       continue;
     }
-    Tensor t(padded[o].dtype(), real);
+    Tensor t = host_.outputTensor(padded[o].dtype(), real);  // the copy writes all of it
     copyBlock(padded[o].view(), t.view());
     out.push_back(std::move(t));
   }

@@ -68,6 +68,9 @@ class SessionHost final : public ModeHost {
     p_.stats.peakBytes = std::max(p_.stats.peakBytes, bytes);
   }
   KernelCache& kernels() override { return p_.kernels; }
+  Tensor outputTensor(DType dtype, const Shape& shape) override {
+    return p_.outputs.take(dtype, shape);
+  }
   PlanCache& plans() override { return p_.plans; }
   Device& device() override { return p_.device; }
   TimelineSpan span(const char* name, const char* cat) const override {
@@ -369,7 +372,8 @@ std::shared_ptr<std::byte> SessionHost::holdWorkspace(uint64_t id, const InputSi
 std::vector<Tensor> SessionHost::launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                               CallContext& call) {
   call.rec.planId = plan.id;
-  std::vector<Tensor> out = p_.options.modelOnly ? unwrittenOutputs(plan) : allocateOutputs(plan);
+  std::vector<Tensor> out =
+      p_.options.modelOnly ? unwrittenOutputs(plan) : allocateOutputs(plan, p_.outputs);
   std::vector<TensorView> in(inputs.size()), ov(out.size());
   for (size_t i = 0; i < inputs.size(); ++i) in[i] = inputs[i].view();
   for (size_t i = 0; i < out.size(); ++i) ov[i] = out[i].view();

@@ -114,6 +114,10 @@ class ModeHost {
   virtual std::shared_ptr<std::byte> holdWorkspace(uint64_t id, const InputSignature& sig,
                                                    int64_t bytes, int64_t ioBytes,
                                                    CallContext& call) = 0;
+  // Host memory for a tensor a static plan writes whole (its outputs, or a padded call's
+  // slice of one): from the session's output pool (executor/output_pool.h), contents
+  // unspecified.
+  virtual Tensor outputTensor(DType dtype, const Shape& shape) = 0;
   // A static plan: one whole-graph launch and one sync.
   virtual std::vector<Tensor> launchStatic(const Plan& plan, std::span<const Tensor> inputs,
                                            CallContext& call) = 0;
@@ -240,6 +244,7 @@ struct SessionParts {
   RecompilePolicy& recompilePolicy;
   SessionStats& stats;
   DeviceMemoryModel& memory;
+  OutputPool& outputs;
   const int& timelinePid;
 };
 std::unique_ptr<ModeHost> makeSessionHost(SessionParts parts);
