@@ -356,10 +356,14 @@ TEST(SessionOutputPool, ThreadsTakeAndDropConcurrently) {
   EXPECT_LE(st.buffersCached * 1216, 4 * 4096);  // the smallest rounded size: 1,216 bytes
 }
 
-#ifndef NDEBUG
 // Builds with assertions (the sanitized flavours) hand out every buffer filled with 0xFF, so a
-// kernel that leaves part of an output unwritten fails the differential tests there.
+// kernel that leaves part of an output unwritten fails the differential tests there. Listed in
+// every build (scripts/test.sh checks that the TSan binary, built with assertions, selects the
+// same tests as the Release suite), skipped where NDEBUG turns the poison off.
 TEST(SessionOutputPool, AssertionBuildsPoisonEveryBufferServed) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "built without assertions: buffers are served as their last user left them";
+#else
   OutputPool pool(1 << 20);
   {
     Tensor t = pool.take(DType::kF32, Shape{5});
@@ -367,8 +371,8 @@ TEST(SessionOutputPool, AssertionBuildsPoisonEveryBufferServed) {
   }
   Tensor u = pool.take(DType::kI32, Shape{5});
   for (int i = 0; i < 5; ++i) EXPECT_EQ(u.as<int32_t>()[i], -1);
-}
 #endif
+}
 
 // A static session serves every call's outputs from its pool: seed 001's outputs are 16-48
 // bytes, one rounded size, so with each call's outputs dropped only the first call allocates;
