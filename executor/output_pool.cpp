@@ -26,7 +26,7 @@ struct OutputPool::State {
   };
   using List = std::list<FreeBuffer>;  // most recently freed first
 
-  explicit State(size_t capacity) : capacity(capacity) {}
+  State(size_t capacity, bool poison) : capacity(capacity), poison(poison) {}
   ~State() {
     for (const FreeBuffer& b : lru) std::free(b.data);
   }
@@ -70,12 +70,14 @@ struct OutputPool::State {
 
   std::mutex mutex;
   const size_t capacity;
+  const bool poison;
   List lru;
   std::unordered_map<size_t, std::deque<List::iterator>> bySize;  // oldest first
   OutputPoolStats stats;
 };
 
-OutputPool::OutputPool(size_t capacityBytes) : state_(std::make_shared<State>(capacityBytes)) {
+OutputPool::OutputPool(size_t capacityBytes, bool poison)
+    : state_(std::make_shared<State>(capacityBytes, poison)) {
   state_->stats.capacityBytes = static_cast<int64_t>(capacityBytes);
 }
 
@@ -123,9 +125,7 @@ Tensor OutputPool::take(DType dtype, const Shape& shape) {
     p = static_cast<std::byte*>(std::aligned_alloc(64, size + kSlack));
     if (!p) throw std::bad_alloc();
   }
-#ifndef NDEBUG
-  std::memset(p, 0xFF, size);
-#endif
+  if (state_->poison) std::memset(p, 0xFF, size);
   // shared_ptr's constructor calls the deleter (back to the pool) when it cannot allocate.
   std::shared_ptr<std::byte> data(
       p, [state = state_, size](std::byte* q) { state->release(q, size); });

@@ -20,10 +20,11 @@
 // with every buffer it handed out and freed with the last of them. Thread-safe: a tensor may be
 // dropped on any thread.
 //
-// Contents. A served buffer holds whatever its last user wrote. Builds with assertions (the
-// sanitized CI flavours) fill a reused buffer with 0xFF bytes (NaN for floats, -1 for integers)
-// first, so a kernel that reads its output before writing it, or leaves part of it unwritten,
-// fails the differential tests instead of passing on the previous call's values.
+// Contents. A served buffer holds whatever its last user wrote. A poisoning pool fills every
+// buffer it serves, fresh or reused, with 0xFF bytes (NaN for floats, -1 for integers) first, so
+// a kernel that reads its output before writing it, or leaves part of it unwritten, fails the
+// differential tests instead of passing on the previous call's values. Sessions' pools poison in
+// builds with assertions (the sanitized CI flavours: kPoisonByDefault).
 
 #include <cstddef>
 #include <cstdint>
@@ -47,8 +48,14 @@ struct OutputPoolStats {
 class OutputPool {
  public:
   static constexpr size_t kDefaultCapacity = size_t{256} << 20;
+#ifdef NDEBUG
+  static constexpr bool kPoisonByDefault = false;
+#else
+  static constexpr bool kPoisonByDefault = true;  // builds with assertions (above)
+#endif
 
-  explicit OutputPool(size_t capacityBytes = kDefaultCapacity);
+  // poison: fill every buffer served with 0xFF bytes (above).
+  explicit OutputPool(size_t capacityBytes = kDefaultCapacity, bool poison = kPoisonByDefault);
   ~OutputPool();
   OutputPool(const OutputPool&) = delete;
   OutputPool& operator=(const OutputPool&) = delete;

@@ -356,22 +356,28 @@ TEST(SessionOutputPool, ThreadsTakeAndDropConcurrently) {
   EXPECT_LE(st.buffersCached * 1216, 4 * 4096);  // the smallest rounded size: 1,216 bytes
 }
 
-// Builds with assertions (the sanitized flavours) hand out every buffer filled with 0xFF, so a
-// kernel that leaves part of an output unwritten fails the differential tests there. Listed in
-// every build (scripts/test.sh checks that the TSan binary, built with assertions, selects the
-// same tests as the Release suite), skipped where NDEBUG turns the poison off.
-TEST(SessionOutputPool, AssertionBuildsPoisonEveryBufferServed) {
+// Builds with assertions (the sanitized flavours) poison by default: every buffer served is
+// filled with 0xFF, so a kernel that leaves part of an output unwritten fails the differential
+// tests there. The poison itself is checked in every build, asked for explicitly.
+TEST(SessionOutputPool, APoisoningPoolFillsEveryBufferServed) {
 #ifdef NDEBUG
-  GTEST_SKIP() << "built without assertions: buffers are served as their last user left them";
+  EXPECT_FALSE(OutputPool::kPoisonByDefault);
 #else
-  OutputPool pool(1 << 20);
+  EXPECT_TRUE(OutputPool::kPoisonByDefault);
+#endif
+  OutputPool pool(1 << 20, /*poison=*/true);
   {
     Tensor t = pool.take(DType::kF32, Shape{5});
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(t.as<int32_t>()[i], -1);  // a fresh buffer too
     std::fill_n(t.as<float>(), 5, 0.0f);
   }
-  Tensor u = pool.take(DType::kI32, Shape{5});
+  Tensor u = pool.take(DType::kI32, Shape{5});  // the same buffer, served again
+  EXPECT_EQ(pool.stats().hits, 1);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(u.as<int32_t>()[i], -1);
-#endif
+  // Without the poison, the buffer comes back as its last user left it.
+  OutputPool plain(1 << 20, /*poison=*/false);
+  { std::fill_n(plain.take(DType::kF32, Shape{5}).as<float>(), 5, 2.0f); }
+  EXPECT_EQ(plain.take(DType::kF32, Shape{5}).as<float>()[4], 2.0f);
 }
 
 // A static session serves every call's outputs from its pool: seed 001's outputs are 16-48
