@@ -325,6 +325,7 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
       bp.inBlocked = bp.outBlocked = 1;
     } else {
       bp.channelTiles = 1;
+      bp.winograd = 0;  // a plan never blocks a Winograd conv's values
       (writesBlocksInPlan(s) ? bp.outBlocked : bp.inBlocked) = 1;
     }
     p.spec = spec;
@@ -343,9 +344,13 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
     p.ptrs[1] = packed.get();
   }
   const auto& run = std::get<ConvParams>(p.spec->params);
-  state.SetLabel(fmt::format(
-      "{}{}{}", run.weightsPacked ? (run.channelBlocks ? "packed taps" : "channel tiles") : "",
-      run.inBlocked ? " in nChw16c" : "", run.outBlocked ? " out nChw16c" : ""));
+  state.SetLabel(fmt::format("{}{}{}",
+                             run.weightsPacked ? (run.channelBlocks ? "packed taps"
+                                                  : run.winograd    ? "winograd"
+                                                                    : "channel tiles")
+                                               : "",
+                             run.inBlocked ? " in nChw16c" : "",
+                             run.outBlocked ? " out nChw16c" : ""));
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());

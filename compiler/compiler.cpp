@@ -106,6 +106,7 @@ BlockSide blockSide(const Plan& plan, const Graph& g, const PlanStep& step, bool
   const TensorType& t = plan.types[reads ? node.inputs[0] : node.output];
   if (t.dtype != DType::kF32 || t.shape.rank() != 4 || t.shape[1] % 16 != 0) return {};
   if (p->channelBlocks) return {true, false};
+  if (p->winograd) return {};  // its transforms read and write planes
   if (plan.storage[node.inputs[1]] != Storage::kConst || !convChannelTilesFit(*p)) return {};
   if (reads && !p->readsInputInPlace()) return {};
   return {true, p->channelTiles == 0};
@@ -342,6 +343,7 @@ std::vector<bool> planBatchTiles(Plan& plan, const Graph& g, const Lifetimes& li
       auto& tile = std::get<ConvParams>(spec->params);
       tile.channelTiles = whole.channelTiles;
       tile.channelBlocks = whole.channelBlocks;
+      tile.winograd = whole.winograd;  // the packed weight's layout
       tile.weightsPacked = whole.weightsPacked;
       tile.inBlocked = whole.inBlocked;
       tile.outBlocked = whole.outBlocked;

@@ -228,6 +228,11 @@ struct ConvParams {
   // transposed once into a padded blocked row, each output row transposed back
   // (executor/simd/conv_body.inc's channelBlockItem). Items are (image, 16 channels, row band).
   int64_t channelBlocks = 0;
+  // 1 (with channelTiles): where the plan packs the weight, it runs F(2 x 2, 3 x 3) Winograd
+  // instead of the channel tiles (AVX-512; 3 x 3, stride 1, padded by 1 on every side, one
+  // group: ResNet's 3 x 3 layers), the weight packed as its 16 transformed components
+  // (executor/kernels/winograd.cpp). Where the weight is not packed, the im2col path runs.
+  int64_t winograd = 0;
   // Not a compile decision: a static plan sets it on its own copy of the spec when it binds the
   // packed weight (compiler/weight_pack.h) in place of input 1, for the channel-tile path or
   // the depthwise channel-block path (its taps as 9 vectors per 16 channels). Never stored or

@@ -11,6 +11,11 @@
 namespace gearbox {
 
 int64_t convPackedWeightFloats(const ConvParams& p) {
+  if (p.winograd) {
+    int64_t floats = 0;
+    if (p.m <= 0 || p.c <= 0 || __builtin_mul_overflow(16 * p.m, p.c, &floats)) return 0;
+    return floats;
+  }
   const int64_t k = p.cg * p.kh * p.kw;
   const int64_t m16 = (p.m + 15) / 16 * 16;
   int64_t floats = 0;
@@ -18,7 +23,39 @@ int64_t convPackedWeightFloats(const ConvParams& p) {
   return floats;
 }
 
+namespace {
+
+// The Winograd path's weight (executor/kernels/winograd.cpp): U = G g G^T of every 3 x 3 kernel
+// g, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1], stored as 16 [m, c] matrices, component
+// xi = 4 i + j at out[(xi * m + oc) * c + ic]. In double, rounded once.
+void packWinogradWeights(const ConvParams& p, const float* w, float* out) {
+  for (int64_t oc = 0; oc < p.m; ++oc)
+    for (int64_t ic = 0; ic < p.c; ++ic) {
+      const float* g = w + (oc * p.c + ic) * 9;
+      double gg[4][3];  // G g
+      for (int j = 0; j < 3; ++j) {
+        const double a = g[j], b = g[3 + j], c = g[6 + j];
+        gg[0][j] = a;
+        gg[1][j] = 0.5 * (a + b + c);
+        gg[2][j] = 0.5 * (a - b + c);
+        gg[3][j] = c;
+      }
+      for (int i = 0; i < 4; ++i) {
+        const double a = gg[i][0], b = gg[i][1], c = gg[i][2];
+        const double u[4] = {a, 0.5 * (a + b + c), 0.5 * (a - b + c), c};
+        for (int j = 0; j < 4; ++j)
+          out[((4 * i + j) * p.m + oc) * p.c + ic] = static_cast<float>(u[j]);
+      }
+    }
+}
+
+}  // namespace
+
 void packConvWeights(const ConvParams& p, const float* w, float* out) {
+  if (p.winograd) {
+    packWinogradWeights(p, w, out);
+    return;
+  }
   const int64_t k = p.cg * p.kh * p.kw;
   const int64_t m16 = (p.m + 15) / 16 * 16;
   // The depthwise channel-block path reads its 16 channels' 9 taps as 9 vectors: tiles of 16.
@@ -56,7 +93,7 @@ std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Te
       w->numel() != p.m * k)
     fail(ErrorKind::kShape, "conv2d weight pack: the constant is not an f32 [{}, {}] weight", p.m,
          k);
-  const Key key{w.get(), p.m, k, depthwise ? 1 : 0};
+  const Key key{w.get(), p.m, k, depthwise ? 1 : p.winograd ? 2 : 0};
   std::lock_guard<std::mutex> lock(mu_);
   if (auto e = cache_.get(key)) {
     // The same constant (not a new one at a freed one's address), and a plan still holds it.
@@ -70,6 +107,8 @@ std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Te
   ++misses_;
   const int64_t floats = convPackedWeightFloats(p);
   if (floats <= 0) fail(ErrorKind::kShape, "conv2d weight pack: {} x {} floats overflow", p.m, k);
+  if (p.winograd && (p.kh != 3 || p.kw != 3 || p.group != 1))
+    fail(ErrorKind::kShape, "conv2d weight pack: Winograd needs a 3 x 3 weight of one group");
   const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
   // Streamed through on every call: in huge pages where large (graph/large_buffer.h).
   auto* data = static_cast<float*>(allocateLargeBuffer(bytes));

@@ -28,7 +28,8 @@ bool convChannelTilesFit(const ConvParams& p);
 // of kConvTileChannels; tile t holds channels [64 t, min(64 t + 64, m16)) as [K][width] floats
 // at offset 64 t K. Returns m16 * K (0 when the product overflows). For the depthwise
 // channel-block path (ConvParams::channelBlocks; K = 9 taps), tiles of 16: block b's 9 tap
-// vectors at 144 b.
+// vectors at 144 b. For the Winograd path (ConvParams::winograd), 16 m c: the 16 transformed
+// components of every 3 x 3 kernel, each an [m, c] matrix.
 int64_t convPackedWeightFloats(const ConvParams& p);
 // Packs w ([m, K] row-major, K = cg * kh * kw, one group) into out (convPackedWeightFloats).
 void packConvWeights(const ConvParams& p, const float* w, float* out);
@@ -55,7 +56,7 @@ class WeightPackCache {
   struct Key {
     const Tensor* tensor;
     int64_t m, k;
-    int64_t depthwise;  // 1: the channel-block layout (tiles of 16)
+    int64_t depthwise;  // 1: the channel-block layout (tiles of 16); 2: Winograd's components
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {

@@ -677,9 +677,11 @@ TEST(IsaConv, TwoPhasePathMatchesThePlainLoopAndTheItemPathBitForBit) {
 template <int kTasks, bool kLogic>
 bool channelTilesWhole(const ConvParams& p, const float* x, const float* w, const float* b,
                        float lo, float hi, float* out) {
-  std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(p)),
+  ConvParams tiles = p;
+  tiles.winograd = 0;  // the channel tiles' pack, where the compile step chose Winograd
+  std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(tiles)),
                             std::numeric_limits<float>::quiet_NaN());
-  packConvWeights(p, w, packed.data());
+  packConvWeights(tiles, w, packed.data());
   const int64_t depth = p.c * p.kh * p.kw, m16 = (p.m + 15) / 16 * 16;
   for (int64_t c0 = 0; c0 < m16; c0 += kConvTileChannels) {
     const int64_t width = std::min<int64_t>(kConvTileChannels, m16 - c0);
@@ -1072,7 +1074,8 @@ TEST(IsaConv, ChannelTilesAddAResidualBeforeTheClamp) {
   constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
   const bool avx512 = detectedIsa() >= Isa::kAvx512;
   for (const ConvGeom& g : channelTileGeoms()) {
-    const ConvParams p = compiledConv(g);
+    ConvParams p = compiledConv(g);
+    p.winograd = 0;  // the channel tiles' pack, where the compile step chose Winograd
     const Tensor x = randomTensor(DType::kF32, g.x, 41);
     const Tensor w = randomTensor(DType::kF32, g.w, 42);
     const Tensor b = randomTensor(DType::kF32, Shape{g.w[0]}, 43);
@@ -1485,6 +1488,153 @@ TEST(IsaDisassembly, OnlyIsaNamespacesHoldVexInstructions) {
   for (const std::string& f : offenders)
     ADD_FAILURE() << "VEX instruction outside an ISA region: " << f;
 #endif
+}
+
+// ---- conv2d's Winograd path (ConvParams::winograd, executor/kernels/winograd.cpp) ----------
+
+// The Winograd path as a whole-tensor function: the weight transformed as a plan packs it, run on
+// kTasks threads.
+template <int kTasks>
+bool winogradWhole(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                   float hi, float* out) {
+  ConvParams wp = p;
+  wp.winograd = 1;
+  std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(wp)));
+  packConvWeights(wp, w, packed.data());
+  return kernels::runConvWinograd(wp, kTasks, x, packed.data(), b, lo, hi, out, nullptr);
+}
+
+// 3 x 3, stride 1, padded by 1: planes of odd and even sizes (a last tile row and column half
+// outside the output), rows of 1, 16 and 17 tiles (a second 16-tile column of one tile), blocks
+// of tiles that start and end inside a tile row (many channels: small blocks), channel counts
+// off the 16-channel parts, 2 images, bias and clamps.
+std::vector<ConvGeom> winogradGeoms() {
+  return {
+      {"wg_1x1_plane", {1, 5, 1, 1}, {3, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"wg_odd", {2, 17, 5, 7}, {19, 17, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"wg_row_of_17_tiles",
+       {1, 16, 3, 34},
+       {32, 16, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       false,
+       0.0f},
+      {"wg_33x33_clamped",
+       {1, 24, 33, 33},
+       {40, 24, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       -0.25f,
+       0.5f},
+      {"wg_blocks_split_rows",
+       {2, 300, 10, 30},
+       {70, 300, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true},
+      {"wg_resnet_l3", {1, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+  };
+}
+
+TEST(IsaConv, WinogradPathMatchesThePlainLoop) {
+  if (detectedIsa() < Isa::kAvx512) GTEST_SKIP() << "this CPU has no AVX-512";
+  ScopedIsaOverride forced(Isa::kAvx512);
+  for (const ConvGeom& g : winogradGeoms()) {
+    const ConvParams p = compiledConv(g);
+    checkConv(g, p, "1 task", nullptr, nullptr, winogradWhole<1>);
+    checkConv(g, p, "2 tasks", nullptr, nullptr, winogradWhole<2>);
+    checkConv(g, p, "5 tasks", nullptr, nullptr, winogradWhole<5>);
+  }
+}
+
+// A residual (fuse-conv-residual): the unclamped sums plus the residual, then Clip's comparisons,
+// bit for bit; a NaN stays NaN through the clamp.
+TEST(IsaConv, WinogradAddsAResidualBeforeTheClamp) {
+  if (detectedIsa() < Isa::kAvx512) GTEST_SKIP() << "this CPU has no AVX-512";
+  ScopedIsaOverride forced(Isa::kAvx512);
+  constexpr float kInfF = std::numeric_limits<float>::infinity();
+  constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
+  for (const ConvGeom& g : winogradGeoms()) {
+    SCOPED_TRACE(g.name);
+    ConvParams p = compiledConv(g);
+    p.winograd = 1;
+    const Tensor x = randomTensor(DType::kF32, g.x, 51);
+    const Tensor w = randomTensor(DType::kF32, g.w, 52);
+    const Tensor b = randomTensor(DType::kF32, Shape{g.w[0]}, 53);
+    const int64_t size = p.n * p.m * p.oh * p.ow;
+    Tensor r = randomTensor(DType::kF32, Shape{size}, 54);
+    r.as<float>()[size / 2] = kNaNF;
+    std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(p)));
+    packConvWeights(p, w.as<float>(), packed.data());
+    std::vector<float> sums(static_cast<size_t>(size)), got(static_cast<size_t>(size), kNaNF);
+    ASSERT_TRUE(kernels::runConvWinograd(p, 2, x.as<float>(), packed.data(), b.as<float>(), -kInfF,
+                                         kInfF, sums.data(), nullptr));
+    ASSERT_TRUE(kernels::runConvWinograd(p, 2, x.as<float>(), packed.data(), b.as<float>(), -0.5f,
+                                         0.75f, got.data(), r.as<float>()));
+    for (int64_t i = 0; i < size; ++i) {
+      const float v = sums[static_cast<size_t>(i)] + r.as<float>()[i], y = v < -0.5f ? -0.5f : v;
+      const float want = y > 0.75f ? 0.75f : y;
+      ASSERT_EQ(std::memcmp(&want, &got[static_cast<size_t>(i)], 4), 0)
+          << "at " << i << ": " << got[static_cast<size_t>(i)] << " want " << want;
+    }
+  }
+}
+
+// The transformed weight: U = G g G^T of each 3 x 3 kernel, 16 [m, c] matrices.
+TEST(IsaConv, WinogradWeightsAreGgGt) {
+  ConvParams p;
+  p.m = 2;
+  p.c = 3;
+  p.cg = 3;
+  p.kh = p.kw = 3;
+  p.winograd = 1;
+  ASSERT_EQ(convPackedWeightFloats(p), 16 * 2 * 3);
+  std::vector<float> w(2 * 3 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 2.5f;
+  std::vector<float> u(96);
+  packConvWeights(p, w.data(), u.data());
+  const double gm[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (int oc = 0; oc < 2; ++oc)
+    for (int ic = 0; ic < 3; ++ic)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+          double want = 0;
+          for (int a = 0; a < 3; ++a)
+            for (int c = 0; c < 3; ++c)
+              want += gm[i][a] * w[static_cast<size_t>((oc * 3 + ic) * 9 + a * 3 + c)] * gm[j][c];
+          EXPECT_EQ(u[static_cast<size_t>(((4 * i + j) * 2 + oc) * 3 + ic)],
+                    static_cast<float>(want))
+              << oc << " " << ic << " " << i << " " << j;
+        }
+}
+
+// Where the compile step takes the Winograd path: ResNet's 3 x 3 stride-1 layers on AVX-512;
+// not a stride 2, a dilation, a padding of 0 or 2, groups, fewer than 16 channels or 32 tiles.
+TEST(IsaConv, TheCompileStepChoosesWinogradForPaddedStride1Convs3x3) {
+  const int64_t on = activeIsa() == Isa::kAvx512 ? 1 : 0;
+  const ConvGeom l1{"l1", {1, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom s2{"s2", {1, 64, 56, 56}, {128, 64, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom dil{"dil", {1, 64, 28, 28}, {64, 64, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1};
+  const ConvGeom valid{"valid", {1, 64, 28, 28}, {64, 64, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1};
+  const ConvGeom narrow{"narrow", {1, 8, 28, 28}, {64, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom grouped{"g2", {1, 64, 14, 14}, {64, 32, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+  const ConvGeom l3{"l3", {1, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom l4{"l4", {1, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  EXPECT_EQ(compiledConv(l1).winograd, on);
+  EXPECT_EQ(compiledConv(l3).winograd, on);  // 49 tiles
+  EXPECT_EQ(compiledConv(l4).winograd, 0);   // 16 tiles: one vector
+  EXPECT_EQ(compiledConv(s2).winograd, 0);
+  EXPECT_EQ(compiledConv(dil).winograd, 0);
+  EXPECT_EQ(compiledConv(valid).winograd, 0);
+  EXPECT_EQ(compiledConv(narrow).winograd, 0);
+  EXPECT_EQ(compiledConv(grouped).winograd, 0);
 }
 
 }  // namespace

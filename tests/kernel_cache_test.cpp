@@ -219,19 +219,24 @@ TEST(Geared, GearsShareOneArenaSizedForTheLargest) {
 
 // A conv over 7 x 7 planes with 70 output channels and K = 81: on AVX-512 the channel-tile
 // path, whose constant weight the plan packs once for all plans of the graph.
+// A conv of stride 1 padded by 1, its ReLU fused (act_min 0).
+Attrs paddedConvRelu() {
+  Attrs a;
+  a.setInts(attr::Conv2d::strides, {1, 1});
+  a.setInts(attr::Conv2d::pads, {1, 1, 1, 1});
+  a.setInts(attr::Conv2d::dilations, {1, 1});
+  a.setInt(attr::Conv2d::group, 1);
+  a.setFloat(attr::Conv2d::act_min, 0.0f);
+  return a;
+}
+
 Graph packedConvGraph(bool weightIsInput) {
   GraphBuilder b("packed");
   auto x = b.input("x", DType::kF32, {symbolDim("N"), 9, 7, 7});
   auto w = weightIsInput ? b.input("w", DType::kF32, {70, 9, 3, 3})
                          : b.constant(randomTensor(DType::kF32, Shape{70, 9, 3, 3}, 5), "w");
   auto bias = b.constant(randomTensor(DType::kF32, Shape{70}, 6), "b");
-  Attrs attrs;
-  attrs.setInts(attr::Conv2d::strides, {1, 1});
-  attrs.setInts(attr::Conv2d::pads, {1, 1, 1, 1});
-  attrs.setInts(attr::Conv2d::dilations, {1, 1});
-  attrs.setInt(attr::Conv2d::group, 1);
-  attrs.setFloat(attr::Conv2d::act_min, 0.0f);
-  b.output(b.op(OpKind::kConv2d, {x, w, bias}, attrs, "y"));
+  b.output(b.op(OpKind::kConv2d, {x, w, bias}, paddedConvRelu(), "y"));
   return b.build();
 }
 
@@ -452,6 +457,42 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
       }
       expectPlanMatchesReference(*plan, 21);
       expectPlanMatchesReference(*plan, 22);
+    }
+}
+
+// A ResNet basic block (3 x 3 conv + ReLU, then 3 x 3 conv + the block's input + ReLU; 24
+// channels on 16 x 18 planes: 72 tiles of 2 x 2 outputs) in a static plan: on AVX-512 both convs
+// take the Winograd path with their weights packed as 16 transformed [m, c] matrices, and match
+// the reference at batch 1 and 16 on 1 and 2 threads; at 16 the block runs in batch tiles (its
+// activations, 1.3 MB, past kTileBytes), whose specs keep the whole batch's path.
+TEST(WeightPack, ResNetBlocksRunWinogradOnTransformedWeights) {
+  const bool on = activeIsa() == Isa::kAvx512;
+  GraphBuilder b("basic_block");
+  auto x = b.input("x", DType::kF32, {symbolDim("N"), 24, 16, 18});
+  const Attrs attrs = paddedConvRelu();
+  auto w1 = b.constant(randomTensor(DType::kF32, Shape{24, 24, 3, 3}, 71), "w1");
+  auto b1 = b.constant(randomTensor(DType::kF32, Shape{24}, 72), "b1");
+  auto w2 = b.constant(randomTensor(DType::kF32, Shape{24, 24, 3, 3}, 73), "w2");
+  auto b2 = b.constant(randomTensor(DType::kF32, Shape{24}, 74), "b2");
+  auto h = b.op(OpKind::kConv2d, {x, w1, b1}, attrs, "h");
+  b.output(b.op(OpKind::kConv2d, {h, w2, b2, x}, attrs, "y"));
+  auto g = std::make_shared<const Graph>(b.build());
+  for (int threads : {1, 2})
+    for (int64_t n : {1, 16}) {
+      SCOPED_TRACE(fmt::format("threads {} batch {}", threads, n));
+      KernelCache cache(64, threads);
+      auto plan = compilePlan(g, {Shape{n, 24, 16, 18}}, cache);
+      ASSERT_EQ(plan->steps.size(), 2u);
+      for (size_t i : {size_t{0}, size_t{1}}) {
+        EXPECT_EQ(stepConv(*plan, i).winograd, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, i).weightsPacked, on ? 1 : 0);
+        if (plan->steps[i].tileKernel)
+          EXPECT_EQ(std::get<ConvParams>(plan->steps[i].tileKernel->params).winograd, on ? 1 : 0);
+      }
+      EXPECT_EQ(plan->packedWeightBytes, on ? 2 * 16 * 24 * 24 * 4 : 0);
+      EXPECT_EQ(plan->batchTiles.empty(), n == 1);
+      expectPlanMatchesReference(*plan, 75);
+      expectPlanMatchesReference(*plan, 76);
     }
 }
 

@@ -10,7 +10,7 @@
 namespace gearbox::ops {
 namespace {
 
-constexpr FieldList<ConvParams, 24> kConvFields{{
+constexpr FieldList<ConvParams, 25> kConvFields{{
     {"n", &ConvParams::n},
     {"c", &ConvParams::c},
     {"h", &ConvParams::h},
@@ -35,6 +35,7 @@ constexpr FieldList<ConvParams, 24> kConvFields{{
     {"kc", &ConvParams::kc},
     {"channel_tiles", &ConvParams::channelTiles},
     {"channel_blocks", &ConvParams::channelBlocks},
+    {"winograd", &ConvParams::winograd},
 }};
 
 // The gathered block of one item, kc x colBlock floats, stays within this (256 KiB: half of a
@@ -75,6 +76,19 @@ bool channelBlocksFit(const ConvParams& p) {
   return activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 &&
          (p.sh == 1 || p.sh == 2) && (p.sw == 1 || p.sw == 2) && p.cg == 1 && p.mg == 1 &&
          p.oh > 0 && p.ow > 0 && p.pt >= 0 && p.pl >= 0;
+}
+
+// The Winograd path (ConvParams::winograd): 3 x 3, stride 1, no dilation, padded by 1 on every
+// side (the output as large as the input), one group, on AVX-512 (its transforms are written
+// for 16-lane vectors), at least 16 input and output channels (fewer would spend more on the
+// transforms than the 2.25x fewer multiply-adds save), and at least 32 tiles of 2 x 2 outputs
+// per image: its GEMMs run over an image's tiles, and one 16-tile vector (ResNet-18's 7 x 7
+// stage: 16 tiles, its 16 transformed weights 16 MB) ran 1.0-1.3x slower than the channel tiles.
+bool winogradFits(const ConvParams& p) {
+  return activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 &&
+         p.dh == 1 && p.dw == 1 && p.pt == 1 && p.pl == 1 && p.oh == p.h && p.ow == p.w &&
+         p.group == 1 && p.c >= 16 && p.m >= 16 && p.oh > 0 && p.ow > 0 &&
+         (p.oh + 1) / 2 * ((p.ow + 1) / 2) >= 32;
 }
 
 }  // namespace
@@ -157,6 +171,7 @@ void compileConv2d(KernelSpec& spec) {
     // in-place paths), and 1x1 convs over planes of 256+ positions already run in place.
     const bool deepEnough = pointwise ? depth >= 256 || positions < 256 : depth >= 64;
     p.channelTiles = deepEnough && channelTilesFit(p) ? 1 : 0;
+    p.winograd = p.channelTiles && winogradFits(p) ? 1 : 0;
   }
   spec.params = p;
 }
@@ -194,6 +209,8 @@ void paramsToJsonConv2d(const KernelSpec& spec, Json& j) {
 void paramsFromJsonConv2d(const Json& j, KernelSpec& spec) {
   ConvParams p = flatFromJson(j, kConvFields);
   const int64_t path = getInt(j, "path", "kernel.params", ErrorKind::kIo);
+  if (p.winograd != 0 && p.winograd != 1)
+    fail(ErrorKind::kIo, "field 'kernel.params.winograd' out of range: {}", p.winograd);
   if (path < 0 || path > 2)
     fail(ErrorKind::kIo, "field 'kernel.params.path' out of range: {}", path);
   p.path = static_cast<ConvParams::Path>(path);

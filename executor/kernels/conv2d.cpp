@@ -507,6 +507,13 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
     fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
   if (p->weightsPacked && p->channelBlocks) {
     runDepthwise(*p, spec.tasks, x, w, b, lo, hi, o);  // w: the plan's 16-channel tap vectors
+  } else if (p->weightsPacked && p->winograd) {
+    // The plan packed the weight as Winograd's components; inputs and outputs in planes.
+    if (p->inBlocked || p->outBlocked ||
+        !runConvWinograd(*p, spec.tasks, x, w, b, clampLo, clampHi, o, r))
+      fail(ErrorKind::kShape, "kernel {}: Winograd weights need the AVX-512 Winograd path",
+           spec.name);
+    return true;
   } else if (p->weightsPacked) {
     // The plan bound the weight packed for this path (compiler/weight_pack.h) and chose it for
     // the ISA this process runs, so it cannot fall back: the im2col path cannot read a pack.

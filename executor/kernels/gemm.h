@@ -110,6 +110,13 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
                          const float* b, float lo, float hi, float* out,
                          bool avx512LogicOnAvx2 = false, const float* residual = nullptr);
 
+// conv2d's Winograd path (ConvParams::winograd; executor/kernels/winograd.cpp): the whole
+// convolution of NCHW x into NCHW out, u the weight transformed by the plan (compiler/
+// weight_pack.h), b the bias or null, residual null or laid out as out (added before the clamp).
+// False (nothing run) unless this process runs AVX-512.
+bool runConvWinograd(const ConvParams& p, int tasks, const float* x, const float* u, const float* b,
+                     float lo, float hi, float* out, const float* residual);
+
 // Items of conv2d's depthwise path for activeIsa() (conv_body.inc): output planes
 // [item0, item1) (item: image * m + channel) of the whole tensors x, w, b (b may be null), out.
 // False (nothing run) on the baseline ISA, which runs executor/kernels/conv2d.cpp's direct loop.
