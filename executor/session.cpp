@@ -52,9 +52,9 @@ Session::Session(Graph graph, SessionOptions options)
       device_(makeDevice(options_.device)),
       kernels_(options_.kernelCacheCapacity, checkedThreads(options_.threads)),
       plans_(options_.planCacheCapacity),
-      outputs_(options_.outputPoolBytes),
       recompilePolicy_(options_.recompileLimit, options_.onRecompileLimit,
-                       options_.accumulatedRecompileLimit) {
+                       options_.accumulatedRecompileLimit),
+      outputs_(options_.outputPoolBytes) {
   verifyGraph(graph);
   if (options_.runPasses) {
     passReport_ = defaultPipeline(options_.disabledPasses).run(graph);
