@@ -12,8 +12,10 @@ namespace gearbox {
 
 int64_t convPackedWeightFloats(const ConvParams& p) {
   if (p.winograd) {
-    int64_t floats = 0;
-    if (p.m <= 0 || p.c <= 0 || __builtin_mul_overflow(16 * p.m, p.c, &floats)) return 0;
+    int64_t mc = 0, floats = 0;
+    if (p.m <= 0 || p.c <= 0 || __builtin_mul_overflow(p.m, p.c, &mc) ||
+        __builtin_mul_overflow(mc, int64_t{16}, &floats))
+      return 0;
     return floats;
   }
   const int64_t k = p.cg * p.kh * p.kw;

@@ -802,6 +802,13 @@ TEST(WeightPack, TheLayoutPadsChannelsToVectorsInTilesOf64) {
   p.m = int64_t{1} << 40;
   p.c = p.cg = int64_t{1} << 30;
   EXPECT_EQ(convPackedWeightFloats(p), 0);  // overflow
+  p.winograd = 1;                           // 16 m c: overflows in the 16 too
+  EXPECT_EQ(convPackedWeightFloats(p), 0);
+  p.m = int64_t{1} << 30;
+  p.c = p.cg = int64_t{1} << 29;
+  EXPECT_EQ(convPackedWeightFloats(p), 0);
+  p.c = p.cg = 3;
+  EXPECT_EQ(convPackedWeightFloats(p), 16 * 3 * (int64_t{1} << 30));
 }
 
 }  // namespace
