@@ -1543,9 +1543,29 @@ std::vector<ConvGeom> winogradGeoms() {
   };
 }
 
+// Below AVX-512 the path refuses to run (nothing written): the compile step never picks it there
+// (TheCompileStepChoosesWinograd... below), and a plan that bound its pack fails the call.
+bool winogradRefusesBelowAvx512() {
+  const ConvGeom g = winogradGeoms()[1];
+  ConvParams p = compiledConv(g);
+  p.winograd = 1;
+  std::vector<float> x(static_cast<size_t>(g.x.numel()), 1.0f), u(16 * 19 * 17, 1.0f);
+  std::vector<float> out(static_cast<size_t>(2 * 19 * 5 * 7), -7.0f);
+  const bool ran = kernels::runConvWinograd(p, 1, x.data(), u.data(), nullptr, -1e30f, 1e30f,
+                                            out.data(), nullptr);
+  return !ran && std::all_of(out.begin(), out.end(), [](float v) { return v == -7.0f; });
+}
+
 TEST(IsaConv, WinogradPathMatchesThePlainLoop) {
-  if (detectedIsa() < Isa::kAvx512) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (detectedIsa() < Isa::kAvx512) {
+    EXPECT_TRUE(winogradRefusesBelowAvx512());
+    return;
+  }
   ScopedIsaOverride forced(Isa::kAvx512);
+  {
+    ScopedIsaOverride avx2(Isa::kAvx2);  // the same process limited to AVX2
+    EXPECT_TRUE(winogradRefusesBelowAvx512());
+  }
   for (const ConvGeom& g : winogradGeoms()) {
     const ConvParams p = compiledConv(g);
     checkConv(g, p, "1 task", nullptr, nullptr, winogradWhole<1>);
@@ -1557,7 +1577,10 @@ TEST(IsaConv, WinogradPathMatchesThePlainLoop) {
 // A residual (fuse-conv-residual): the unclamped sums plus the residual, then Clip's comparisons,
 // bit for bit; a NaN stays NaN through the clamp.
 TEST(IsaConv, WinogradAddsAResidualBeforeTheClamp) {
-  if (detectedIsa() < Isa::kAvx512) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (detectedIsa() < Isa::kAvx512) {
+    EXPECT_TRUE(winogradRefusesBelowAvx512());
+    return;
+  }
   ScopedIsaOverride forced(Isa::kAvx512);
   constexpr float kInfF = std::numeric_limits<float>::infinity();
   constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
