@@ -23,13 +23,14 @@
 
 namespace gearbox::kernels {
 
-// Per-thread packing buffers (B panels, A panels, and conv2d's gathered row and phased input),
-// grown and never shrunk, so the static run path allocates only on a thread's first GEMM of a new
-// size. 64-byte aligned: whole cache lines per panel.
+// Per-thread packing buffers (slots 0-3: B panels, A panels, and conv2d's gathered row and phased
+// input; 4-5: a Winograd block's transformed input V and products M, whose GEMMs use 0-3), grown
+// and never shrunk, so the static run path allocates only on a thread's first GEMM of a new size.
+// 64-byte aligned: whole cache lines per panel.
 float* gemmBuffer(int which, size_t floats) {
   struct Buffers {
-    float* ptr[4] = {};
-    size_t cap[4] = {};
+    float* ptr[kGemmBufferSlots] = {};
+    size_t cap[kGemmBufferSlots] = {};
     ~Buffers() {
       for (float* p : ptr) std::free(p);
     }

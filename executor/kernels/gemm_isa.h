@@ -12,7 +12,9 @@
 
 namespace gearbox::kernels {
 
-// Per-thread packing buffers (defined in gemm.cpp; GemmBuffers in gemm_body.inc).
+// Per-thread packing buffers (defined in gemm.cpp; GemmBuffers in gemm_body.inc): slots 0-3 for
+// the GEMM and conv bodies, 4 and 5 for the Winograd path around its GEMMs.
+inline constexpr int kGemmBufferSlots = 6;
 float* gemmBuffer(int which, size_t floats);
 
 // The AVX-512 region's entry points, as plain functions (no target attribute, so that gemm.cpp's

@@ -18,12 +18,11 @@
 // ulps of the inputs' magnitude (the reference tests' tolerance for conv holds with margin).
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 
 #include "compiler/cpu_isa.h"
 #include "executor/kernels/common.h"
 #include "executor/kernels/gemm.h"
+#include "executor/kernels/gemm_isa.h"
 #include "executor/simd/isa_target.h"
 
 #if !defined(__clang__)
@@ -39,27 +38,6 @@ namespace {
 // 256 KiB was 10-40% slower than 1 MiB (more, shorter GEMMs), 512 KiB and 2 MiB each slower on
 // one of the three layers.
 constexpr int64_t kWinogradBlockBytes = int64_t{1} << 20;
-
-// A per-thread scratch of 64-byte aligned floats, grown and never shrunk.
-float* scratch(int slot, size_t floats) {
-  struct Buf {
-    float* ptr = nullptr;
-    size_t cap = 0;
-    ~Buf() { std::free(ptr); }
-  };
-  thread_local Buf bufs[2];
-  Buf& b = bufs[slot];
-  if (b.cap < floats) {
-    std::free(b.ptr);
-    b.ptr = nullptr;
-    b.cap = 0;
-    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    b.ptr = static_cast<float*>(std::aligned_alloc(64, bytes));
-    if (!b.ptr) throw std::bad_alloc();
-    b.cap = bytes / sizeof(float);
-  }
-  return b.ptr;
-}
 
 }  // namespace
 
@@ -218,8 +196,8 @@ void winogradItem(const ConvParams& p, const float* x, const float* u, const flo
                   int64_t k1) {
   const Geometry g{p.c, p.h, p.w, p.m, p.oh, p.ow, (p.ow + 1) / 2};
   const int64_t tiles = t1 - t0, ts = (tiles + 15) / 16 * 16, kn = k1 - k0;
-  float* v = scratch(0, static_cast<size_t>(16 * g.c * ts));
-  float* mb = scratch(1, static_cast<size_t>(16 * kn * ts));
+  float* v = gemmBuffer(4, static_cast<size_t>(16 * g.c * ts));
+  float* mb = gemmBuffer(5, static_cast<size_t>(16 * kn * ts));
   inputTransform(g, x, t0, t1, v, ts);
   // The GEMMs run over whole 16-column vectors, the columns past the block's tiles zero: a
   // ragged rest (49 tiles: ResNet's 14 x 14 layers) ran on the GEMM's edge tiles and its copy
