@@ -786,6 +786,37 @@ std::vector<ConvGeom> channelTileGeoms() {
        {1, 1},
        1,
        true},
+      // A channel tile of 32 (two vectors: a 32-channel conv, or the last 32 channels of 96)
+      // runs 14 x 2 tiles as well, one per 14 positions, with its own cut variants: read in place
+      // with padding at stride 2 (MobileNetV2's stem: the left cut only) and at stride 1 beside
+      // a 64-channel tile (both cuts, 2 images), on a padded copy with a 7 x 2 tile left (21),
+      // and in two depth passes (276 KB).
+      {"ct_wide32_in_place_s2",
+       {1, 3, 9, 28},
+       {32, 3, 3, 3},
+       {2, 2},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true},
+      {"ct_wide96_in_place_28",
+       {2, 5, 6, 28},
+       {96, 5, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true},
+      {"ct_wide32_padded_21", {1, 4, 5, 21}, {32, 4, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
+      {"ct_wide32_depth_passes",
+       {1, 240, 3, 14},
+       {32, 240, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       0.0f},
       // 7-wide planes read in place run pairs of rows with the same taps as one 14 x 2 tile
       // (channel_tile_body.inc, row pairs): cut at both ends of both rows in two depth passes
       // on 2 images, streamed with prefetch (a 1.1 MB pack) beside 7 x 4 rows, and uncut (a
@@ -817,6 +848,17 @@ std::vector<ConvGeom> channelTileGeoms() {
        1,
        true,
        0.0f},
+      // Pairs of a 32-channel tile too (MobileNetV2's 960 -> 160 on 7 x 7: 64 + 64 + 32).
+      {"ct_pair_1x1_7x7_96",
+       {1, 70, 7, 7},
+       {96, 70, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       -0.25f,
+       0.5f},
       // A tall window padded by more than its reach: a tap set per row would outgrow the
       // table's bound, so the later rows run every tap.
       {"ct_tall_window", {1, 2, 5, 9}, {16, 2, 9, 1}, {1, 1}, {8, 0, 8, 0}, {1, 1}, 1, true},
@@ -1122,6 +1164,10 @@ TEST(IsaConv, ChannelTilesReadAndWriteChannelBlocks) {
       {"project_15x9_2img", {2, 48, 15, 9}, {80, 48, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
       {"s2_13x13", {1, 16, 13, 13}, {16, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false},
       {"3x3_unpadded", {1, 32, 9, 12}, {48, 32, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      // 14 x 2 tiles of a 32-channel tile reading channel blocks at strides 1 (beside a
+      // 64-channel tile) and 2.
+      {"wide32_1x1", {1, 48, 3, 28}, {96, 48, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {"wide32_1x1_s2", {1, 32, 5, 28}, {32, 32, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true},
       {"wide_tile_1x1",
        {1, 64, 3, 20},
        {256, 64, 1, 1},

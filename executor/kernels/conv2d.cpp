@@ -309,14 +309,18 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
   // its input in place too: the row tap sets (below) skip the padding rows, and CUT tiles
   // (channel_tile_body.inc) the one padding column a row's first or last position reaches,
   // where every tile is a whole 7 x 4 or 14 x 2 tile on AVX-512 itself (the variants built
-  // with CUT: rows a multiple of 7 wide, 64-channel tiles). So does every 3 x 3 of ResNet-18
+  // with CUT: rows a multiple of 7 wide, 64-channel tiles; or a last tile of 32 channels, whose
+  // rows run 14 x 2 tiles only, a multiple of 14 wide). So does every 3 x 3 of ResNet-18
   // (widths 56, 28, 14, 7; 64-512 channels): the padded copy and its fork-join were 1.7% of its
-  // time at batch 32 on one thread.
-  const bool padInPlace = !inPlace && !avx512LogicOnAvx2 && !p.inBlocked &&
-                          activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.dh == 1 &&
-                          p.dw == 1 && (p.sw == 1 || p.sw == 2) && p.pt <= 1 &&
-                          rows - p.pt - p.h <= 1 && p.pl <= 1 && cols - p.pl - p.w <= 1 &&
-                          p.ow % kConvTileRows == 0 && p.m % kConvTileChannels == 0;
+  // time at batch 32 on one thread. And MobileNetV2's stem (3 -> 32 channels, 224 -> 112): its
+  // copy of the 3 input planes took 178 -> 141 us on one thread, 113 -> 76 on two
+  // (kernels_bench, as in the plan; Xeon, interleaved minima).
+  const bool padInPlace =
+      !inPlace && !avx512LogicOnAvx2 && !p.inBlocked && activeIsa() == Isa::kAvx512 && p.kh == 3 &&
+      p.kw == 3 && p.dh == 1 && p.dw == 1 && (p.sw == 1 || p.sw == 2) && p.pt <= 1 &&
+      rows - p.pt - p.h <= 1 && p.pl <= 1 && cols - p.pl - p.w <= 1 && p.ow % kConvTileRows == 0 &&
+      (p.m % kConvTileChannels == 0 ||
+       (p.m % kConvTileChannels == 32 && p.ow % (2 * kConvTileRows) == 0));
   const bool direct = inPlace || padInPlace;  // no padded copy
   const int64_t ph = direct ? p.h : rows, pw = direct ? p.w : cols, plane = ph * pw;
   // Read in place with padding, a tap's offset is from the output position's window corner
