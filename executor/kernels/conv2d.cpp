@@ -327,15 +327,25 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
   // in padded coordinates to its input value: (ki * dh - pt) rows and (kj * dw - pl) columns
   // away, negative for the taps the tiles skip at the top and left.
   const int64_t shift = padInPlace ? p.pt * pw + p.pl : 0;
+  // These tables are rebuilt on every call, before the tasks start: written through pointers
+  // into vectors sized once (not pushed back tap by tap, with a select per tap), ResNet-18's
+  // 512 x 512 x 3 x 3 layer (4,608 taps, 3 sets) spent 1.5% of its two-thread profile here,
+  // on the caller alone.
   thread_local std::vector<int32_t> koff;
   koff.resize(static_cast<size_t>(depth));
-  for (int64_t ci = 0, k = 0; ci < p.c; ++ci)
+  {
+    const int64_t window = p.kh * p.kw, scale = p.inBlocked ? 16 : 1;
+    int32_t* ko = koff.data();
     for (int64_t ki = 0; ki < p.kh; ++ki)
-      for (int64_t kj = 0; kj < p.kw; ++kj) {
-        const int64_t at = ki * p.dh * pw + kj * p.dw - shift;
-        koff[static_cast<size_t>(k++)] = static_cast<int32_t>(
-            p.inBlocked ? (ci / 16 * plane + at) * 16 + ci % 16 : ci * plane + at);
-      }
+      for (int64_t kj = 0; kj < p.kw; ++kj)
+        ko[ki * p.kw + kj] = static_cast<int32_t>((ki * p.dh * pw + kj * p.dw - shift) * scale);
+    for (int64_t ci = 1; ci < p.c; ++ci) {
+      const auto base =
+          static_cast<int32_t>(p.inBlocked ? ci / 16 * plane * 16 + ci % 16 : ci * plane);
+      int32_t* row = ko + ci * window;
+      for (int64_t k = 0; k < window; ++k) row[k] = ko[k] + base;
+    }
+  }
   // Tap sets (ConvTapSets): set 0 is every tap. An output row whose window reaches into the
   // zero rows of a padded copy runs only the taps on input rows (ki in [kiLo, kiHi)), as
   // oneDNN's and MLAS's direct convs skip them: a 3 x 3 conv padded by 1 on a 7 x 7 plane
@@ -354,13 +364,19 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
     const int64_t total = static_cast<int64_t>(taps.size()) / 2 + p.c * (kiHi - kiLo) * p.kw;
     if (!setRows.empty() && total > std::min<int64_t>(4 * depth, INT32_MAX)) return 0;
     setRows.emplace_back(kiLo, kiHi);
-    for (int64_t ci = 0; ci < p.c; ++ci)
-      for (int64_t ki = kiLo; ki < kiHi; ++ki)
-        for (int64_t kj = 0; kj < p.kw; ++kj) {
-          const int64_t k = (ci * p.kh + ki) * p.kw + kj;
-          taps.push_back(koff[static_cast<size_t>(k)]);
-          taps.push_back(static_cast<int32_t>(k));
-        }
+    const size_t from = taps.size();
+    taps.resize(static_cast<size_t>(2 * total));
+    int32_t* t = taps.data() + from;
+    const int32_t* ko = koff.data();
+    const int64_t span = (kiHi - kiLo) * p.kw;  // a channel's taps in this set: consecutive k
+    for (int64_t ci = 0; ci < p.c; ++ci) {
+      const int64_t k0 = (ci * p.kh + kiLo) * p.kw;
+      for (int64_t j = 0; j < span; ++j) {
+        t[2 * j] = ko[k0 + j];
+        t[2 * j + 1] = static_cast<int32_t>(k0 + j);
+      }
+      t += 2 * span;
+    }
     setBegin.push_back(static_cast<int32_t>(taps.size() / 2));
     return static_cast<int32_t>(setRows.size() - 1);
   };
