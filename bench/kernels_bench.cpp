@@ -745,7 +745,8 @@ int main(int argc, char** argv) {
   if (std::none_of(args.begin(), args.end(), [](const char* a) {
         return std::string_view(a).starts_with("--benchmark_enable_random_interleaving");
       }))
-    args.insert(args.begin() + 1, interleave);
+    // After the program name; an argv without one (argc 0, which exec allows) takes it first.
+    args.insert(args.empty() ? args.end() : args.begin() + 1, interleave);
   argc = static_cast<int>(args.size());
   args.push_back(nullptr);
   argv = args.data();

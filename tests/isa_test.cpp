@@ -817,6 +817,25 @@ std::vector<ConvGeom> channelTileGeoms() {
        1,
        true,
        0.0f},
+      // Two depth passes on rows of two 14-position tiles of 32 channels, and on 32-channel
+      // row pairs (7-wide planes, below): 276 KB of weights a tile, over kConvPassWeightBytes.
+      {"ct_wide32_passes_28",
+       {1, 240, 3, 28},
+       {32, 240, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true},
+      {"ct_pair32_7x7_passes",
+       {1, 240, 7, 7},
+       {32, 240, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       false,
+       0.0f},
       // 7-wide planes read in place run pairs of rows with the same taps as one 14 x 2 tile
       // (channel_tile_body.inc, row pairs): cut at both ends of both rows in two depth passes
       // on 2 images, streamed with prefetch (a 1.1 MB pack) beside 7 x 4 rows, and uncut (a
