@@ -90,7 +90,8 @@ struct Prepared {
   void run() { kernels::run(*spec, ptrs.data(), output.data()); }
 };
 
-// A GEMM shape of the goals: square n x n x n, or M rows against a K = N = 1024 weight.
+// A GEMM shape of the goals: square n x n x n, or M rows against a K = N = 1024 weight;
+// and the MLP's layers at batch 32.
 struct GemmShape {
   std::string label;
   int64_t m, n, k;
@@ -104,6 +105,9 @@ const std::vector<GemmShape>& gemmShapes() {
       {"m1_k1024_n1024", 1, 1024, 1024},
       {"m8_k1024_n1024", 8, 1024, 1024},
       {"m64_k1024_n1024", 64, 1024, 1024},
+      // The peers' MLP (bench/peers/models.py) at batch 32: its two Linear layers.
+      {"m32_k1024_n1024", 32, 1024, 1024},
+      {"m32_k1024_n256", 32, 256, 1024},
   };
   return shapes;
 }

@@ -152,6 +152,11 @@ struct MatMulParams {
   // ISA is recompiled on load, and the executor never runs an ISA above activeIsa()).
   Isa isa = Isa::kBaseline;
   GemmBlocking gemm;
+  // Not a compile decision: a static plan sets it on its own copy of the spec when it binds B, a
+  // constant, packed in strips of the direct path's tile width (compiler/weight_pack.h,
+  // packMatMulB) in place of input 1: that width, 48 or 64. Never stored or compared with a
+  // recompile (a stored spec always has 0), as ConvParams::weightsPacked.
+  int64_t bPacked = 0;
 };
 
 // MatMul's thread split over at most `tasks` tasks, from p's shape and GEMM path (set before):

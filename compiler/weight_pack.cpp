@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <new>
 
 #include "graph/error.h"
@@ -86,16 +88,67 @@ size_t WeightPackCache::KeyHash::operator()(const Key& k) const {
   return h;
 }
 
+int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width) {
+  int64_t floats = 0;
+  if (k <= 0 || n <= 0 || width <= 0 || n > std::numeric_limits<int64_t>::max() - width) return 0;
+  const int64_t padded = (n + width - 1) / width * width;
+  if (__builtin_mul_overflow(padded, k, &floats)) return 0;
+  return floats;
+}
+
+void packMatMulB(const float* b, int64_t k, int64_t n, int64_t width, float* out) {
+  // Row by row within a strip: each row of B is read as one short contiguous run.
+  for (int64_t j0 = 0; j0 < n; j0 += width) {
+    const int64_t cols = std::min(width, n - j0);
+    float* strip = out + j0 * k;
+    for (int64_t p = 0; p < k; ++p) {
+      float* dst = strip + p * width;
+      std::memcpy(dst, b + p * n + j0, static_cast<size_t>(cols) * sizeof(float));
+      std::fill(dst + cols, dst + width, 0.0f);
+    }
+  }
+}
+
 std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Tensor>& w,
                                                   const ConvParams& p, bool* packedNow) {
-  if (packedNow) *packedNow = false;
   const int64_t k = p.cg * p.kh * p.kw;
   const bool depthwise = p.channelBlocks != 0;
   if (!w || w->dtype() != DType::kF32 || (depthwise ? p.cg != 1 : p.group != 1) ||
       w->numel() != p.m * k)
     fail(ErrorKind::kShape, "conv2d weight pack: the constant is not an f32 [{}, {}] weight", p.m,
          k);
-  const Key key{w.get(), p.m, k, depthwise ? 1 : p.winograd ? 2 : 0};
+  const int64_t floats = convPackedWeightFloats(p);
+  if (floats <= 0) fail(ErrorKind::kShape, "conv2d weight pack: {} x {} floats overflow", p.m, k);
+  if (p.winograd && (p.kh != 3 || p.kw != 3 || p.group != 1))
+    fail(ErrorKind::kShape, "conv2d weight pack: Winograd needs a 3 x 3 weight of one group");
+  return lookup(
+      w,
+      Key{w.get(), p.m, k,
+          depthwise    ? 1
+          : p.winograd ? 2
+                       : 0},
+      floats, [&](float* data) { packConvWeights(p, w->as<const float>(), data); }, packedNow);
+}
+
+std::shared_ptr<const float> WeightPackCache::getMatMulB(const std::shared_ptr<const Tensor>& b,
+                                                         int64_t k, int64_t n, int64_t width,
+                                                         bool* packedNow) {
+  if (!b || b->dtype() != DType::kF32 || b->shape().rank() != 2 || b->shape()[0] != k ||
+      b->shape()[1] != n)
+    fail(ErrorKind::kShape, "matmul weight pack: the constant is not an f32 [{}, {}] matrix", k, n);
+  const int64_t floats = matMulPackedBFloats(k, n, width);
+  if (floats <= 0)
+    fail(ErrorKind::kShape, "matmul weight pack: {} x {} in strips of {} overflows", k, n, width);
+  return lookup(
+      b, Key{b.get(), n, k, -width}, floats,
+      [&](float* data) { packMatMulB(b->as<const float>(), k, n, width, data); }, packedNow);
+}
+
+std::shared_ptr<const float> WeightPackCache::lookup(const std::shared_ptr<const Tensor>& w,
+                                                     const Key& key, int64_t floats,
+                                                     const std::function<void(float*)>& pack,
+                                                     bool* packedNow) {
+  if (packedNow) *packedNow = false;
   std::lock_guard<std::mutex> lock(mu_);
   if (auto e = cache_.get(key)) {
     // The same constant (not a new one at a freed one's address), and a plan still holds it.
@@ -107,16 +160,12 @@ std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Te
       }
   }
   ++misses_;
-  const int64_t floats = convPackedWeightFloats(p);
-  if (floats <= 0) fail(ErrorKind::kShape, "conv2d weight pack: {} x {} floats overflow", p.m, k);
-  if (p.winograd && (p.kh != 3 || p.kw != 3 || p.group != 1))
-    fail(ErrorKind::kShape, "conv2d weight pack: Winograd needs a 3 x 3 weight of one group");
   const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
   // Streamed through on every call: in huge pages where large (graph/large_buffer.h).
   auto* data = static_cast<float*>(allocateLargeBuffer(bytes));
   std::shared_ptr<const float> packed(data,
                                       [](const float* q) { std::free(const_cast<float*>(q)); });
-  packConvWeights(p, w->as<const float>(), data);
+  pack(data);
   cache_.put(key, Entry{w, packed});
   if (packedNow) *packedNow = true;
   return packed;

@@ -10,6 +10,7 @@
 // per-op specs on the graph's tensors.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -34,6 +35,15 @@ int64_t convPackedWeightFloats(const ConvParams& p);
 // Packs w ([m, K] row-major, K = cg * kh * kw, one group) into out (convPackedWeightFloats).
 void packConvWeights(const ConvParams& p, const float* w, float* out);
 
+// MatMul's constant B ([k, n] f32, row-major) for the direct GEMM path (MatMulParams::bPacked):
+// in strips of `width` columns (the path's tile width, 48 or 64), strip s holding columns
+// [width s, width s + width) as [k][width] floats at s * k * width, columns past n zero. So each
+// tile reads its k x width block of B contiguously rather than a row a page apart. ONNX Runtime
+// (MLAS's packed B) and oneDNN's pre-packed weights do the same at session build.
+// matMulPackedBFloats: the floats of that layout (0 when they overflow).
+int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width);
+void packMatMulB(const float* b, int64_t k, int64_t n, int64_t width, float* out);
+
 // The packed weights of a constant, shared by every plan built from it: the 64 gears of a
 // session are 64 plans over one graph, and packing each conv's weight per plan would multiply
 // its memory by 64. The cache owns nothing: it maps (constant, layout) to the plans' packs by
@@ -48,6 +58,9 @@ class WeightPackCache {
   // miss. Sets *packedNow when this call packed it.
   std::shared_ptr<const float> get(const std::shared_ptr<const Tensor>& w, const ConvParams& p,
                                    bool* packedNow = nullptr);
+  // The strips of a MatMul's constant B ([k, n]) `width` columns wide (packMatMulB).
+  std::shared_ptr<const float> getMatMulB(const std::shared_ptr<const Tensor>& b, int64_t k,
+                                          int64_t n, int64_t width, bool* packedNow = nullptr);
   // hits: a plan got a pack another plan holds; misses: packed (absent, stale or expired);
   // evictions, size and capacity: the map's.
   CacheStats stats() const;
@@ -56,7 +69,9 @@ class WeightPackCache {
   struct Key {
     const Tensor* tensor;
     int64_t m, k;
-    int64_t depthwise;  // 1: the channel-block layout (tiles of 16); 2: Winograd's components
+    // 1: the channel-block layout (tiles of 16); 2: Winograd's components; -width: MatMul's B
+    // in strips (m is then n)
+    int64_t depthwise;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
@@ -66,6 +81,10 @@ class WeightPackCache {
     std::weak_ptr<const Tensor> tensor;
     std::weak_ptr<const float> packed;
   };
+  // The pack under `key` of constant w, made by pack(data) into `floats` floats on a miss.
+  std::shared_ptr<const float> lookup(const std::shared_ptr<const Tensor>& w, const Key& key,
+                                      int64_t floats, const std::function<void(float*)>& pack,
+                                      bool* packedNow);
   mutable std::mutex mu_;  // held across a pack: two gears' plans never pack one weight twice
   LruCache<Key, Entry, KeyHash> cache_;
   int64_t hits_ = 0, misses_ = 0;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "compiler/cpu_isa.h"
 #include "executor/session.h"
 #include "graph/file_io.h"
 #include "graph/npy.h"
@@ -302,6 +303,25 @@ TEST(Cli, PrintPlanShowsEachKernelsThreadSplitAndParams) {
   EXPECT_EQ(runGearbox(model + " --threads 2").exitCode, 2);
   EXPECT_EQ(runGearbox(base + "2 --passes").exitCode, 2);
   EXPECT_EQ(runGearbox(model + " --shapes '{\"x\": [1, 1024]}' --plan --threads -1").exitCode, 2);
+}
+
+// A constant B of 1,040 columns on AVX-512's direct path is packed by the plan in strips of the
+// tile's width (48 for 32 rows: 8 x 48 tiles), and print --plan says so under the step.
+TEST(Cli, PrintPlanShowsAMatMulWeightPackedInStrips) {
+  TempDir dir;
+  saveNpy(dir.file("w.npy"), Tensor(DType::kF32, {300, 1040}));
+  {
+    std::ofstream f(dir.file("m.gbx"));
+    f << "graph m(%x: f32[B, 300]) {\n  %w = const f32[300, 1040] \"w.npy\"\n"
+         "  %y = matmul(%x, %w)\n  return %y\n}\n";
+  }
+  auto r = runGearbox("print " + shellQuote(dir.file("m.gbx")) +
+                      " --shapes '{\"x\": [32, 300]}' --plan --threads 1");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const bool packed =
+      r.output.find("      weight B packed by the plan in strips of 48 columns ([K][48] each") !=
+      std::string::npos;
+  EXPECT_EQ(packed, activeIsa() == Isa::kAvx512) << r.output;
 }
 
 TEST(Cli, LogHasOneCompileLinePerKernelAndIterationMarkers) {

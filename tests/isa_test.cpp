@@ -348,6 +348,86 @@ TEST(IsaGemm, TheEpilogueIsTheUnfusedAddsAndClampBitForBit) {
               });
 }
 
+// B packed in strips of the direct path's tile width (compiler/weight_pack.h, packMatMulB; a
+// static plan's constant B): every shape above, both widths, direct blockings that cut K and N
+// into ragged blocks, on AVX-512 and its logic on AVX2. Against the plain loop, and bit for bit
+// against B read in place where the in-place path runs the same tile (the same sums in the same
+// order), with and without the fused epilogue.
+TEST(IsaGemm, BPackedInStripsMatchesBInPlace) {
+  const std::pair<std::string, GemmBlocking> blockings[] = {
+      {"direct_small_blocks", {GemmPath::kDirect, 7, 1, 70}},
+      {"direct_one_block", {GemmPath::kDirect, 4096, 1, 4096}},
+      {"direct_as_chosen", {GemmPath::kDirect, 256, 1, 512}}};
+  struct Run {
+    const char* name;
+    bool logicOnAvx2;
+  };
+  std::vector<Run> runs;
+  if (detectedIsa() >= Isa::kAvx512) runs.push_back({"avx512", false});
+  if (detectedIsa() >= Isa::kAvx2) runs.push_back({"avx512 logic on avx2", true});
+  if (runs.empty()) GTEST_SKIP() << "this CPU has no AVX2";
+  auto strips = [](const float* b, int64_t ldb, int64_t k, int64_t n, int64_t width) {
+    std::vector<float> dense(static_cast<size_t>(std::max<int64_t>(1, k * n)));
+    for (int64_t p = 0; p < k; ++p) std::copy(b + p * ldb, b + p * ldb + n, dense.begin() + p * n);
+    std::vector<float> out(
+        static_cast<size_t>(std::max<int64_t>(1, matMulPackedBFloats(k, n, width))));
+    if (k > 0 && n > 0) packMatMulB(dense.data(), k, n, width, out.data());
+    return out;
+  };
+  for (const Run& run : runs) {
+    std::optional<ScopedIsaOverride> forced;
+    if (!run.logicOnAvx2) forced.emplace(Isa::kAvx512);
+    for (const GemmShape& s : gemmShapes())
+      for (int64_t width : {48, 64})
+        for (const auto& [name, bl] : blockings) {
+          const std::string what = fmt::format("{} strips of {} {}", run.name, width, name);
+          checkGemm(
+              s, what,
+              [&, blocking = bl](const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                 int64_t ldc) {
+                const std::vector<float> packed = strips(b, ldb, s.k, s.n, width);
+                ASSERT_TRUE(kernels::gemmF32StripsB(blocking, width, a, lda, packed.data(), c, ldc,
+                                                    s.m, s.n, s.k, nullptr, run.logicOnAvx2));
+              });
+          if (s.m <= 0 || s.n <= 0 || gemmDirectTile(s.m).vectors * 16 != width) continue;
+          // Bit for bit against B in place, with a bias, a residual and a clamp fused.
+          SCOPED_TRACE(fmt::format("{}: m {} n {} k {}", what, s.m, s.n, s.k));
+          const int64_t lda = s.k + s.padA, ldb = s.n + s.padB, ldc = s.n + s.padC;
+          std::mt19937 rng(static_cast<uint32_t>(s.m * 7919 + s.n * 31 + s.k));
+          std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+          std::vector<float> a(static_cast<size_t>(std::max<int64_t>(1, s.m * lda)));
+          std::vector<float> b(static_cast<size_t>(std::max<int64_t>(1, s.k * ldb)));
+          std::vector<float> bias(static_cast<size_t>(s.n)), res(static_cast<size_t>(s.m * ldc));
+          for (auto* v : {&a, &b, &bias, &res})
+            for (float& x : *v) x = dist(rng);
+          const std::vector<float> packed = strips(b.data(), ldb, s.k, s.n, width);
+          for (bool epilogue : {false, true}) {
+            kernels::GemmEpilogue e;
+            e.bias = bias.data();
+            e.res = res.data();
+            e.ldr = ldc;
+            e.clamp = true;
+            e.lo = -0.25f;
+            e.hi = 0.5f;
+            const kernels::GemmEpilogue* ep = epilogue ? &e : nullptr;
+            const float nan = std::numeric_limits<float>::quiet_NaN();
+            std::vector<float> want(static_cast<size_t>(s.m * ldc), nan), got = want;
+            if (run.logicOnAvx2) {
+              ASSERT_TRUE(kernels::gemmF32Avx512LogicOnAvx2(bl, a.data(), lda, b.data(), ldb,
+                                                            want.data(), ldc, s.m, s.n, s.k, ep));
+            } else {
+              kernels::gemmF32(Isa::kAvx512, bl, a.data(), lda, b.data(), ldb, want.data(), ldc,
+                               s.m, s.n, s.k, ep);
+            }
+            ASSERT_TRUE(kernels::gemmF32StripsB(bl, width, a.data(), lda, packed.data(), got.data(),
+                                                ldc, s.m, s.n, s.k, ep, run.logicOnAvx2));
+            EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                << "epilogue " << epilogue;
+          }
+        }
+  }
+}
+
 // ---- conv2d's GEMM driver (executor/simd/conv_body.inc) ----------------------------------------
 
 struct ConvGeom {

@@ -354,6 +354,83 @@ TEST(WeightPack, AWeightFedAsAnInputIsNeverPacked) {
   expectPlanMatchesReference(*plan, 14);
 }
 
+// MatMul's constant B in strips (compiler.cpp's bindPackedMatMulB): x [N, 300] times B [300, n],
+// with a bias and relu fused (act_min = 0) or plain.
+Graph packedMatMulGraph(bool bIsInput, int64_t n, bool epilogue) {
+  GraphBuilder b("mm");
+  auto x = b.input("x", DType::kF32, {symbolDim("N"), 300});
+  auto w = bIsInput ? b.input("w", DType::kF32, {300, n})
+                    : b.constant(randomTensor(DType::kF32, Shape{300, n}, 7), "w");
+  if (!epilogue) {
+    b.output(b.op(OpKind::kMatMul, {x, w}, Attrs{}, "y"));
+  } else {
+    Attrs relu;
+    relu.setFloat(attr::MatMul::act_min, 0.0);
+    auto bias = b.constant(randomTensor(DType::kF32, Shape{n}, 8), "bias");
+    b.output(b.op(OpKind::kMatMul, {x, w, bias}, relu, "y"));
+  }
+  return b.build();
+}
+
+const MatMulParams& stepMatMul(const Plan& plan) {
+  return std::get<MatMulParams>(plan.steps.at(0).kernel->params);
+}
+
+// N = 1040 on AVX-512's direct path: 8 and 32 rows run 8 x 48 tiles (21 strips of 48 and 32
+// columns in a zero-padded 22nd), 6 and 13 rows 6 x 64 (16 strips and 16 columns); on two threads
+// row splits read the one pack, and a column split that would start inside a strip keeps B in
+// place. Every plan against the reference executor.
+TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
+  for (bool epilogue : {false, true})
+    for (int threads : {1, 2}) {
+      auto g = std::make_shared<const Graph>(packedMatMulGraph(false, 1040, epilogue));
+      KernelCache cache(64, threads);
+      for (int64_t m : {8, 32, 6, 13, 300}) {
+        SCOPED_TRACE(fmt::format("epilogue {} threads {} m {}", epilogue, threads, m));
+        auto plan = compilePlan(g, {Shape{m, 300}}, cache);
+        const MatMulParams& p = stepMatMul(*plan);
+        const bool direct = activeIsa() == Isa::kAvx512 && p.gemm.path == GemmPath::kDirect;
+        EXPECT_EQ(direct, activeIsa() == Isa::kAvx512);
+        const int64_t width = gemmDirectTile(m).vectors * 16;
+        const bool packs = direct && p.colsPerTask % width == 0;
+        EXPECT_EQ(p.bPacked, packs ? width : 0);
+        EXPECT_EQ(plan->steps[0].packedWeight != nullptr, packs);
+        EXPECT_EQ(plan->packedWeightBytes,
+                  packs ? (1040 + width - 1) / width * width * 300 * 4 : 0);
+        // The kernel cache holds the spec as compiled.
+        EXPECT_EQ(std::get<MatMulParams>(cache.get(plan->steps[0].kernel->key)->params).bPacked, 0);
+        expectPlanMatchesReference(*plan, 20 + static_cast<uint64_t>(m));
+      }
+      if (activeIsa() == Isa::kAvx512) {
+        // 32 and 8 rows on one thread share one pack of 48-column strips; 6 and 13 one of 64.
+        auto a = compilePlan(g, {Shape{32, 300}}, cache);
+        auto b = compilePlan(g, {Shape{8, 300}}, cache);
+        if (threads == 1) {
+          EXPECT_EQ(a->steps[0].packedWeight, b->steps[0].packedWeight);
+          EXPECT_EQ(b->weightsPackedNow, 0);
+        }
+      }
+    }
+}
+
+// A B fed as an input, a narrow B (rows 1 KiB apart) and the dynamic plan keep B in place.
+TEST(WeightPack, AMatMulBInputNarrowOrInADynamicPlanStaysInPlace) {
+  KernelCache cache;
+  auto fed = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(true, 1040, false)),
+                         {Shape{32, 300}, Shape{300, 1040}}, cache);
+  EXPECT_EQ(stepMatMul(*fed).bPacked, 0);
+  EXPECT_EQ(fed->steps[0].packedWeight, nullptr);
+  expectPlanMatchesReference(*fed, 30);
+  auto narrow = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 256, true)),
+                            {Shape{32, 300}}, cache);
+  EXPECT_EQ(stepMatMul(*narrow).bPacked, 0);
+  expectPlanMatchesReference(*narrow, 31);
+  auto dynamic = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 1040, false)),
+                             {Shape{symbolDim("N"), 300}}, cache);
+  EXPECT_FALSE(dynamic->isStatic);
+  EXPECT_EQ(dynamic->steps[0].packedWeight, nullptr);
+}
+
 // ---- activations in channel blocks (compiler.cpp's blockActivations) ------------------------
 
 // MobileNetV2's inverted residual block without the residual: a 1x1 conv expanding c to m

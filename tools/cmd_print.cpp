@@ -220,6 +220,12 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
         cp && (cp->inBlocked || cp->outBlocked))
       out += fmt::format("      layout input {}, output {} (nChw16c: channel blocks of 16)\n",
                          cp->inBlocked ? "nChw16c" : "NCHW", cp->outBlocked ? "nChw16c" : "NCHW");
+    if (const auto* mp = std::get_if<MatMulParams>(&plan->steps[i - 1].kernel->params);
+        mp && mp->bPacked)
+      out += fmt::format(
+          "      weight B packed by the plan in strips of {} columns ([K][{}] each, the direct "
+          "path's tile width)\n",
+          mp->bPacked, mp->bPacked);
   }
   return out;
 }

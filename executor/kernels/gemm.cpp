@@ -92,6 +92,15 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
   }
 }
 
+// gemmDirectStrips' AVX-512 logic on AVX2 (tests, and a plan packed for AVX-512 run after the
+// ISA was lowered).
+void gemmDirectStripsAvx512Logic(const GemmBlocking& bl, int64_t width, const float* a, int64_t lda,
+                                 const float* b, float* c, int64_t ldc, int64_t m, int64_t n,
+                                 int64_t k, const GemmEpilogue* e) {
+  directStrips<F32x16OnAvx2>(GemmArgs{a, lda, b, width, c, ldc, m, n, k, e}, width, bl.kc, bl.nc,
+                             GemmBuffers{gemmBuffer});
+}
+
 // The AVX-512 kernels' logic (12 x 32 tiles and 16-lane streams) on AVX2.
 void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const float* b,
                      int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
@@ -193,6 +202,41 @@ void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda,
 #endif
   eigenGemmF32(a, lda, b, ldb, c, ldc, m, n, k);
   if (e) finishScalar(*e, c, ldc, m, n);
+}
+
+bool gemmF32StripsB(const GemmBlocking& blocking, int64_t width, const float* a, int64_t lda,
+                    const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                    const GemmEpilogue* e, bool avx512LogicOnAvx2) {
+  if (width != 48 && width != 64) return false;
+  if (m <= 0 || n <= 0) return true;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    if (e) finishScalar(*e, c, ldc, m, n);
+    return true;
+  }
+#if GEARBOX_HAVE_ISA_REGIONS
+  const Isa active = activeIsa();
+  if (!avx512LogicOnAvx2 && active >= Isa::kAvx512) {
+    on_avx512::gemmDirectStrips(blocking, width, a, lda, b, c, ldc, m, n, k, e);
+    return true;
+  }
+  if (active >= Isa::kAvx2) {
+    isa_avx2::gemmDirectStripsAvx512Logic(blocking, width, a, lda, b, c, ldc, m, n, k, e);
+    return true;
+  }
+#endif
+  if (avx512LogicOnAvx2) return false;
+  // The baseline (a plan packed on AVX-512, run after GEARBOX_ISA lowered the ISA): the sums in
+  // k order, column j of B at strip j / width, lane j % width.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float* col = b + j / width * k * width + j % width;
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum += a[i * lda + p] * col[p * width];
+      c[i * ldc + j] = sum;
+    }
+  if (e) finishScalar(*e, c, ldc, m, n);
+  return true;
 }
 
 void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,

@@ -37,6 +37,15 @@ void gemmF32(Isa isa, const GemmBlocking& blocking, const float* a, int64_t lda,
              int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
              const GemmEpilogue* e = nullptr);
 
+// The same on the direct path over B packed in strips `width` (48 or 64) columns wide
+// (compiler/weight_pack.h, packMatMulB; b at the strip holding this GEMM's column 0): a static
+// plan's constant B (MatMulParams::bPacked). The tile is the width's (8 x 48 or 6 x 64); kc and
+// nc from `blocking`. With avx512LogicOnAvx2 (tests), the same logic on AVX2 registers. False
+// (nothing run) for another width, or for the AVX2 logic on a CPU without AVX2.
+bool gemmF32StripsB(const GemmBlocking& blocking, int64_t width, const float* a, int64_t lda,
+                    const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                    const GemmEpilogue* e = nullptr, bool avx512LogicOnAvx2 = false);
+
 // The same, with the path and blocking chosen now for activeIsa() (conv2d, whose GEMM shapes
 // are known only inside its loop).
 void gemmF32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,

@@ -40,6 +40,12 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
     gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
 }
+void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int64_t lda,
+                      const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                      const GemmEpilogue* e) {
+  directStrips<F32x16>(GemmArgs{a, lda, b, width, c, ldc, m, n, k, e}, width, bl.kc, bl.nc,
+                       GemmBuffers{gemmBuffer});
+}
 void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,
               float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   convItem<F32x16, kConvMrAvx512, kConvNrAvx512 / F32x16::kLanes>(
@@ -77,6 +83,11 @@ namespace on_avx512 {
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, const GemmEpilogue* e) {
   isa_avx512::gemm(bl, a, lda, b, ldb, c, ldc, m, n, k, e);
+}
+void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int64_t lda,
+                      const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                      const GemmEpilogue* e) {
+  isa_avx512::gemmDirectStrips(bl, width, a, lda, b, c, ldc, m, n, k, e);
 }
 
 void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,

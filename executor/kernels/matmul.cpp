@@ -152,10 +152,6 @@ template <typename T>
 void gemmBlock(const MatMulParams& p, const Epilogue& epi, const T* a, const T* b, T* c,
                int64_t rows, int64_t cols, int64_t at, int64_t c0) {
   if constexpr (std::is_same_v<T, float>) {
-    if (!epi.any()) {
-      gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k);
-      return;
-    }
     GemmEpilogue e;
     e.bias = epi.bias ? epi.bias + c0 : nullptr;
     e.res = epi.res ? epi.res + at : nullptr;
@@ -163,7 +159,15 @@ void gemmBlock(const MatMulParams& p, const Epilogue& epi, const T* a, const T* 
     e.clamp = epi.clamp;
     e.lo = epi.lo;
     e.hi = epi.hi;
-    gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k, &e);
+    const GemmEpilogue* ep = epi.any() ? &e : nullptr;
+    // b is then at the strip holding column c0 (runMatMulT).
+    if (p.bPacked) {
+      if (!gemmF32StripsB(p.gemm, p.bPacked, a, p.k, b, c, p.n, rows, cols, p.k, ep))
+        fail(ErrorKind::kShape, "matmul: B packed in strips of {} columns (48 or 64 run)",
+             p.bPacked);
+      return;
+    }
+    gemmF32(p.isa, p.gemm, a, p.k, b, p.n, c, p.n, rows, cols, p.k, ep);
   } else {
     // The integer path has no column split (the compile step splits only f32 by columns).
     gemm<T>(a, b, c, rows, cols, p.k);
@@ -194,8 +198,9 @@ template <typename T>
         const int64_t bi = item / blocks;
         const int64_t c0 = item % blocks * p.colsPerTask;
         const int64_t cols = std::min(p.colsPerTask, p.n - c0);
-        gemmBlock<T>(p, epi, a + p.aOffsets[bi], b + p.bOffsets[bi] + c0, c + bi * mn + c0, p.m,
-                     cols, bi * mn + c0, c0);
+        // A packed B (one batch; the plan packs only where c0 is a whole strip): its strip.
+        const T* bc = p.bPacked ? b + c0 / p.bPacked * p.k * p.bPacked : b + p.bOffsets[bi] + c0;
+        gemmBlock<T>(p, epi, a + p.aOffsets[bi], bc, c + bi * mn + c0, p.m, cols, bi * mn + c0, c0);
       }
     });
     return;
