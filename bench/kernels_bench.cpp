@@ -24,6 +24,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -88,6 +89,28 @@ struct Prepared {
     kernels::run(*spec, ptrs.data(), output.data());  // warm up (page faults, workspaces)
   }
   void run() { kernels::run(*spec, ptrs.data(), output.data()); }
+
+  // Binds input 1 (MatMul's B) packed in strips as a static plan binds a constant B
+  // (compiler/weight_pack.h): false, and nothing changed, where the plan keeps B in place.
+  bool packMatMulB() {
+    const auto& mm = std::get<MatMulParams>(spec->params);
+    const int64_t width = matMulStripWidth(mm);
+    if (width == 0) return false;
+    const auto bytes = static_cast<size_t>(matMulPackedBFloats(mm.k, mm.n, width)) * sizeof(float);
+    packedB.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (!packedB) throw std::bad_alloc();
+    gearbox::packMatMulB(inputs[1].as<const float>(), mm.k, mm.n, width, packedB.get());
+    auto packed = std::make_shared<KernelSpec>(*spec);
+    std::get<MatMulParams>(packed->params).bPacked = width;
+    spec = packed;
+    ptrs[1] = packedB.get();
+    run();  // warm up
+    return true;
+  }
+  struct Free {
+    void operator()(float* f) const { std::free(f); }
+  };
+  std::unique_ptr<float, Free> packedB;
 };
 
 // A GEMM shape of the goals: square n x n x n, or M rows against a K = N = 1024 weight;
@@ -118,13 +141,18 @@ void setGflops(benchmark::State& state, const GemmShape& s) {
 }
 
 // gearbox's MatMul, compiled and run under `isa` (nullopt: the ISA this CPU runs).
+// packB: B packed in strips as a static plan packs a constant B (BM_MatMul_GearboxPackedB).
 void BM_MatMul_Gearbox(benchmark::State& state, const GemmShape& s, bool oneTask,
-                       std::optional<Isa> isa) {
+                       std::optional<Isa> isa, bool packB = false) {
   std::optional<ScopedIsaOverride> forced;
   if (isa) forced.emplace(*isa);
   Prepared p(OpKind::kMatMul,
              {randomTensor(DType::kF32, {s.m, s.k}, 1), randomTensor(DType::kF32, {s.k, s.n}, 2)},
              {}, oneTask);
+  if (packB && !p.packMatMulB()) {
+    state.SkipWithError("a plan keeps this B in place");
+    return;
+  }
   for (auto _ : state) {
     p.run();
     benchmark::DoNotOptimize(p.output.data());
@@ -553,6 +581,18 @@ bool registerAll() {
         BM_MatMul_Gearbox(st, g, oneTask, std::nullopt);
       })->UseRealTime();
     }
+    // As a static plan runs it where B is a constant it packs (a weight): only those shapes.
+    const KernelKey key = makeKernelKey(
+        OpKind::kMatMul, {{DType::kF32, Shape{g.m, g.k}}, {DType::kF32, Shape{g.k, g.n}}}, {});
+    const std::shared_ptr<const KernelSpec> spec = compileKernelSpec(key);
+    if (const auto* mm = std::get_if<MatMulParams>(&spec->params); mm && matMulStripWidth(*mm))
+      for (bool oneTask : {false, true}) {
+        const std::string name =
+            fmt::format("BM_MatMul_GearboxPackedB{}/{}", oneTask ? "1T" : "", g.label);
+        benchmark::RegisterBenchmark(name.c_str(), [g, oneTask](benchmark::State& st) {
+          BM_MatMul_Gearbox(st, g, oneTask, std::nullopt, true);
+        })->UseRealTime();
+      }
     // The same kernel on the baseline ISA (GEARBOX_ISA=baseline), in the same run.
     benchmark::RegisterBenchmark(
         ("BM_MatMul_GearboxBaseline1T/" + g.label).c_str(),
@@ -690,6 +730,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
             "{:<18} {:>7} {:>9.1f} {:>8} {:>9} {:>7} {:>9}\n", g.label, one ? "1" : "default", gb,
             dnnl ? fmt::format("{:.1f}", dnnl) : "-", blas ? fmt::format("{:.1f}", blas) : "-",
             best ? fmt::format("{:.2f}", gb / best) : "-", base ? fmt::format("{:.1f}", base) : "");
+        if (const double pk = get(fmt::format("BM_MatMul_GearboxPackedB{}/{}", t, g.label)); pk)
+          os << fmt::format("{:<18} {:>7} {:>9.1f} {:>8} {:>9} {:>7}\n", "  B packed (plan)",
+                            one ? "1" : "default", pk, "", "",
+                            best ? fmt::format("{:.2f}", pk / best) : "-");
       }
     }
     os << "\nConv2d vs oneDNN's convolution primitive in this run (GFLOP/s; ratio = gearbox / "

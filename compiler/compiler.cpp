@@ -64,15 +64,6 @@ struct Lifetimes {
 // constant gets the weight packed for the path (shared with the graph's other plans) and its own
 // copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
 // path the spec falls back to (channel blocks then transpose the weights per item).
-// MatMul's B is packed in strips (compiler/weight_pack.h, packMatMulB) where it is a 2-D f32
-// constant of at least this many columns, one batch, on the AVX-512 direct path: there each of a
-// tile's rows of B in place is 4 KiB or more from the last (a page, a TLB entry and the same L1
-// sets per row), and packed strips are read contiguously. Measured on an Intel Xeon (2026-12-04,
-// kernels_bench, four rounds interleaved): M = 8 and 32 at K = N = 1024 10% and 6% faster on one
-// thread, 29% and 15% on two; M = 64 and 1024 level; N = 256 (rows 1 KiB apart) 5-9% slower, so
-// narrower B stays in place.
-constexpr int64_t kMatMulPackMinN = 1024;
-
 void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
   // GEARBOX_PACK_MATMUL=0 keeps every B in place (A/B timing, as GEARBOX_BATCH_TILES=0).
   static const bool off = [] {
@@ -80,20 +71,13 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
     return e && std::string_view(e) == "0";
   }();
   const auto* p = std::get_if<MatMulParams>(&step.kernel->params);
-  if (off) return;
-  if (!p || p->bPacked || p->isa != Isa::kAvx512 || activeIsa() != Isa::kAvx512 ||
-      p->gemm.path != GemmPath::kDirect || p->batch != 1 || p->bOffsets.size() != 1 ||
-      p->bOffsets[0] != 0 || p->n < kMatMulPackMinN)
-    return;
+  if (off || !p || p->bPacked) return;
+  const int64_t width = matMulStripWidth(*p);
   const ValueId b = node.inputs[1];
   const TensorType& bt = plan.types[b];
-  if (plan.storage[b] != Storage::kConst || bt.dtype != DType::kF32 || bt.shape.rank() != 2 ||
-      bt.shape[0] != p->k || bt.shape[1] != p->n)
+  if (width == 0 || plan.storage[b] != Storage::kConst || bt.dtype != DType::kF32 ||
+      bt.shape.rank() != 2 || bt.shape[0] != p->k || bt.shape[1] != p->n)
     return;
-  // The strips of the tile the compile chose for m (gemmDirectTile); a column split must start
-  // each task on a whole strip.
-  const int64_t width = gemmDirectTile(p->m).vectors * 16;
-  if (p->colsPerTask % width != 0) return;
   const Node& producer = g.nodes[g.values[b].producer];
   bool packedNow = false;
   step.packedWeight =

@@ -7,6 +7,7 @@
 #include <limits>
 #include <new>
 
+#include "compiler/cpu_isa.h"
 #include "graph/error.h"
 #include "graph/large_buffer.h"
 
@@ -86,6 +87,27 @@ size_t WeightPackCache::KeyHash::operator()(const Key& k) const {
   h ^= std::hash<int64_t>{}(k.k) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   h ^= std::hash<int64_t>{}(k.depthwise) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;
+}
+
+// MatMul's B is packed in strips (packMatMulB) where it is a 2-D f32 constant (the plan checks
+// that) of at least this many columns, one batch, on the AVX-512 direct path: in place each of a
+// tile's rows of B is ldb floats from the last (from N = 1024 a page apart: a TLB entry and the
+// same L1 sets per row, and no prefetcher runs ahead), where packed strips are read
+// contiguously. Measured on an Intel Xeon (2026-12-04, kernels_bench's BM_MatMul_GearboxPackedB
+// against BM_MatMul_Gearbox, five to seven repetitions interleaved, one thread | two): K = N =
+// 1024 at M = 8 1.20 | 1.52x, M = 32 1.16 | 1.24x, M = 64 1.13 | 1.16x, M = 1024 1.12 | 1.15x;
+// n = 256 1.04 | 1.08x; M = 32, N = 256 1.02 | 1.00x; n = 64 level, so narrower B stays in place.
+constexpr int64_t kMatMulPackMinN = 256;
+
+int64_t matMulStripWidth(const MatMulParams& p) {
+  if (p.isa != Isa::kAvx512 || activeIsa() != Isa::kAvx512 || p.gemm.path != GemmPath::kDirect ||
+      p.batch != 1 || p.bOffsets.size() != 1 || p.bOffsets[0] != 0 || p.n < kMatMulPackMinN ||
+      p.k <= 0 || p.m <= 0)
+    return 0;
+  // The strips of the tile the compile chose for m (gemmDirectTile); a column split must start
+  // each task on a whole strip.
+  const int64_t width = gemmDirectTile(p.m).vectors * 16;
+  return p.colsPerTask % width == 0 ? width : 0;
 }
 
 int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width) {

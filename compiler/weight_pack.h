@@ -42,6 +42,10 @@ void packConvWeights(const ConvParams& p, const float* w, float* out);
 // (MLAS's packed B) and oneDNN's pre-packed weights do the same at session build.
 // matMulPackedBFloats: the floats of that layout (0 when they overflow).
 int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width);
+// The strip width a static plan packs a constant B of `p` in (48 or 64), or 0 where it keeps B
+// in place (not AVX-512's direct path, more than one batch, N < 1024, an empty product, or a
+// column split that would start a task inside a strip).
+int64_t matMulStripWidth(const MatMulParams& p);
 void packMatMulB(const float* b, int64_t k, int64_t n, int64_t width, float* out);
 
 // The packed weights of a constant, shared by every plan built from it: the 64 gears of a

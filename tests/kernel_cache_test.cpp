@@ -400,6 +400,13 @@ TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
         // The kernel cache holds the spec as compiled.
         EXPECT_EQ(std::get<MatMulParams>(cache.get(plan->steps[0].kernel->key)->params).bPacked, 0);
         expectPlanMatchesReference(*plan, 20 + static_cast<uint64_t>(m));
+        if (packs) {
+          // The ISA lowered after the plan packed B: the AVX-512 logic on AVX2, or the plain loop.
+          for (Isa lower : {Isa::kAvx2, Isa::kBaseline}) {
+            ScopedIsaOverride forced(lower);
+            expectPlanMatchesReference(*plan, 40 + static_cast<uint64_t>(m));
+          }
+        }
       }
       if (activeIsa() == Isa::kAvx512) {
         // 32 and 8 rows on one thread share one pack of 48-column strips; 6 and 13 one of 64.
@@ -413,15 +420,37 @@ TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
     }
 }
 
-// A B fed as an input, a narrow B (rows 1 KiB apart) and the dynamic plan keep B in place.
+// A B fed as an input, a narrow B (200 columns), an empty K, a column split that starts
+// inside a strip and the dynamic plan keep B in place.
 TEST(WeightPack, AMatMulBInputNarrowOrInADynamicPlanStaysInPlace) {
+  {
+    // 16 tasks over 1040 columns: 128 each (65 rounded up to 64s: 9 blocks; to 48s it would be
+    // 11), and 128 is no whole number of 8 x 48 tiles.
+    KernelCache many(64, 16);
+    auto split = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 1040, true)),
+                             {Shape{8, 300}}, many);
+    if (activeIsa() == Isa::kAvx512) EXPECT_EQ(stepMatMul(*split).colsPerTask, 128);
+    EXPECT_EQ(stepMatMul(*split).bPacked, 0);
+    EXPECT_EQ(split->steps[0].packedWeight, nullptr);
+    expectPlanMatchesReference(*split, 32);
+  }
+  {
+    GraphBuilder b("empty_k");
+    auto x = b.input("x", DType::kF32, {symbolDim("N"), 0});
+    auto w = b.constant(Tensor(DType::kF32, Shape{0, 1040}), "w");
+    b.output(b.op(OpKind::kMatMul, {x, w}, Attrs{}, "y"));
+    KernelCache one;
+    auto empty = compilePlan(std::make_shared<const Graph>(b.build()), {Shape{8, 0}}, one);
+    EXPECT_EQ(stepMatMul(*empty).bPacked, 0);
+    expectPlanMatchesReference(*empty, 33);
+  }
   KernelCache cache;
   auto fed = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(true, 1040, false)),
                          {Shape{32, 300}, Shape{300, 1040}}, cache);
   EXPECT_EQ(stepMatMul(*fed).bPacked, 0);
   EXPECT_EQ(fed->steps[0].packedWeight, nullptr);
   expectPlanMatchesReference(*fed, 30);
-  auto narrow = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 256, true)),
+  auto narrow = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 200, true)),
                             {Shape{32, 300}}, cache);
   EXPECT_EQ(stepMatMul(*narrow).bPacked, 0);
   expectPlanMatchesReference(*narrow, 31);
