@@ -35,7 +35,8 @@ struct PlanStep {
   bool compiled = false;  // this plan's compile compiled the kernel (not a cache or memo hit)
   // A conv2d whose weight is a constant, on the channel-tile path: the weight packed for it
   // (compiler/weight_pack.h), bound as input 1 when the step runs; `kernel` is then the plan's
-  // copy of the cached spec with ConvParams::weightsPacked set.
+  // copy of the cached spec with ConvParams::weightsPacked set. Likewise a MatMul's constant B
+  // in strips (MatMulParams::bPacked).
   std::shared_ptr<const float> packedWeight;
   // In a batch tile (Plan::batchTiles): the same kernel compiled for the tile's images (the
   // plan's spec with ConvParams::n = Plan::BatchTile::images), which the run calls once per tile.

@@ -112,8 +112,24 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
     });
     if (error) std::rethrow_exception(error);
   };
+  // Most plans have no batch tiles: a loop over the steps alone, its bounds and tables in
+  // registers (the loop below reloads the tile list, the step count and the lambdas' captures
+  // around every kernel call, which may write any memory: 100 one-element Adds on an Intel Xeon
+  // ran 1.20-1.22x modes_bench's bare kernel loop so, 1.10-1.11x this way).
+  if (plan.batchTiles.empty()) {
+    const PlanStep* step = plan.steps.data();
+    const PlanStep* const end = step + plan.steps.size();
+    const void** const stepArgs = args;
+    void** const values = ptrs;
+    try {
+      for (; step != end; ++step)
+        kernels::run(*step->kernel, stepArgs + step->firstArg, values[step->out]);
+    } catch (const std::exception& e) {
+      rethrowForNode(g, step->node, e);
+    }
+  }
   size_t nextTile = 0;
-  for (size_t s = 0; s < plan.steps.size();) {
+  for (size_t s = plan.batchTiles.empty() ? plan.steps.size() : 0; s < plan.steps.size();) {
     if (nextTile < plan.batchTiles.size() &&
         plan.batchTiles[nextTile].first == static_cast<int32_t>(s)) {
       const Plan::BatchTile& tile = plan.batchTiles[nextTile++];
