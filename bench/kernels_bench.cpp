@@ -56,6 +56,7 @@
 #include "compiler/weight_pack.h"
 #include "executor/kernels.h"
 #include "executor/transpose_stream.h"
+#include "graph/large_buffer.h"
 
 namespace gearbox {
 namespace {
@@ -97,8 +98,8 @@ struct Prepared {
     const int64_t width = matMulStripWidth(mm);
     if (width == 0) return false;
     const auto bytes = static_cast<size_t>(matMulPackedBFloats(mm.k, mm.n, width)) * sizeof(float);
-    packedB.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-    if (!packedB) throw std::bad_alloc();
+    // As the plan's pack (weight_pack.cpp): in huge pages from 2 MiB (graph/large_buffer.h).
+    packedB.reset(static_cast<float*>(allocateLargeBuffer((bytes + 63) / 64 * 64)));
     gearbox::packMatMulB(inputs[1].as<const float>(), mm.k, mm.n, width, packedB.get());
     auto packed = std::make_shared<KernelSpec>(*spec);
     std::get<MatMulParams>(packed->params).bPacked = width;
@@ -581,7 +582,8 @@ bool registerAll() {
         BM_MatMul_Gearbox(st, g, oneTask, std::nullopt);
       })->UseRealTime();
     }
-    // As a static plan runs it where B is a constant it packs (a weight): only those shapes.
+    // As a static plan runs it where B is a constant it packs (a weight): only those shapes,
+    // decided on the spec for this machine's threads (the 1T variant keeps its column split).
     const KernelKey key = makeKernelKey(
         OpKind::kMatMul, {{DType::kF32, Shape{g.m, g.k}}, {DType::kF32, Shape{g.k, g.n}}}, {});
     const std::shared_ptr<const KernelSpec> spec = compileKernelSpec(key);

@@ -60,10 +60,8 @@ struct Lifetimes {
   std::vector<int> producerStep, lastUse;
 };
 
-// A conv2d on the channel-tile path (or the depthwise channel-block path) whose weight is a
-// constant gets the weight packed for the path (shared with the graph's other plans) and its own
-// copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
-// path the spec falls back to (channel blocks then transpose the weights per item).
+// A MatMul whose B is a constant the direct path reads in strips (matMulStripWidth says where)
+// gets B packed (shared with the graph's other plans) and its own copy of the spec, which says so.
 void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
   // GEARBOX_PACK_MATMUL=0 keeps every B in place (A/B timing, as GEARBOX_BATCH_TILES=0).
   static const bool off = [] {
@@ -90,6 +88,11 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
   step.kernel = std::move(spec);
 }
 
+// A conv2d on the channel-tile path (or the depthwise channel-block path) whose weight is a
+// constant gets the weight packed for the path (shared with the graph's other plans) and its own
+// copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
+// path the spec falls back to (channel blocks then transpose the weights per item). MatMul's
+// B: bindPackedMatMulB.
 void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
   if (node.kind == OpKind::kMatMul && plan.isStatic) bindPackedMatMulB(plan, g, node, step);
   if (node.kind != OpKind::kConv2d || !plan.isStatic) return;

@@ -94,9 +94,10 @@ size_t WeightPackCache::KeyHash::operator()(const Key& k) const {
 // tile's rows of B is ldb floats from the last (from N = 1024 a page apart: a TLB entry and the
 // same L1 sets per row, and no prefetcher runs ahead), where packed strips are read
 // contiguously. Measured on an Intel Xeon (2026-12-04, kernels_bench's BM_MatMul_GearboxPackedB
-// against BM_MatMul_Gearbox, five to seven repetitions interleaved, one thread | two): K = N =
-// 1024 at M = 8 1.20 | 1.52x, M = 32 1.16 | 1.24x, M = 64 1.13 | 1.16x, M = 1024 1.12 | 1.15x;
-// n = 256 1.04 | 1.08x; M = 32, N = 256 1.02 | 1.00x; n = 64 level, so narrower B stays in place.
+// against BM_MatMul_Gearbox, five repetitions interleaved, one thread | two): K = N = 1024 at
+// M = 8 1.18 | 1.57x, M = 32 1.16 | 1.23x, M = 64 1.12 | 1.13x, M = 1024 1.09 | 1.09x; n = 256
+// 1.05 | 1.07x; M = 32, N = 256 1.02 | 1.11x; n = 64 level (seven repetitions, a build that
+// packed from N = 64), so narrower B stays in place.
 constexpr int64_t kMatMulPackMinN = 256;
 
 int64_t matMulStripWidth(const MatMulParams& p) {

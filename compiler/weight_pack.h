@@ -38,12 +38,12 @@ void packConvWeights(const ConvParams& p, const float* w, float* out);
 // MatMul's constant B ([k, n] f32, row-major) for the direct GEMM path (MatMulParams::bPacked):
 // in strips of `width` columns (the path's tile width, 48 or 64), strip s holding columns
 // [width s, width s + width) as [k][width] floats at s * k * width, columns past n zero. So each
-// tile reads its k x width block of B contiguously rather than a row a page apart. ONNX Runtime
+// tile reads its k x width block of B contiguously rather than rows n floats apart. ONNX Runtime
 // (MLAS's packed B) and oneDNN's pre-packed weights do the same at session build.
 // matMulPackedBFloats: the floats of that layout (0 when they overflow).
 int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width);
 // The strip width a static plan packs a constant B of `p` in (48 or 64), or 0 where it keeps B
-// in place (not AVX-512's direct path, more than one batch, N < 1024, an empty product, or a
+// in place (not AVX-512's direct path, more than one batch, N < 256, an empty product, or a
 // column split that would start a task inside a strip).
 int64_t matMulStripWidth(const MatMulParams& p);
 void packMatMulB(const float* b, int64_t k, int64_t n, int64_t width, float* out);

@@ -450,6 +450,18 @@ TEST(WeightPack, AMatMulBInputNarrowOrInADynamicPlanStaysInPlace) {
   EXPECT_EQ(stepMatMul(*fed).bPacked, 0);
   EXPECT_EQ(fed->steps[0].packedWeight, nullptr);
   expectPlanMatchesReference(*fed, 30);
+  {
+    // The threshold (weight_pack.cpp, kMatMulPackMinN): 256 columns pack, 255 do not.
+    KernelCache one(64, 1);
+    auto at = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 256, false)),
+                          {Shape{32, 300}}, one);
+    auto below = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 255, false)),
+                             {Shape{32, 300}}, one);
+    EXPECT_EQ(stepMatMul(*at).bPacked, activeIsa() == Isa::kAvx512 ? 48 : 0);
+    EXPECT_EQ(stepMatMul(*below).bPacked, 0);
+    expectPlanMatchesReference(*at, 34);
+    expectPlanMatchesReference(*below, 35);
+  }
   auto narrow = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 200, true)),
                             {Shape{32, 300}}, cache);
   EXPECT_EQ(stepMatMul(*narrow).bPacked, 0);
