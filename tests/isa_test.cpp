@@ -213,6 +213,11 @@ std::vector<GemmShape> gemmShapes() {
       // path just past it.
       {1019, 77, 31},
       {1025, 33, 9, 1, 0, 2},
+      // From 256 rows with B's rows 1024 floats apart the direct path packs each K slice of B
+      // itself (directPacksB): ragged last columns (1001 = 20 x 48 + 41 = 15 x 64 + 41) and
+      // whole vectors left (1040 = 21 x 48 + 32 = 16 x 64 + 16) read from the packed strips.
+      {257, 1001, 20, 0, 23, 1},
+      {256, 1040, 9},
   };
   // Deterministic random shapes, sizes 1 and odd sizes included.
   uint64_t state = 23;
