@@ -70,7 +70,7 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
   }();
   const auto* p = std::get_if<MatMulParams>(&step.kernel->params);
   if (off || !p || p->bPacked) return;
-  const int64_t width = matMulStripWidth(*p);
+  int64_t width = matMulStripWidth(*p);
   const ValueId b = node.inputs[1];
   const TensorType& bt = plan.types[b];
   if (width == 0 || plan.storage[b] != Storage::kConst || bt.dtype != DType::kF32 ||
@@ -78,8 +78,19 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
     return;
   const Node& producer = g.nodes[g.values[b].producer];
   bool packedNow = false;
-  step.packedWeight =
-      weightPackCache().getMatMulB(producer.constant, p->k, p->n, width, &packedNow);
+  // Gears whose M choose the other tile (M = 8 and 32: 8 x 48; 6, 13 and 16: 6 x 64) read the
+  // strips another gear's plan already holds, in that width's tile, rather than packing a
+  // second copy of B (4 MiB more for a 1024 x 1024 weight): ONNX Runtime and TorchAir keep one
+  // packed weight per session whatever the shapes.
+  const int64_t other = width == 48 ? 64 : 48;
+  if (matMulStripsFit(*p, other))
+    step.packedWeight = weightPackCache().findMatMulB(producer.constant, p->k, p->n, other);
+  if (step.packedWeight) {
+    width = other;
+  } else {
+    step.packedWeight =
+        weightPackCache().getMatMulB(producer.constant, p->k, p->n, width, &packedNow);
+  }
   plan.packedWeightBytes +=
       matMulPackedBFloats(p->k, p->n, width) * static_cast<int64_t>(sizeof(float));
   plan.weightsPackedNow += packedNow ? 1 : 0;

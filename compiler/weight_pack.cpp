@@ -100,15 +100,18 @@ size_t WeightPackCache::KeyHash::operator()(const Key& k) const {
 // packed from N = 64), so narrower B stays in place.
 constexpr int64_t kMatMulPackMinN = 256;
 
-int64_t matMulStripWidth(const MatMulParams& p) {
+bool matMulStripsFit(const MatMulParams& p, int64_t width) {
   if (p.isa != Isa::kAvx512 || activeIsa() != Isa::kAvx512 || p.gemm.path != GemmPath::kDirect ||
       p.batch != 1 || p.bOffsets.size() != 1 || p.bOffsets[0] != 0 || p.n < kMatMulPackMinN ||
       p.k <= 0 || p.m <= 0)
-    return 0;
-  // The strips of the tile the compile chose for m (gemmDirectTile); a column split must start
-  // each task on a whole strip.
+    return false;
+  return (width == 48 || width == 64) && p.colsPerTask % width == 0;
+}
+
+int64_t matMulStripWidth(const MatMulParams& p) {
+  // The strips of the tile the compile chose for m (gemmDirectTile).
   const int64_t width = gemmDirectTile(p.m).vectors * 16;
-  return p.colsPerTask % width == 0 ? width : 0;
+  return matMulStripsFit(p, width) ? width : 0;
 }
 
 int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width) {
@@ -167,20 +170,34 @@ std::shared_ptr<const float> WeightPackCache::getMatMulB(const std::shared_ptr<c
       [&](float* data) { packMatMulB(b->as<const float>(), k, n, width, data); }, packedNow);
 }
 
+std::shared_ptr<const float> WeightPackCache::findMatMulB(const std::shared_ptr<const Tensor>& b,
+                                                          int64_t k, int64_t n, int64_t width) {
+  if (!b) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto packed = liveLocked(b, Key{b.get(), n, k, -width});
+  if (packed) ++hits_;
+  return packed;
+}
+
+std::shared_ptr<const float> WeightPackCache::liveLocked(const std::shared_ptr<const Tensor>& w,
+                                                         const Key& key) {
+  if (auto e = cache_.get(key)) {
+    // The same constant (not a new one at a freed one's address), and a plan still holds it.
+    const bool same = !e->tensor.owner_before(w) && !w.owner_before(e->tensor);
+    if (same && !e->tensor.expired()) return e->packed.lock();
+  }
+  return nullptr;
+}
+
 std::shared_ptr<const float> WeightPackCache::lookup(const std::shared_ptr<const Tensor>& w,
                                                      const Key& key, int64_t floats,
                                                      const std::function<void(float*)>& pack,
                                                      bool* packedNow) {
   if (packedNow) *packedNow = false;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto e = cache_.get(key)) {
-    // The same constant (not a new one at a freed one's address), and a plan still holds it.
-    const bool same = !e->tensor.owner_before(w) && !w.owner_before(e->tensor);
-    if (same && !e->tensor.expired())
-      if (auto packed = e->packed.lock()) {
-        ++hits_;
-        return packed;
-      }
+  if (auto packed = liveLocked(w, key)) {
+    ++hits_;
+    return packed;
   }
   ++misses_;
   const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;

@@ -46,6 +46,10 @@ int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width);
 // in place (not AVX-512's direct path, more than one batch, N < 256, an empty product, or a
 // column split that would start a task inside a strip).
 int64_t matMulStripWidth(const MatMulParams& p);
+// Whether `p` can read its B in strips `width` (48 or 64) columns wide: the preconditions above,
+// and a column split that starts each task on a whole strip. The direct path runs any width's
+// tile whatever its M (gemmDirectStrips), so a plan may read strips another plan packed.
+bool matMulStripsFit(const MatMulParams& p, int64_t width);
 void packMatMulB(const float* b, int64_t k, int64_t n, int64_t width, float* out);
 
 // The packed weights of a constant, shared by every plan built from it: the 64 gears of a
@@ -65,6 +69,9 @@ class WeightPackCache {
   // The strips of a MatMul's constant B ([k, n]) `width` columns wide (packMatMulB).
   std::shared_ptr<const float> getMatMulB(const std::shared_ptr<const Tensor>& b, int64_t k,
                                           int64_t n, int64_t width, bool* packedNow = nullptr);
+  // Those strips if a plan holds them (a hit), else null (nothing packed, no miss counted).
+  std::shared_ptr<const float> findMatMulB(const std::shared_ptr<const Tensor>& b, int64_t k,
+                                           int64_t n, int64_t width);
   // hits: a plan got a pack another plan holds; misses: packed (absent, stale or expired);
   // evictions, size and capacity: the map's.
   CacheStats stats() const;
@@ -89,6 +96,8 @@ class WeightPackCache {
   std::shared_ptr<const float> lookup(const std::shared_ptr<const Tensor>& w, const Key& key,
                                       int64_t floats, const std::function<void(float*)>& pack,
                                       bool* packedNow);
+  // The pack under `key` if it is w's and a plan still holds it; mu_ held.
+  std::shared_ptr<const float> liveLocked(const std::shared_ptr<const Tensor>& w, const Key& key);
   mutable std::mutex mu_;  // held across a pack: two gears' plans never pack one weight twice
   LruCache<Key, Entry, KeyHash> cache_;
   int64_t hits_ = 0, misses_ = 0;

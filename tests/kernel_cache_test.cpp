@@ -379,7 +379,8 @@ const MatMulParams& stepMatMul(const Plan& plan) {
 // N = 1040 on AVX-512's direct path: 8 and 32 rows run 8 x 48 tiles (21 strips of 48 and 32
 // columns in a zero-padded 22nd), 6 and 13 rows 6 x 64 (16 strips and 16 columns); on two threads
 // row splits read the one pack, and a column split that would start inside a strip keeps B in
-// place. Every plan against the reference executor.
+// place; a plan whose own tile is 6 x 64 reads 48-column strips another plan holds.
+// Every plan against the reference executor.
 TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
   for (bool epilogue : {false, true})
     for (int threads : {1, 2}) {
@@ -416,6 +417,33 @@ TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
           EXPECT_EQ(a->steps[0].packedWeight, b->steps[0].packedWeight);
           EXPECT_EQ(b->weightsPackedNow, 0);
         }
+        // 6 and 13 rows (6 x 64 tiles of their own) read the 48-column strips `a` holds, in
+        // their tile, where their column split starts each task on a strip: one copy of B for
+        // every gear (on one thread always).
+        for (int64_t m : {6, 13}) {
+          SCOPED_TRACE(
+              fmt::format("epilogue {} threads {} m {} beside m 32", epilogue, threads, m));
+          auto c = compilePlan(g, {Shape{m, 300}}, cache);
+          const MatMulParams& p = stepMatMul(*c);
+          const bool shares = p.colsPerTask % 48 == 0;
+          if (threads == 1) {
+            EXPECT_TRUE(shares);
+          }
+          EXPECT_EQ(p.bPacked, shares ? 48 : 64);
+          EXPECT_EQ(c->steps[0].packedWeight == a->steps[0].packedWeight, shares);
+          EXPECT_EQ(c->weightsPackedNow, shares ? 0 : 1);
+          const int64_t width = p.bPacked;
+          EXPECT_EQ(c->packedWeightBytes, (1040 + width - 1) / width * width * 300 * 4);
+          expectPlanMatchesReference(*c, 50 + static_cast<uint64_t>(m));
+        }
+        // With no plan holding the 48-column strips, 6 rows on one thread pack their own.
+        a.reset();
+        b.reset();
+        if (threads == 1) {
+          auto alone = compilePlan(g, {Shape{6, 300}}, cache);
+          EXPECT_EQ(stepMatMul(*alone).bPacked, 64);
+          EXPECT_EQ(alone->weightsPackedNow, 1);
+        }
       }
     }
 }
@@ -429,7 +457,9 @@ TEST(WeightPack, AMatMulBInputNarrowOrInADynamicPlanStaysInPlace) {
     KernelCache many(64, 16);
     auto split = compilePlan(std::make_shared<const Graph>(packedMatMulGraph(false, 1040, true)),
                              {Shape{8, 300}}, many);
-    if (activeIsa() == Isa::kAvx512) EXPECT_EQ(stepMatMul(*split).colsPerTask, 128);
+    if (activeIsa() == Isa::kAvx512) {
+      EXPECT_EQ(stepMatMul(*split).colsPerTask, 128);
+    }
     EXPECT_EQ(stepMatMul(*split).bPacked, 0);
     EXPECT_EQ(split->steps[0].packedWeight, nullptr);
     expectPlanMatchesReference(*split, 32);
@@ -604,8 +634,9 @@ TEST(WeightPack, ResNetBlocksRunWinogradOnTransformedWeights) {
       for (size_t i : {size_t{0}, size_t{1}}) {
         EXPECT_EQ(stepConv(*plan, i).winograd, on ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, i).weightsPacked, on ? 1 : 0);
-        if (plan->steps[i].tileKernel)
+        if (plan->steps[i].tileKernel) {
           EXPECT_EQ(std::get<ConvParams>(plan->steps[i].tileKernel->params).winograd, on ? 1 : 0);
+        }
       }
       EXPECT_EQ(plan->packedWeightBytes, on ? 2 * 16 * 24 * 24 * 4 : 0);
       EXPECT_EQ(plan->batchTiles.empty(), n == 1);
@@ -754,10 +785,11 @@ TEST(BatchTiles, LanesNeverShareBytes) {
   ASSERT_EQ(ranges.size(), 2 * (widths.size() - 2));
   for (const Range& x : ranges)
     for (const Range& y : ranges)
-      if (x.lane != y.lane)
+      if (x.lane != y.lane) {
         EXPECT_TRUE(x.end <= y.begin || y.end <= x.begin)
             << "lane " << x.lane << " [" << x.begin << ", " << x.end << ") and lane " << y.lane
             << " [" << y.begin << ", " << y.end << ")";
+      }
   // Against the untiled plan (six random 1x1 convs in a row drift past the reference check's
   // tolerance, tiled or not).
   const auto ins = makeInputs(*g, sig, 45);
