@@ -61,7 +61,9 @@ struct Lifetimes {
 };
 
 // A MatMul whose B is a constant the direct path reads in strips (matMulStripWidth says where)
-// gets B packed (shared with the graph's other plans) and its own copy of the spec, which says so.
+// gets B packed (shared with the graph's other plans) and its own copy of the spec, which says in
+// which width: its own tile's, or the other tile's where another plan (another gear) already
+// holds B in those strips.
 void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
   // GEARBOX_PACK_MATMUL=0 keeps every B in place (A/B timing, as GEARBOX_BATCH_TILES=0).
   static const bool off = [] {
@@ -70,27 +72,26 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
   }();
   const auto* p = std::get_if<MatMulParams>(&step.kernel->params);
   if (off || !p || p->bPacked) return;
-  int64_t width = matMulStripWidth(*p);
+  // Gears whose M pick the other tile (M = 8 and 32: 8 x 48; 6, 13 and 16: 6 x 64) read the
+  // strips another gear's plan holds, in that width's tile (gemmF32StripsB runs any width's
+  // tile whatever M), rather than packing a second copy of B (4 MiB more for a 1024 x 1024
+  // weight): ONNX Runtime and TorchAir keep one packed weight per session whatever the shapes.
+  // The plan's own width first; it packs only its own.
+  const int64_t own = matMulStripWidth(*p);
+  const int64_t other = gemmDirectTile(p->m).vectors * 16 == 48 ? 64 : 48;
+  const int64_t share = matMulStripsFit(*p, other) ? other : 0;
   const ValueId b = node.inputs[1];
   const TensorType& bt = plan.types[b];
-  if (width == 0 || plan.storage[b] != Storage::kConst || bt.dtype != DType::kF32 ||
+  if ((own == 0 && share == 0) || plan.storage[b] != Storage::kConst || bt.dtype != DType::kF32 ||
       bt.shape.rank() != 2 || bt.shape[0] != p->k || bt.shape[1] != p->n)
     return;
   const Node& producer = g.nodes[g.values[b].producer];
   bool packedNow = false;
-  // Gears whose M choose the other tile (M = 8 and 32: 8 x 48; 6, 13 and 16: 6 x 64) read the
-  // strips another gear's plan already holds, in that width's tile, rather than packing a
-  // second copy of B (4 MiB more for a 1024 x 1024 weight): ONNX Runtime and TorchAir keep one
-  // packed weight per session whatever the shapes.
-  const int64_t other = width == 48 ? 64 : 48;
-  if (matMulStripsFit(*p, other))
-    step.packedWeight = weightPackCache().findMatMulB(producer.constant, p->k, p->n, other);
-  if (step.packedWeight) {
-    width = other;
-  } else {
-    step.packedWeight =
-        weightPackCache().getMatMulB(producer.constant, p->k, p->n, width, &packedNow);
-  }
+  int64_t width = 0;
+  auto packed =
+      weightPackCache().getMatMulB(producer.constant, p->k, p->n, own, share, &width, &packedNow);
+  if (!packed) return;  // only the other width fits, and no plan holds it
+  step.packedWeight = std::move(packed);
   plan.packedWeightBytes +=
       matMulPackedBFloats(p->k, p->n, width) * static_cast<int64_t>(sizeof(float));
   plan.weightsPackedNow += packedNow ? 1 : 0;

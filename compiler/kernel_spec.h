@@ -95,8 +95,10 @@ enum class GemmPath : uint8_t {
             // register-blocked micro-kernel (6x16 on AVX2+FMA, 12x32 on AVX-512)
   kSkinny,  // small M: B's rows are streamed where they are (no packing, which would cost as
             // much as the product), A's rows read in place, blocked by kc x nc for the cache
-  kDirect,  // nothing packed: the micro-kernel broadcasts A and loads B where they are, in
-            // register tiles of gemmDirectTile() (AVX-512's choice for M = 4..1024)
+  kDirect,  // A read in place: the micro-kernel broadcasts A and loads B where it is (or from
+            // a plan's strips, MatMulParams::bPacked; or, from 256 rows with B's rows a page
+            // apart, from strips it packs per K slice), in register tiles of gemmDirectTile()
+            // (AVX-512's choice for M = 4..1024)
 };
 std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny", "direct"
 std::optional<GemmPath> parseGemmPath(std::string_view text);
@@ -153,9 +155,10 @@ struct MatMulParams {
   Isa isa = Isa::kBaseline;
   GemmBlocking gemm;
   // Not a compile decision: a static plan sets it on its own copy of the spec when it binds B, a
-  // constant, packed in strips of the direct path's tile width (compiler/weight_pack.h,
-  // packMatMulB) in place of input 1: that width, 48 or 64. Never stored or compared with a
-  // recompile (a stored spec always has 0), as ConvParams::weightsPacked.
+  // constant, packed in strips of a direct tile's width (compiler/weight_pack.h, packMatMulB)
+  // in place of input 1: that width, 48 or 64 (its own tile's, or the other tile's where
+  // another plan holds those strips; the GEMM then runs that width's tile). Never stored or
+  // compared with a recompile (a stored spec always has 0), as ConvParams::weightsPacked.
   int64_t bPacked = 0;
 };
 

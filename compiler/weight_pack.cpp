@@ -159,23 +159,29 @@ std::shared_ptr<const float> WeightPackCache::get(const std::shared_ptr<const Te
 std::shared_ptr<const float> WeightPackCache::getMatMulB(const std::shared_ptr<const Tensor>& b,
                                                          int64_t k, int64_t n, int64_t width,
                                                          bool* packedNow) {
+  int64_t used = 0;
+  return getMatMulB(b, k, n, width, 0, &used, packedNow);
+}
+
+std::shared_ptr<const float> WeightPackCache::getMatMulB(const std::shared_ptr<const Tensor>& b,
+                                                         int64_t k, int64_t n, int64_t width,
+                                                         int64_t shareWidth, int64_t* used,
+                                                         bool* packedNow) {
   if (!b || b->dtype() != DType::kF32 || b->shape().rank() != 2 || b->shape()[0] != k ||
       b->shape()[1] != n)
     fail(ErrorKind::kShape, "matmul weight pack: the constant is not an f32 [{}, {}] matrix", k, n);
-  const int64_t floats = matMulPackedBFloats(k, n, width);
-  if (floats <= 0)
-    fail(ErrorKind::kShape, "matmul weight pack: {} x {} in strips of {} overflows", k, n, width);
-  return lookup(
-      b, Key{b.get(), n, k, -width}, floats,
-      [&](float* data) { packMatMulB(b->as<const float>(), k, n, width, data); }, packedNow);
-}
-
-std::shared_ptr<const float> WeightPackCache::findMatMulB(const std::shared_ptr<const Tensor>& b,
-                                                          int64_t k, int64_t n, int64_t width) {
-  if (!b) return nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto packed = liveLocked(b, Key{b.get(), n, k, -width});
-  if (packed) ++hits_;
+  int64_t floats = 0;
+  if (width != 0) {
+    floats = matMulPackedBFloats(k, n, width);
+    if (floats <= 0)
+      fail(ErrorKind::kShape, "matmul weight pack: {} x {} in strips of {} overflows", k, n, width);
+  }
+  const Key own{b.get(), n, k, -width}, share{b.get(), n, k, -shareWidth};
+  bool usedShare = false;
+  auto packed = lookup(
+      b, own, floats, [&](float* data) { packMatMulB(b->as<const float>(), k, n, width, data); },
+      packedNow, shareWidth != 0 ? &share : nullptr, &usedShare);
+  *used = !packed ? 0 : usedShare ? shareWidth : width;
   return packed;
 }
 
@@ -192,19 +198,27 @@ std::shared_ptr<const float> WeightPackCache::liveLocked(const std::shared_ptr<c
 std::shared_ptr<const float> WeightPackCache::lookup(const std::shared_ptr<const Tensor>& w,
                                                      const Key& key, int64_t floats,
                                                      const std::function<void(float*)>& pack,
-                                                     bool* packedNow) {
+                                                     bool* packedNow, const Key* alt,
+                                                     bool* usedAlt) {
   if (packedNow) *packedNow = false;
+  if (usedAlt) *usedAlt = false;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto packed = liveLocked(w, key)) {
+  auto packed = floats > 0 ? liveLocked(w, key) : nullptr;
+  if (!packed && alt) {
+    packed = liveLocked(w, *alt);
+    if (packed && usedAlt) *usedAlt = true;
+  }
+  if (packed) {
     ++hits_;
     return packed;
   }
+  if (floats <= 0) return nullptr;
   ++misses_;
   const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
   // Streamed through on every call: in huge pages where large (graph/large_buffer.h).
   auto* data = static_cast<float*>(allocateLargeBuffer(bytes));
-  std::shared_ptr<const float> packed(data,
-                                      [](const float* q) { std::free(const_cast<float*>(q)); });
+  packed =
+      std::shared_ptr<const float>(data, [](const float* q) { std::free(const_cast<float*>(q)); });
   pack(data);
   cache_.put(key, Entry{w, packed});
   if (packedNow) *packedNow = true;

@@ -36,15 +36,17 @@ int64_t convPackedWeightFloats(const ConvParams& p);
 void packConvWeights(const ConvParams& p, const float* w, float* out);
 
 // MatMul's constant B ([k, n] f32, row-major) for the direct GEMM path (MatMulParams::bPacked):
-// in strips of `width` columns (the path's tile width, 48 or 64), strip s holding columns
+// in strips of `width` columns (a direct tile's width, 48 or 64), strip s holding columns
 // [width s, width s + width) as [k][width] floats at s * k * width, columns past n zero. So each
 // tile reads its k x width block of B contiguously rather than rows n floats apart. ONNX Runtime
 // (MLAS's packed B) and oneDNN's pre-packed weights do the same at session build.
 // matMulPackedBFloats: the floats of that layout (0 when they overflow).
 int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width);
-// The strip width a static plan packs a constant B of `p` in (48 or 64), or 0 where it keeps B
-// in place (not AVX-512's direct path, more than one batch, N < 256, an empty product, or a
-// column split that would start a task inside a strip).
+// The strip width a static plan packs a constant B of `p` in (48 or 64: the width of the tile
+// the compile chose for p.m), or 0 where it packs none (not AVX-512's direct path, more than one
+// batch, N < 256, an empty product, or a column split that would start a task inside a strip).
+// Where another plan already holds B in the other width's strips, the plan reads those instead
+// if matMulStripsFit (compiler.cpp, bindPackedMatMulB).
 int64_t matMulStripWidth(const MatMulParams& p);
 // Whether `p` can read its B in strips `width` (48 or 64) columns wide: the preconditions above,
 // and a column split that starts each task on a whole strip. The direct path runs any width's
@@ -66,12 +68,18 @@ class WeightPackCache {
   // miss. Sets *packedNow when this call packed it.
   std::shared_ptr<const float> get(const std::shared_ptr<const Tensor>& w, const ConvParams& p,
                                    bool* packedNow = nullptr);
-  // The strips of a MatMul's constant B ([k, n]) `width` columns wide (packMatMulB).
+  // The strips of a MatMul's constant B ([k, n]) `width` columns wide (packMatMulB); packs them
+  // on a miss.
   std::shared_ptr<const float> getMatMulB(const std::shared_ptr<const Tensor>& b, int64_t k,
                                           int64_t n, int64_t width, bool* packedNow = nullptr);
-  // Those strips if a plan holds them (a hit), else null (nothing packed, no miss counted).
-  std::shared_ptr<const float> findMatMulB(const std::shared_ptr<const Tensor>& b, int64_t k,
-                                           int64_t n, int64_t width);
+  // The same, for a plan that can also read strips `shareWidth` wide (0: none): strips of
+  // `width` if a plan holds them, else strips of `shareWidth` if a plan holds them (a hit
+  // either way), else strips of `width` packed now (none when `width` is 0: null, nothing
+  // counted). *used: the width of the strips returned. One lock around all of it, so two gears
+  // compiled at once never pack the same B in both widths.
+  std::shared_ptr<const float> getMatMulB(const std::shared_ptr<const Tensor>& b, int64_t k,
+                                          int64_t n, int64_t width, int64_t shareWidth,
+                                          int64_t* used, bool* packedNow = nullptr);
   // hits: a plan got a pack another plan holds; misses: packed (absent, stale or expired);
   // evictions, size and capacity: the map's.
   CacheStats stats() const;
@@ -92,13 +100,18 @@ class WeightPackCache {
     std::weak_ptr<const Tensor> tensor;
     std::weak_ptr<const float> packed;
   };
-  // The pack under `key` of constant w, made by pack(data) into `floats` floats on a miss.
+  // The pack under `key` of constant w, made by pack(data) into `floats` floats on a miss; or,
+  // where `key`'s pack is not live and `alt` is given, the live pack under *alt (*usedAlt set).
+  // floats <= 0: never packs (null on a miss, which is then not counted).
   std::shared_ptr<const float> lookup(const std::shared_ptr<const Tensor>& w, const Key& key,
                                       int64_t floats, const std::function<void(float*)>& pack,
-                                      bool* packedNow);
+                                      bool* packedNow, const Key* alt = nullptr,
+                                      bool* usedAlt = nullptr);
   // The pack under `key` if it is w's and a plan still holds it; mu_ held.
   std::shared_ptr<const float> liveLocked(const std::shared_ptr<const Tensor>& w, const Key& key);
-  mutable std::mutex mu_;  // held across a pack: two gears' plans never pack one weight twice
+  // Held across a pack: two gears' plans never pack one weight twice (in one layout, or, for
+  // MatMul's B, in two strip widths).
+  mutable std::mutex mu_;
   LruCache<Key, Entry, KeyHash> cache_;
   int64_t hits_ = 0, misses_ = 0;
 };

@@ -215,9 +215,11 @@ std::vector<GemmShape> gemmShapes() {
       {1025, 33, 9, 1, 0, 2},
       // From 256 rows with B's rows 1024 floats apart the direct path packs each K slice of B
       // itself (directPacksB): ragged last columns (1001 = 20 x 48 + 41 = 15 x 64 + 41) and
-      // whole vectors left (1040 = 21 x 48 + 32 = 16 x 64 + 16) read from the packed strips.
+      // whole vectors left (1040 = 21 x 48 + 32 = 16 x 64 + 16) read from the packed strips,
+      // on the 6 x 64 tiles (257 and 256 rows) and the 8 x 48 ones (260 rows).
       {257, 1001, 20, 0, 23, 1},
       {256, 1040, 9},
+      {260, 1001, 20, 0, 23, 1},
   };
   // Deterministic random shapes, sizes 1 and odd sizes included.
   uint64_t state = 23;
@@ -353,11 +355,12 @@ TEST(IsaGemm, TheEpilogueIsTheUnfusedAddsAndClampBitForBit) {
               });
 }
 
-// B packed in strips of the direct path's tile width (compiler/weight_pack.h, packMatMulB; a
-// static plan's constant B): every shape above, both widths, direct blockings that cut K and N
-// into ragged blocks, on AVX-512 and its logic on AVX2. Against the plain loop, and bit for bit
-// against B read in place where the in-place path runs the same tile (the same sums in the same
-// order), with and without the fused epilogue.
+// B packed in strips of a direct tile's width (compiler/weight_pack.h, packMatMulB; a static
+// plan's constant B): every shape above, both widths, direct blockings that cut K and N into
+// ragged blocks, on AVX-512 and its logic on AVX2. Against the plain loop, and bit for bit
+// against B as the direct path takes it (in place, or from 256 rows packed per K slice) where
+// that path runs the same tile (the same sums in the same order), with and without the fused
+// epilogue.
 TEST(IsaGemm, BPackedInStripsMatchesBInPlace) {
   const std::pair<std::string, GemmBlocking> blockings[] = {
       {"direct_small_blocks", {GemmPath::kDirect, 7, 1, 70}},

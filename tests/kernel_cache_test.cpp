@@ -379,7 +379,7 @@ const MatMulParams& stepMatMul(const Plan& plan) {
 // N = 1040 on AVX-512's direct path: 8 and 32 rows run 8 x 48 tiles (21 strips of 48 and 32
 // columns in a zero-padded 22nd), 6 and 13 rows 6 x 64 (16 strips and 16 columns); on two threads
 // row splits read the one pack, and a column split that would start inside a strip keeps B in
-// place; a plan whose own tile is 6 x 64 reads 48-column strips another plan holds.
+// place; a plan reads the other tile's strips where another plan holds them.
 // Every plan against the reference executor.
 TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
   for (bool epilogue : {false, true})
@@ -410,20 +410,22 @@ TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
         }
       }
       if (activeIsa() == Isa::kAvx512) {
-        // 32 and 8 rows on one thread share one pack of 48-column strips; 6 and 13 one of 64.
+        // 32 and 8 rows on one thread share one pack of 48-column strips.
         auto a = compilePlan(g, {Shape{32, 300}}, cache);
         auto b = compilePlan(g, {Shape{8, 300}}, cache);
         if (threads == 1) {
           EXPECT_EQ(a->steps[0].packedWeight, b->steps[0].packedWeight);
           EXPECT_EQ(b->weightsPackedNow, 0);
         }
-        // 6 and 13 rows (6 x 64 tiles of their own) read the 48-column strips `a` holds, in
-        // their tile, where their column split starts each task on a strip: one copy of B for
-        // every gear (on one thread always).
+        // 6 and 13 rows (6 x 64 tiles of their own) read the 48-column strips `a` holds, in that
+        // width's tile, where their column split starts each task on one: one copy of B for
+        // every gear (always on one thread), one hit in the cache's stats and no pack.
         for (int64_t m : {6, 13}) {
           SCOPED_TRACE(
               fmt::format("epilogue {} threads {} m {} beside m 32", epilogue, threads, m));
+          const CacheStats before = weightPackCache().stats();
           auto c = compilePlan(g, {Shape{m, 300}}, cache);
+          const CacheStats after = weightPackCache().stats();
           const MatMulParams& p = stepMatMul(*c);
           const bool shares = p.colsPerTask % 48 == 0;
           if (threads == 1) {
@@ -432,17 +434,32 @@ TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
           EXPECT_EQ(p.bPacked, shares ? 48 : 64);
           EXPECT_EQ(c->steps[0].packedWeight == a->steps[0].packedWeight, shares);
           EXPECT_EQ(c->weightsPackedNow, shares ? 0 : 1);
+          EXPECT_EQ(after.hits - before.hits, shares ? 1 : 0);
+          EXPECT_EQ(after.misses - before.misses, shares ? 0 : 1);
           const int64_t width = p.bPacked;
           EXPECT_EQ(c->packedWeightBytes, (1040 + width - 1) / width * width * 300 * 4);
           expectPlanMatchesReference(*c, 50 + static_cast<uint64_t>(m));
+          for (Isa lower : {Isa::kAvx2, Isa::kBaseline}) {
+            ScopedIsaOverride forced(lower);
+            expectPlanMatchesReference(*c, 60 + static_cast<uint64_t>(m));
+          }
         }
-        // With no plan holding the 48-column strips, 6 rows on one thread pack their own.
+        // With no plan holding the 48-column strips, 6 rows on one thread pack their own
+        // 64-column ones, and 8 and 32 rows then read those in the 6 x 64 tile.
         a.reset();
         b.reset();
         if (threads == 1) {
-          auto alone = compilePlan(g, {Shape{6, 300}}, cache);
-          EXPECT_EQ(stepMatMul(*alone).bPacked, 64);
-          EXPECT_EQ(alone->weightsPackedNow, 1);
+          auto six = compilePlan(g, {Shape{6, 300}}, cache);
+          EXPECT_EQ(stepMatMul(*six).bPacked, 64);
+          EXPECT_EQ(six->weightsPackedNow, 1);
+          for (int64_t m : {8, 32}) {
+            SCOPED_TRACE(fmt::format("epilogue {} m {} beside m 6", epilogue, m));
+            auto eight = compilePlan(g, {Shape{m, 300}}, cache);
+            EXPECT_EQ(stepMatMul(*eight).bPacked, 64);
+            EXPECT_EQ(eight->steps[0].packedWeight, six->steps[0].packedWeight);
+            EXPECT_EQ(eight->weightsPackedNow, 0);
+            expectPlanMatchesReference(*eight, 70 + static_cast<uint64_t>(m));
+          }
         }
       }
     }

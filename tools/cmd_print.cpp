@@ -223,8 +223,8 @@ std::string printPlan(const Graph& g, const InputSignature& sig, int threads) {
     if (const auto* mp = std::get_if<MatMulParams>(&plan->steps[i - 1].kernel->params);
         mp && mp->bPacked)
       out += fmt::format(
-          "      weight B packed by the plan in strips of {} columns ([K][{}] each, the direct "
-          "path's tile width)\n",
+          "      weight B packed by the plan in strips of {} columns ([K][{}] each, a direct "
+          "tile's width)\n",
           mp->bPacked, mp->bPacked);
   }
   return out;

@@ -227,7 +227,7 @@ std::optional<GemmPath> parseGemmPath(std::string_view text) {
 // N = 1024): streaming B's rows beat packing B up to M = 16-32; from M = 64 on, packing B once
 // and reusing it from L1/L2 per row panel wins. AVX2 keeps that split.
 constexpr int64_t kGemmSkinnyMaxM = 16;
-// On AVX-512, the direct path (nothing packed, 6 x 64 or 8 x 48 tiles) from 4 rows to 1024.
+// On AVX-512, the direct path (A in place, 6 x 64 or 8 x 48 tiles) from 4 rows to 1024.
 // Measured on Zen 4 (GF/s at K = N = 1024, one thread; issue 23's note): M = 3 skinny 60,
 // direct 26; M = 4 skinny 74, direct 86; M = 8 skinny 76, packed 41, direct 96; M = 64 packed
 // 83, direct 109; M = 512 (N = 4096) packed 95, direct 99; M = 2048 packed 99.5, direct 99.
