@@ -81,7 +81,9 @@ TEST(Docs, CostModelTableListsEveryOpsOwnCompileTerms) {
     EXPECT_EQ(rows[name].first, t.baseUs) << name;
     EXPECT_EQ(rows[name].second, t.perLog2FlopsUs) << name;
     EXPECT_GT(t.baseSource.size(), 10u) << name;
-    if (t.perLog2FlopsUs > 0) EXPECT_GT(t.perLog2FlopsSource.size(), 10u) << name;
+    if (t.perLog2FlopsUs > 0) {
+      EXPECT_GT(t.perLog2FlopsSource.size(), 10u) << name;
+    }
   }
 }
 

@@ -323,7 +323,9 @@ TEST_F(ServingSuggestion, EveryAllowedRowIsParetoOrDominatedByOne) {
       dominated = dominated || (o.allowed && dominates(o, r));
     EXPECT_EQ(r.pareto, !dominated) << r.name;
     pareto += r.pareto ? 1 : 0;
-    if (r.best) EXPECT_TRUE(r.pareto) << r.name;
+    if (r.best) {
+      EXPECT_TRUE(r.pareto) << r.name;
+    }
   }
   EXPECT_GE(pareto, 2);  // the dynamic reference starts at 0 us; gear sets win on total
 }

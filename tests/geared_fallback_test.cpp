@@ -75,7 +75,9 @@ TEST(GearedFallback, DynamicRunsCallsAboveTheLargestGearOnOneDynamicPlan) {
     EXPECT_EQ(c.gear, outside ? -1 : (kTrace[i] == 2 ? 0 : kTrace[i] == 4 ? 1 : 2)) << i;
     EXPECT_EQ(h[i].graphCompiled, i == 1) << i;
     EXPECT_EQ(h[i].kernelsCompiled.empty(), i != 1) << i;
-    if (outside) EXPECT_EQ(h[i].planId, 4u) << i;  // numbered after the gears' 1, 2, 3
+    if (outside) {
+      EXPECT_EQ(h[i].planId, 4u) << i;  // numbered after the gears' 1, 2, 3
+    }
   }
   EXPECT_NE(h[1].reason.find("gear fallback dynamic"), std::string::npos) << h[1].reason;
   EXPECT_EQ(st.kernelCompiles, gearKernels + static_cast<int64_t>(h[1].kernelsCompiled.size()));
