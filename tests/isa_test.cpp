@@ -1065,7 +1065,8 @@ TEST(IsaConv, TheCompileStepSplitsChannelsOnlyForFewPositions) {
 
 // The depthwise channel-block path (ConvParams::channelBlocks) as a whole-tensor function: items
 // of (image, 16 channels, band of output rows) as executor/kernels/conv2d.cpp makes them, with
-// kBands bands (capped at the rows; 0: one band per row), on AVX-512 or its logic on AVX2.
+// kBands bands (capped at the rows; 0: one band per row), on the active ISA (AVX-512 or AVX2)
+// or the AVX-512 logic on AVX2.
 template <int kBands, bool kLogic>
 bool channelBlocksWhole(const ConvParams& p, const float* x, const float* w, const float* b,
                         float lo, float hi, float* out) {
@@ -1150,6 +1151,14 @@ TEST(IsaConv, ChannelBlockDepthwisePathMatchesThePlainLoop) {
     checkConv(g, p, "avx512 logic, a band per row", nullptr, nullptr, channelBlocksWhole<0, true>);
     checkConv(g, p, "avx512 logic, packed taps", nullptr, nullptr,
               packedTaps<channelBlocksWhole<2, true>>);
+    {
+      // AVX2's own kernel (F32x16Avx2: each block as two 8-channel halves).
+      ScopedIsaOverride forced(Isa::kAvx2);
+      checkConv(g, p, "avx2, 1 band", nullptr, nullptr, channelBlocksWhole<1, false>);
+      checkConv(g, p, "avx2, packed taps", nullptr, nullptr,
+                packedTaps<channelBlocksWhole<1, false>>);
+      checkConv(g, p, "avx2, a band per row", nullptr, nullptr, channelBlocksWhole<0, false>);
+    }
     if (!avx512) continue;
     ScopedIsaOverride forced(Isa::kAvx512);
     checkConv(g, p, "avx512, 1 band", nullptr, nullptr, channelBlocksWhole<1, false>);
@@ -1216,6 +1225,15 @@ TEST(IsaConv, ChannelBlockDepthwiseReadsAndWritesChannelBlocks) {
               inChannelBlocks<channelBlocksWhole<0, true>, true, true>);
     checkConv(g, p, "logic, both, packed taps", nullptr, nullptr,
               inChannelBlocks<packedTaps<channelBlocksWhole<1, true>>, true, true>);
+    {
+      ScopedIsaOverride forced(Isa::kAvx2);
+      checkConv(g, p, "avx2, in", nullptr, nullptr,
+                inChannelBlocks<channelBlocksWhole<1, false>, true, false>);
+      checkConv(g, p, "avx2, out", nullptr, nullptr,
+                inChannelBlocks<channelBlocksWhole<1, false>, false, true>);
+      checkConv(g, p, "avx2, both, 3 bands", nullptr, nullptr,
+                inChannelBlocks<channelBlocksWhole<3, false>, true, true>);
+    }
     if (!avx512) continue;
     ScopedIsaOverride forced(Isa::kAvx512);
     checkConv(g, p, "avx512, both", nullptr, nullptr,
@@ -1327,8 +1345,8 @@ TEST(IsaConv, ChannelTilesReadAndWriteChannelBlocks) {
                                             out.data(), true));
 }
 
-TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx512) {
-  const int64_t on = activeIsa() == Isa::kAvx512 ? 1 : 0;
+TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx2AndAvx512) {
+  const int64_t on = activeIsa() >= Isa::kAvx2 ? 1 : 0;
   auto dw = [](std::string name, int64_t c, int64_t k, std::vector<int64_t> strides,
                std::vector<int64_t> dilations, int64_t mult) {
     const int64_t pad = (k - 1) / 2;

@@ -583,9 +583,10 @@ const ConvParams& stepConv(const Plan& plan, size_t i) {
 // On AVX-512 the expanded and the depthwise values stay in channel blocks (the 1x1 convs on the
 // channel-tile path, switched to it where their own compile chose another), and the plan
 // matches the reference executor: rows of 7, 14 and 56 (blocks of 7 and 8 positions), odd
-// sizes, 1 x 1 and 1-row planes, strides 1 and 2, 1 and 3 images, 1 and 2 threads.
+// sizes, 1 x 1 and 1-row planes, strides 1 and 2, 1 and 3 images, 1 and 2 threads. On AVX2
+// (forced, where this machine has more) the depthwise conv runs in channel blocks with its taps
+// packed, its input and output in planes: AVX2 has no channel-tile path to read or write blocks.
 TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
-  const bool on = activeIsa() == Isa::kAvx512;
   struct Case {
     int64_t n, c, m, outC, h, w, stride;
   };
@@ -593,36 +594,43 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
                                    {1, 8, 48, 40, 15, 9, 1},   {2, 16, 64, 32, 56, 56, 1},
                                    {1, 32, 16, 16, 1, 1, 1},   {1, 16, 32, 64, 1, 19, 2},
                                    {1, 24, 144, 32, 28, 28, 2}};
-  for (const Case& k : cases)
-    for (int threads : {1, 2}) {
-      SCOPED_TRACE(fmt::format("n {} c {} m {} out {} {}x{} s{} threads {}", k.n, k.c, k.m, k.outC,
-                               k.h, k.w, k.stride, threads));
-      auto g = std::make_shared<const Graph>(
-          invertedBlock(k.c, k.m, k.outC, k.stride, BlockVariant::kPlain));
-      KernelCache cache(64, threads);
-      auto plan = compilePlan(g, {Shape{k.n, k.c, k.h, k.w}}, cache);
-      ASSERT_EQ(plan->steps.size(), 3u);
-      EXPECT_EQ(plan->blockedValues, on ? 2 : 0);
-      EXPECT_EQ(stepConv(*plan, 0).outBlocked, on ? 1 : 0);
-      EXPECT_EQ(stepConv(*plan, 0).inBlocked, 0);
-      EXPECT_EQ(stepConv(*plan, 1).inBlocked, on ? 1 : 0);
-      EXPECT_EQ(stepConv(*plan, 1).outBlocked, on ? 1 : 0);
-      EXPECT_EQ(stepConv(*plan, 2).inBlocked, on ? 1 : 0);
-      EXPECT_EQ(stepConv(*plan, 2).outBlocked, 0);
-      // The depthwise taps packed too: 9 vectors per 16 channels.
-      EXPECT_EQ(stepConv(*plan, 1).weightsPacked, on ? 1 : 0);
-      EXPECT_EQ(plan->steps[1].packedWeight != nullptr, on);
-      for (size_t i : {size_t{0}, size_t{2}}) {
-        EXPECT_EQ(stepConv(*plan, i).channelTiles, on ? 1 : 0);
-        EXPECT_EQ(stepConv(*plan, i).weightsPacked, on ? 1 : 0);
-        // The cached spec is the one compiled for the op alone: no layout, whatever its path.
-        const auto cached = cache.get(plan->steps[i].kernel->key);
-        EXPECT_EQ(std::get<ConvParams>(cached->params).outBlocked, 0);
-        EXPECT_EQ(std::get<ConvParams>(cached->params).inBlocked, 0);
+  std::vector<Isa> isas = {activeIsa()};
+  if (activeIsa() > Isa::kAvx2) isas.push_back(Isa::kAvx2);
+  for (Isa isa : isas) {
+    ScopedIsaOverride forced(isa);
+    const bool on = isa == Isa::kAvx512, dwPacked = isa >= Isa::kAvx2;
+    for (const Case& k : cases)
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(fmt::format("{}: n {} c {} m {} out {} {}x{} s{} threads {}", isaName(isa),
+                                 k.n, k.c, k.m, k.outC, k.h, k.w, k.stride, threads));
+        auto g = std::make_shared<const Graph>(
+            invertedBlock(k.c, k.m, k.outC, k.stride, BlockVariant::kPlain));
+        KernelCache cache(64, threads);
+        auto plan = compilePlan(g, {Shape{k.n, k.c, k.h, k.w}}, cache);
+        ASSERT_EQ(plan->steps.size(), 3u);
+        EXPECT_EQ(plan->blockedValues, on ? 2 : 0);
+        EXPECT_EQ(stepConv(*plan, 0).outBlocked, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 0).inBlocked, 0);
+        EXPECT_EQ(stepConv(*plan, 1).inBlocked, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 1).outBlocked, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 2).inBlocked, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 2).outBlocked, 0);
+        // The depthwise taps packed too: 9 vectors per 16 channels.
+        EXPECT_EQ(stepConv(*plan, 1).channelBlocks, dwPacked ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 1).weightsPacked, dwPacked ? 1 : 0);
+        EXPECT_EQ(plan->steps[1].packedWeight != nullptr, dwPacked);
+        for (size_t i : {size_t{0}, size_t{2}}) {
+          EXPECT_EQ(stepConv(*plan, i).channelTiles, on ? 1 : 0);
+          EXPECT_EQ(stepConv(*plan, i).weightsPacked, on ? 1 : 0);
+          // The cached spec is the one compiled for the op alone: no layout, whatever its path.
+          const auto cached = cache.get(plan->steps[i].kernel->key);
+          EXPECT_EQ(std::get<ConvParams>(cached->params).outBlocked, 0);
+          EXPECT_EQ(std::get<ConvParams>(cached->params).inBlocked, 0);
+        }
+        expectPlanMatchesReference(*plan, 21);
+        expectPlanMatchesReference(*plan, 22);
       }
-      expectPlanMatchesReference(*plan, 21);
-      expectPlanMatchesReference(*plan, 22);
-    }
+  }
 }
 
 // A ResNet basic block (3 x 3 conv + ReLU, then 3 x 3 conv + the block's input + ReLU; 24

@@ -242,12 +242,14 @@ void runDepthwisePlane(const ConvParams& p, const float* x, const float* w, cons
   }
 }
 
-// Depthwise: each output plane (image, output channel) reads one input plane; on AVX2 and
-// AVX-512, conv_body.inc's vector loop over groups of planes (depthwiseGroup), else
-// runDepthwisePlane's above: interior output columns need no bounds checks, the border ones do.
+// Depthwise: in channel blocks where the compile step chose them (ConvParams::channelBlocks: a
+// 3 x 3 window, on AVX-512 and AVX2), else each output plane (image, output channel) reads one
+// input plane: on AVX2 and AVX-512, conv_body.inc's vector loop over groups of planes
+// (depthwiseGroup), else runDepthwisePlane's above: interior output columns need no bounds
+// checks, the border ones do.
 void runDepthwise(const ConvParams& p, int tasks, const float* x, const float* w, const float* b,
                   float lo, float hi, float* out) {
-  if (p.channelBlocks && activeIsa() == Isa::kAvx512) {
+  if (p.channelBlocks && activeIsa() >= Isa::kAvx2) {
     // Items of (image, 16 channels, band of output rows); bands only where the channel blocks
     // are too few to keep every task busy: eight items per task even out the last ones (9
     // blocks, MobileNetV2's 144 channels, ran as 5 + 4 on two tasks; as 2 bands, 9 + 9). A band
@@ -521,8 +523,9 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
     hi = kInfF;
   }
   if ((p->inBlocked || p->outBlocked || p->weightsPacked) && p->channelBlocks &&
-      activeIsa() != Isa::kAvx512)
-    fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
+      activeIsa() < Isa::kAvx2)
+    fail(ErrorKind::kShape, "kernel {}: channel-block depthwise needs the AVX2 or AVX-512 paths",
+         spec.name);
   if ((p->inBlocked || p->outBlocked) && !p->weightsPacked && !p->channelBlocks)
     fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
   if (p->weightsPacked && p->channelBlocks) {

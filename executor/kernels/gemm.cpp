@@ -165,6 +165,12 @@ void channelBlockItemAvx512Logic(const ConvParams& p, const float* x, const floa
   channelBlockItem<F32x16OnAvx2>(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1,
                                  GemmBuffers{gemmBuffer});
 }
+void channelBlockItem(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                      float hi, float* out, int64_t img, int64_t oc0, int64_t channels, int64_t oy0,
+                      int64_t oy1) {
+  channelBlockItem<F32x16Avx2>(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1,
+                               GemmBuffers{gemmBuffer});
+}
 }  // namespace isa_avx2
 GEARBOX_ISA_END
 
@@ -331,6 +337,10 @@ bool convChannelBlockItemF32(const ConvParams& p, const float* x, const float* w
   }
   if (activeIsa() == Isa::kAvx512) {
     on_avx512::channelBlockItem(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1);
+    return true;
+  }
+  if (activeIsa() == Isa::kAvx2) {
+    isa_avx2::channelBlockItem(p, x, w, b, lo, hi, out, img, oc0, channels, oy0, oy1);
     return true;
   }
 #endif

@@ -15,7 +15,9 @@
 // other lane is read (so p + i may lie outside the array for a clear bit). The AVX-512 kernels are
 // the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane logic (tile shapes, edges,
 // blocking for 32 registers) on pairs of AVX2 registers, so the tests exercise the AVX-512
-// instantiation's logic on a machine without AVX-512.
+// instantiation's logic on a machine without AVX-512. F32x16Avx2 is that type as an AVX2 kernel
+// runs it: V::kHalves (16-lane types have it) says to run a register block as two 8-lane halves
+// of V::Half, and its transpose16 stays in registers.
 #include <utility>
 
 #include "executor/simd/isa_target.h"
@@ -58,6 +60,7 @@ struct F32x16OnAvx2 {
   // Kernels build some variants only for the native 16-lane ISA (compile time):
   // channel_tile_body.inc.
   static constexpr bool kNative = false;
+  static constexpr bool kHalves = false;
   GEARBOX_SIMD_INLINE R zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   GEARBOX_SIMD_INLINE R load(const float* p) {
     return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
@@ -110,6 +113,51 @@ struct F32x16OnAvx2 {
   }
 };
 
+// The depthwise channel-block path's vector type on AVX2 machines (conv_body.inc): the layout
+// and 16-lane logic of F32x16OnAvx2, with V::kHalves (a register block of W positions runs as
+// two 8-channel halves of F32x8 registers: W sums of two registers each and the 3 x 3 window's
+// 9 weight vectors do not fit AVX2's 16) and a transpose of 8 x 8 blocks in registers, where
+// the stand-in's goes through memory a float at a time.
+struct F32x16Avx2 : F32x16OnAvx2 {
+  using Half = F32x8;
+  static constexpr bool kHalves = true;
+  GEARBOX_SIMD_INLINE void transpose8(__m256 (&r)[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; ++i) {
+      r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+      r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+  }
+  // As four 8 x 8 blocks: [A B; C D] (A: registers 0-7, lanes 0-7) becomes [A' C'; B' D'].
+  GEARBOX_SIMD_INLINE void transpose16(R (&r)[16]) {
+    __m256 a[8], b[8], c[8], d[8];
+    for (int i = 0; i < 8; ++i) {
+      a[i] = r[i].lo;
+      b[i] = r[i].hi;
+      c[i] = r[i + 8].lo;
+      d[i] = r[i + 8].hi;
+    }
+    transpose8(a);
+    transpose8(b);
+    transpose8(c);
+    transpose8(d);
+    for (int i = 0; i < 8; ++i) {
+      r[i] = {a[i], c[i]};
+      r[i + 8] = {b[i], d[i]};
+    }
+  }
+};
+
 }  // namespace gearbox::kernels::isa_avx2
 GEARBOX_ISA_END
 
@@ -121,6 +169,7 @@ struct F32x16 {
   static constexpr int kLanes = 16;
   static constexpr int kRegs = 32;
   static constexpr bool kNative = true;
+  static constexpr bool kHalves = false;
   GEARBOX_SIMD_INLINE R zero() { return _mm512_setzero_ps(); }
   GEARBOX_SIMD_INLINE R load(const float* p) { return _mm512_loadu_ps(p); }
   GEARBOX_SIMD_INLINE void store(float* p, R v) { _mm512_storeu_ps(p, v); }
