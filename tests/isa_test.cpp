@@ -1471,11 +1471,13 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
     const int64_t nr = isa == Isa::kAvx2 ? kGemmNrAvx2 : kGemmNrAvx512;
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, GemmPath::kSkinny);
     // AVX-512 reads both operands in place from 4 rows to 1024 (the direct path); AVX2 packs
-    // from 17 rows on.
+    // from 4 rows on.
     const bool avx512 = isa == Isa::kAvx512;
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024).path, GemmPath::kSkinny);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 4, 1024, 1024).path,
-              avx512 ? GemmPath::kDirect : GemmPath::kSkinny);
+              avx512 ? GemmPath::kDirect : GemmPath::kPacked);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 16, 1024, 1024).path,
+              avx512 ? GemmPath::kDirect : GemmPath::kPacked);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 64, 1024, 1024).path,
               avx512 ? GemmPath::kDirect : GemmPath::kPacked);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 512, 1024, 1024).path,
