@@ -135,7 +135,8 @@ void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& st
 // channel-tile path, switched to it here if its own compile chose the im2col or in-place 1x1
 // path (those write and read planes), which needs a constant weight to pack and, to read
 // blocks, no padding (it reads them in place). Two dense convs in a row keep planes: the layout
-// pays where a depthwise conv would transpose.
+// pays where a depthwise conv would transpose. On AVX2 (no channel-tile path) only a value
+// between two depthwise convs on the channel-block path is blocked.
 struct BlockSide {
   bool ok = false, switchToTiles = false;
 };

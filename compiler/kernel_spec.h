@@ -137,8 +137,11 @@ inline constexpr GemmDirectTile gemmDirectTile(int64_t m) {
 
 // The path and blocking for C[m, n] = A[m, k] B[k, n] in `dtype` on `isa`
 // (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its
-// loop, asks the same function at run time.
-GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k);
+// loop, asks the same function at run time. rowBlock: the product is one of many row blocks
+// that share B (attention's score and value products), where AVX2 keeps the skinny path up to
+// kGemmSkinnyMaxMRowBlocks rows (packing B per block was not measured there).
+GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k,
+                                bool rowBlock = false);
 
 // MatMul: batch of [M, K] x [K, N], row-major.
 struct MatMulParams {
@@ -231,7 +234,7 @@ struct ConvParams {
   // input read in place (or from a zero-padded copy). No im2col, and no part-tile where a plane
   // is narrower than a 64-position tile (ResNet's 7 x 7 layers ran at 0.52 of oneDNN on those).
   int64_t channelTiles = 0;
-  // 1: the depthwise path runs in channel blocks instead (AVX-512; 3 x 3, stride 1 or 2, one
+  // 1: the depthwise path runs in channel blocks instead (AVX-512, AVX2; 3 x 3, stride 1 or 2, one
   // output channel per group): 16 channels at a time in the vector lanes, each input row
   // transposed once into a padded blocked row, each output row transposed back
   // (executor/simd/conv_body.inc's channelBlockItem). Items are (image, 16 channels, row band).

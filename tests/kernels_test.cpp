@@ -226,14 +226,17 @@ std::vector<OpCase> matmulCases() {
       {"large_row_split", {192, 256}, {256, 160}, true},
       {"large_batch_split", {8, 96, 96}, {8, 96, 96}, true},
       {"large_folded_row_split", {4, 64, 128}, {128, 200}, true},
-      // The per-ISA GEMM (executor/kernels/gemm.cpp): skinny rows 1..7 with ragged columns,
-      // two kc blocks (k = 300 runs as 2 x 150), the first packed M past the skinny limit, an
-      // attention-shaped batch, and a skinny product split by columns over tasks.
+      // The per-ISA GEMM (executor/kernels/gemm.cpp): skinny rows 1..3 with ragged columns
+      // (7 rows: direct on AVX-512, packed on AVX2), two kc blocks (k = 300 runs as 2 x 150),
+      // the first packed M past the skinny limit, an attention-shaped batch, and skinny and
+      // few-row products split by columns over tasks.
       {"skinny_m1", {1, 300}, {300, 77}},
-      {"skinny_m7_ragged", {7, 41}, {41, 203}},
+      {"skinny_m3_ragged", {3, 41}, {41, 203}},
+      {"m7_ragged", {7, 41}, {41, 203}},
       {"packed_m33_two_k_blocks", {33, 300}, {300, 23}},
       {"attention_batch", {2, 3, 16, 8}, {2, 3, 8, 16}},
-      {"large_skinny_column_split", {8, 512}, {512, 1000}, true},
+      {"large_skinny_column_split", {3, 512}, {512, 1000}, true},
+      {"large_few_rows_column_split", {8, 512}, {512, 1000}, true},
       // AVX-512's direct path split by rows (100 rows in whole 6-row tiles) and by columns.
       {"large_direct_row_split", {100, 256}, {256, 200}, true},
       {"large_direct_column_split", {20, 300}, {300, 700}, true},

@@ -87,8 +87,8 @@ void compileAttention(KernelSpec& spec) {
     p.rowBlock = std::min(sq, ceilDiv(p.rowBlock, tile) * tile);
   const int64_t items = p.batch * ceilDiv(sq, p.rowBlock);
   spec.tasks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(tasks, items)));
-  p.qk = chooseGemmBlocking(p.isa, DType::kF32, p.rowBlock, p.sk, p.d);
-  p.pv = chooseGemmBlocking(p.isa, DType::kF32, p.rowBlock, p.dv, p.sk);
+  p.qk = chooseGemmBlocking(p.isa, DType::kF32, p.rowBlock, p.sk, p.d, true);
+  p.pv = chooseGemmBlocking(p.isa, DType::kF32, p.rowBlock, p.dv, p.sk, true);
   spec.params = std::move(p);
 }
 

@@ -71,10 +71,10 @@ bool channelTilesFit(const ConvParams& p) {
 
 // Depthwise in channel blocks (ConvParams::channelBlocks) on AVX-512 and AVX2: its row walk is
 // written for a 3 x 3 window without dilation, row and column strides of 1 or 2, and one output
-// channel per input channel (every depthwise layer of MobileNetV2 and ShuffleNetV2). On AVX2 the
-// plan keeps its input and output in planes (the 1x1 convs beside it have no channel-tile path
-// there to read or write blocks), so it transposes both; it still ran MobileNetV2's depthwise
-// layers 1.1-3.5x faster than the per-plane loops (conv_body.inc).
+// channel per input channel (every depthwise layer of MobileNetV2 and ShuffleNetV2). On AVX2 a
+// plan keeps the values it shares with a dense conv in planes (that conv has no channel-tile
+// path there to read or write blocks), so it transposes them; it still ran MobileNetV2's
+// depthwise layers 1.2-3.5x faster than the per-plane loops (conv_body.inc).
 bool channelBlocksFit(const ConvParams& p) {
   return activeIsa() >= Isa::kAvx2 && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 &&
          (p.sh == 1 || p.sh == 2) && (p.sw == 1 || p.sw == 2) && p.cg == 1 && p.mg == 1 &&
@@ -88,7 +88,7 @@ bool channelBlocksFit(const ConvParams& p) {
 // per image: its GEMMs run over an image's tiles, and one 16-tile vector (ResNet-18's 7 x 7
 // stage: 16 tiles, its 16 transformed weights 16 MB) ran 1.0-1.3x slower than the channel tiles.
 bool winogradFits(const ConvParams& p) {
-  return activeIsa() >= Isa::kAvx2 && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 &&
+  return activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 &&
          p.dh == 1 && p.dw == 1 && p.pt == 1 && p.pl == 1 && p.oh == p.h && p.ow == p.w &&
          p.group == 1 && p.c >= 16 && p.m >= 16 && p.oh > 0 && p.ow > 0 &&
          (p.oh + 1) / 2 * ((p.ow + 1) / 2) >= 32;

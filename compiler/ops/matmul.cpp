@@ -226,13 +226,14 @@ std::optional<GemmPath> parseGemmPath(std::string_view text) {
 // GEMMs with at most this many rows take the skinny path, on AVX2 and AVX-512. On Zen 3 (issue
 // 23, K = N = 1024) streaming B's rows once beat packing B up to M = 16-32, and AVX2 kept 16;
 // on the Xeon forced to AVX2 (kernels_bench, one thread | two, us, skinny against packed) it
-// wins only below 4 rows (at 4, level on one thread): M = 2 145 | 114 against 308 | 157, M = 3 289
-// | 202 against 310 | 162, M = 4 292 | 223 against 305 | 161, M = 8 586 | 433 against 426 | 223, M
-// = 16 1,167 | 873 against 512 | 266 (oneDNN limited to AVX2: 302 | 160 at M = 8). Its pairs of
-// rows each stream all of B (4 MiB here) from L3, and it scales poorly on two threads. Where B fits
-// in L2 (1 MiB: K = 256, N = 1024, or K = 1024, N = 256) the skinny path still ran M = 8 1.35-1.57x
-// faster on one thread, and 1.1-2x slower on two; not made a rule of.
-constexpr int64_t kGemmSkinnyMaxM = 3;
+// wins only below 4 rows on one thread (level at 4; on two, packing wins from 3): M = 2 145 | 114
+// against 308 | 157, M = 3 289 | 202 against 310 | 162, M = 4 292 | 223 against 305 | 161, M = 8
+// 586 | 433 against 426 | 223, M = 16 1,167 | 873 against 512 | 266 (oneDNN limited to AVX2: 302 |
+// 160 at M = 8). Its pairs of rows each stream all of B (4 MiB here) from L3, and it scales poorly
+// on two threads. Where B fits in L2 (1 MiB: K = 256, N = 1024, or K = 1024, N = 256) the skinny
+// path still ran M = 8 1.35-1.57x faster on one thread, and 1.1-2x slower on two; not made a rule
+// of.
+constexpr int64_t kGemmSkinnyMaxM = 3, kGemmSkinnyMaxMRowBlocks = 16;
 // On AVX-512, the direct path (A in place, 6 x 64 or 8 x 48 tiles) from 4 rows to 1024.
 // Measured on Zen 4 (GF/s at K = N = 1024, one thread; issue 23's note): M = 3 skinny 60,
 // direct 26; M = 4 skinny 74, direct 86; M = 8 skinny 76, packed 41, direct 96; M = 64 packed
@@ -247,7 +248,8 @@ constexpr int64_t kGemmSkinnyMaxM = 3;
 // so did M = 4096, so 1025 rows and up keep packing.
 constexpr int64_t kGemmDirectMaxMAvx512 = 1024;
 
-GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k) {
+GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k,
+                                bool rowBlock) {
   GemmBlocking b;
   if (dtype != DType::kF32 || isa == Isa::kBaseline) return b;  // Eigen, compiled for baseline
   const int64_t mr = isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
@@ -256,7 +258,7 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
   const int64_t kBlocks = std::max<int64_t>(1, (k + 255) / 256);
   b.kc = std::max<int64_t>(1, (k + kBlocks - 1) / kBlocks);
   const bool avx512 = isa == Isa::kAvx512;
-  if (m <= kGemmSkinnyMaxM) {
+  if (m <= (rowBlock && !avx512 ? kGemmSkinnyMaxMRowBlocks : kGemmSkinnyMaxM)) {
     // Too few rows to pay for packing B, which would move as many bytes as the product reads.
     // B's rows are streamed once per pair of A rows, k = 4096 deep at a time (sequential reads
     // the prefetchers follow), against 1024 columns of C held in L1 (4 KiB per row).

@@ -115,9 +115,10 @@ struct F32x16OnAvx2 {
 
 // The depthwise channel-block path's vector type on AVX2 machines (conv_body.inc): the layout
 // and 16-lane logic of F32x16OnAvx2, with V::kHalves (a register block of W positions runs as
-// two 8-channel halves of F32x8 registers: W sums of two registers each and the 3 x 3 window's
-// 9 weight vectors do not fit AVX2's 16) and a transpose of 8 x 8 blocks in registers, where
-// the stand-in's goes through memory a float at a time.
+// two 8-channel halves of F32x8 registers: 8 sums and the loaded input vector stay in registers,
+// the 3 x 3 window's 9 weight vectors partly as FMA memory operands, where W sums of two
+// registers each would spill sums) and a transpose of 8 x 8 blocks in registers, where the
+// stand-in's goes through memory a float at a time.
 struct F32x16Avx2 : F32x16OnAvx2 {
   using Half = F32x8;
   static constexpr bool kHalves = true;
