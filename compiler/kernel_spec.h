@@ -138,8 +138,9 @@ inline constexpr GemmDirectTile gemmDirectTile(int64_t m) {
 // The path and blocking for C[m, n] = A[m, k] B[k, n] in `dtype` on `isa`
 // (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its
 // loop, asks the same function at run time. rowBlock: the product is one of many row blocks
-// that share B (attention's score and value products), where AVX2 keeps the skinny path up to
-// kGemmSkinnyMaxMRowBlocks rows (packing B per block was not measured there).
+// that share B (attention's score and value products), which keep the skinny path up to 3 rows
+// on AVX-512 and 16 on AVX2 (MatMul: none on AVX-512, 3 on AVX2; the other limits were not
+// measured on attention's shapes).
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k,
                                 bool rowBlock = false);
 

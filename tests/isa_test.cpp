@@ -1469,11 +1469,18 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     const int64_t mr = isa == Isa::kAvx2 ? kGemmMrAvx2 : kGemmMrAvx512;
     const int64_t nr = isa == Isa::kAvx2 ? kGemmNrAvx2 : kGemmNrAvx512;
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, GemmPath::kSkinny);
-    // AVX-512 reads both operands in place from 4 rows to 1024 (the direct path); AVX2 packs
-    // from 4 rows on.
+    // AVX-512 reads both operands in place from 1 row to 1024 (the direct path); AVX2 streams
+    // B's rows (skinny) up to 3 rows and packs from 4. Attention's row blocks (rowBlock) keep
+    // the skinny path up to 3 rows on AVX-512 and 16 on AVX2.
     const bool avx512 = isa == Isa::kAvx512;
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024).path, GemmPath::kSkinny);
+    const GemmPath few = avx512 ? GemmPath::kDirect : GemmPath::kSkinny;
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, few);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024).path, few);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024, true).path, GemmPath::kSkinny);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 4, 1024, 1024, true).path,
+              avx512 ? GemmPath::kDirect : GemmPath::kSkinny);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 16, 1024, 1024, true).path,
+              avx512 ? GemmPath::kDirect : GemmPath::kSkinny);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 4, 1024, 1024).path,
               avx512 ? GemmPath::kDirect : GemmPath::kPacked);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 16, 1024, 1024).path,
