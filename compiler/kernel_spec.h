@@ -98,7 +98,7 @@ enum class GemmPath : uint8_t {
   kDirect,  // A read in place: the micro-kernel broadcasts A and loads B where it is (or from
             // a plan's strips, MatMulParams::bPacked; or, from 256 rows with B's rows a page
             // apart, from strips it packs per K slice), in register tiles of gemmDirectTile()
-            // (AVX-512's choice for M = 4..1024)
+            // (AVX-512's choice for M = 1..1024)
 };
 std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny", "direct"
 std::optional<GemmPath> parseGemmPath(std::string_view text);

@@ -11,6 +11,7 @@
 #include "executor/kernels/op_kernels.h"
 #include "executor/kernels/ref_common.h"
 #include "executor/simd/isa_target.h"
+#include "executor/simd/simd.h"
 #include "executor/transpose_stream.h"
 
 namespace gearbox::kernels {
@@ -21,33 +22,13 @@ namespace isa_avx2 {
 namespace {
 
 // dst[c * ds + r] = src[r * ss + c] for an 8 x 8 block of 32-bit elements: eight row loads,
-// three shuffle stages (unpack, shuffle, 128-bit permute), eight row stores.
+// F32x8::transpose8's three shuffle stages in registers, eight row stores.
 [[gnu::always_inline]] inline void transpose8x8(const uint32_t* src, int64_t ss, uint32_t* dst,
                                                 int64_t ds) {
-  auto ld = [&](int r) { return _mm256_loadu_ps(reinterpret_cast<const float*>(src + r * ss)); };
-  const __m256 r0 = ld(0), r1 = ld(1), r2 = ld(2), r3 = ld(3), r4 = ld(4), r5 = ld(5), r6 = ld(6),
-               r7 = ld(7);
-  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  auto st = [&](int r, __m256 v) { _mm256_storeu_ps(reinterpret_cast<float*>(dst + r * ds), v); };
-  st(0, _mm256_permute2f128_ps(u0, u4, 0x20));
-  st(1, _mm256_permute2f128_ps(u1, u5, 0x20));
-  st(2, _mm256_permute2f128_ps(u2, u6, 0x20));
-  st(3, _mm256_permute2f128_ps(u3, u7, 0x20));
-  st(4, _mm256_permute2f128_ps(u0, u4, 0x31));
-  st(5, _mm256_permute2f128_ps(u1, u5, 0x31));
-  st(6, _mm256_permute2f128_ps(u2, u6, 0x31));
-  st(7, _mm256_permute2f128_ps(u3, u7, 0x31));
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(src + i * ss));
+  F32x8::transpose8(r);
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(reinterpret_cast<float*>(dst + i * ds), r[i]);
 }
 
 }  // namespace

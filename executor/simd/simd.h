@@ -47,6 +47,24 @@ struct F32x8 {
   }
   GEARBOX_SIMD_INLINE R loadN(const float* p, int64_t n) { return _mm256_maskload_ps(p, mask(n)); }
   GEARBOX_SIMD_INLINE void storeN(float* p, R v, int64_t n) { _mm256_maskstore_ps(p, mask(n), v); }
+  // r[i] lane j <-> r[j] lane i: three shuffle stages (unpack, shuffle, 128-bit permute).
+  GEARBOX_SIMD_INLINE void transpose8(R (&r)[8]) {
+    R t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; ++i) {
+      r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+      r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+  }
 };
 
 // 16 lanes as two AVX2 registers, with the register budget of AVX-512: the AVX-512 kernels'
@@ -122,23 +140,6 @@ struct F32x16OnAvx2 {
 struct F32x16Avx2 : F32x16OnAvx2 {
   using Half = F32x8;
   static constexpr bool kHalves = true;
-  GEARBOX_SIMD_INLINE void transpose8(__m256 (&r)[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int i = 0; i < 4; ++i) {
-      r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-      r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-  }
   // As four 8 x 8 blocks: [A B; C D] (A: registers 0-7, lanes 0-7) becomes [A' C'; B' D'].
   GEARBOX_SIMD_INLINE void transpose16(R (&r)[16]) {
     __m256 a[8], b[8], c[8], d[8];
@@ -148,10 +149,10 @@ struct F32x16Avx2 : F32x16OnAvx2 {
       c[i] = r[i + 8].lo;
       d[i] = r[i + 8].hi;
     }
-    transpose8(a);
-    transpose8(b);
-    transpose8(c);
-    transpose8(d);
+    F32x8::transpose8(a);
+    F32x8::transpose8(b);
+    F32x8::transpose8(c);
+    F32x8::transpose8(d);
     for (int i = 0; i < 8; ++i) {
       r[i] = {a[i], c[i]};
       r[i + 8] = {b[i], d[i]};
