@@ -1736,6 +1736,9 @@ std::vector<ConvGeom> winogradGeoms() {
        1,
        true},
       {"wg_resnet_l3", {1, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      // Blocks of 64 and 48 tiles at M = 128: the GEMMs in 6 x 4 tiles and in 8 x 3 tiles
+      // (winogradGemmTile), where M alone would pick 8 x 3 for both.
+      {"wg_resnet_l2", {1, 128, 28, 28}, {128, 128, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
   };
 }
 

@@ -40,6 +40,17 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
     gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
 }
+void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* a, int64_t lda,
+                      const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
+                      int64_t k) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, nullptr};
+  const GemmBuffers buf{gemmBuffer};
+  if (tile.rows == 8) {
+    gemmDirect<F32x16, 8, 3>(g, bl.kc, bl.nc, buf);
+  } else {
+    gemmDirect<F32x16, 6, 4>(g, bl.kc, bl.nc, buf);
+  }
+}
 void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int64_t lda,
                       const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       const GemmEpilogue* e) {
@@ -88,6 +99,11 @@ void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int
                       const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       const GemmEpilogue* e) {
   isa_avx512::gemmDirectStrips(bl, width, a, lda, b, c, ldc, m, n, k, e);
+}
+void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* a, int64_t lda,
+                      const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
+                      int64_t k) {
+  isa_avx512::gemmDirectInTile(bl, tile, a, lda, b, ldb, c, ldc, m, n, k);
 }
 
 void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,

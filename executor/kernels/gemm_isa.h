@@ -26,6 +26,11 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
 void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int64_t lda,
                       const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       const GemmEpilogue* e);
+// The direct path (bl.path kDirect) in the given tile (8 x 3 or 6 x 4 vectors) rather than
+// gemmDirectTile(m)'s: for a caller that also knows its N (the Winograd path's GEMMs).
+void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* a, int64_t lda,
+                      const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
+                      int64_t k);
 void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,
               float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
 void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,

@@ -39,6 +39,37 @@ namespace {
 // one of the three layers.
 constexpr int64_t kWinogradBlockBytes = int64_t{1} << 20;
 
+// The direct path's tile for a block's GEMMs, M = kn output channels by N = ts tiles (whole
+// vectors), by a count of cycles per step of k: an r x v tile issues r * v FMAs (two a cycle),
+// r broadcasts, v loads and v prefetches (two a cycle), and runs no faster than one FMA latency
+// (4 cycles); rows past the whole tiles go in tiles of 4, 2 and 1, columns past them in one
+// narrower tile (directSlice, directRows). gemmDirectTile(m), MatMul's choice, looks at M
+// alone: ResNet-18's 28 x 28 layers (M = 128, blocks of 64 tiles) took 8 x 3 and ran a quarter
+// of their columns in 8 x 1 tiles, 22% of the layer's one-thread profile, where 6 x 4 covers 64
+// columns whole.
+GemmDirectTile winogradGemmTile(int64_t m, int64_t n) {
+  auto tile = [](int64_t r, int64_t v) {
+    return std::max({static_cast<double>(r * v) / 2.0, static_cast<double>(r + 2 * v) / 2.0, 4.0});
+  };
+  auto cycles = [&](GemmDirectTile t) {
+    const int64_t vectors = (n + 15) / 16, whole = vectors / t.vectors, rest = vectors % t.vectors;
+    auto rows = [&](int64_t r) {
+      return static_cast<double>(whole) * tile(r, t.vectors) + (rest > 0 ? tile(r, rest) : 0.0);
+    };
+    double sum = static_cast<double>(m / t.rows) * rows(t.rows);
+    int64_t left = m % t.rows;
+    for (; left >= 4; left -= 4) sum += rows(4);
+    if (left >= 2) {
+      sum += rows(2);
+      left -= 2;
+    }
+    if (left > 0) sum += rows(1);
+    return sum;
+  };
+  const GemmDirectTile wide{6, 4}, tall{8, 3};
+  return cycles(tall) < cycles(wide) ? tall : wide;
+}
+
 }  // namespace
 
 #if GEARBOX_HAVE_ISA_REGIONS
@@ -205,9 +236,16 @@ void winogradItem(const ConvParams& p, const float* x, const float* u, const flo
   if (ts > tiles)
     for (int64_t r = 0; r < 16 * g.c; ++r) std::fill(v + r * ts + tiles, v + (r + 1) * ts, 0.0f);
   const GemmBlocking bl = chooseGemmBlocking(Isa::kAvx512, DType::kF32, kn, ts, g.c);
-  for (int xi = 0; xi < 16; ++xi)
-    gemmF32(Isa::kAvx512, bl, u + (xi * g.m + k0) * g.c, g.c, v + xi * g.c * ts, ts,
-            mb + xi * kn * ts, ts, kn, ts, g.c);
+  const GemmDirectTile tile = winogradGemmTile(kn, ts);
+  for (int xi = 0; xi < 16; ++xi) {
+    const float* ux = u + (xi * g.m + k0) * g.c;
+    if (bl.path == GemmPath::kDirect) {
+      on_avx512::gemmDirectInTile(bl, tile, ux, g.c, v + xi * g.c * ts, ts, mb + xi * kn * ts, ts,
+                                  kn, ts, g.c);
+    } else {
+      gemmF32(Isa::kAvx512, bl, ux, g.c, v + xi * g.c * ts, ts, mb + xi * kn * ts, ts, kn, ts, g.c);
+    }
+  }
   outputTransform(g, mb, ts, k0, k1, t0, t1, bias, res, lo, hi, clampsAnything(lo, hi), out);
 }
 
