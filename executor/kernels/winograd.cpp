@@ -271,11 +271,17 @@ bool runConvWinograd(const ConvParams& p, int tasks, const float* x, const float
   const int64_t ranges = p.n < tasks ? std::min<int64_t>(tasks, tiles) : 1;
   const int64_t longest = (tiles + ranges - 1) / ranges;
   const int64_t perRange = (longest + cap - 1) / cap;
-  // Output-channel parts where the blocks are too few for the tasks (deep layers at batch 1):
-  // each part transforms the block's input again, a small share of its GEMMs.
+  // Output-channel parts where the blocks are too few for the tasks (several images, fewer
+  // than two blocks per task): each part transforms the block's input again. Not where the
+  // ranges already give every task its own equal share (batch 1): there a task ran its range's
+  // parts one after the other, so it transformed the same input once per part and gained
+  // nothing (ResNet-18's 14 x 14 layer on two threads, kernels_bench: 576-603 us in two parts,
+  // 524-546 in one, oneDNN 507-557 in the same runs; the task reads all of the layer's
+  // transformed weights either way).
   const int64_t outer = p.n * ranges * perRange;
+  const bool ownShares = ranges > 1 && outer >= tasks;
   const int64_t parts =
-      tasks > 1 && outer < 2 * tasks
+      tasks > 1 && outer < 2 * tasks && !ownShares
           ? std::clamp<int64_t>((2 * tasks + outer - 1) / outer, 1, std::max<int64_t>(p.m / 16, 1))
           : 1;
   const int64_t planeIn = p.c * p.h * p.w, planeOut = p.m * p.oh * p.ow;
