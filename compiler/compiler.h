@@ -99,6 +99,14 @@ struct Plan {
   // gathering every argument of every step (executor/plan_runner.cpp).
   mutable std::vector<int32_t> callArgSlots;
   mutable bool argsBound = false;
+  // The steps as the run loop reads them, filled with the arguments: 16 bytes each, where a
+  // PlanStep is over 100 (executor/plan_runner.cpp).
+  struct RunStep {
+    const KernelSpec* kernel;
+    int32_t firstArg;
+    ValueId out;
+  };
+  mutable std::vector<RunStep> runSteps;
 
   std::string summary() const;
 };
