@@ -100,7 +100,7 @@ struct Plan {
   mutable std::vector<int32_t> callArgSlots;
   mutable bool argsBound = false;
   // The steps as the run loop reads them, filled with the arguments: 16 bytes each, where a
-  // PlanStep is over 100 (executor/plan_runner.cpp).
+  // PlanStep is 88 (executor/plan_runner.cpp).
   struct RunStep {
     const KernelSpec* kernel;
     int32_t firstArg;

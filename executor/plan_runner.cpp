@@ -119,7 +119,7 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
   // registers (the loop below reloads the tile list, the step count and the lambdas' captures
   // around every kernel call, which may write any memory: 100 one-element Adds on an Intel Xeon
   // ran 1.20-1.22x modes_bench's bare kernel loop so, 1.10-1.11x this way). It walks
-  // Plan::runSteps, 16 bytes a step, rather than the PlanSteps themselves (over 100 bytes each:
+  // Plan::runSteps, 16 bytes a step, rather than the PlanSteps themselves (88 bytes each:
   // 1.09-1.16x the bare loop on the same Xeon host, 1.05-1.11x so, six runs of each alternated).
   if (plan.batchTiles.empty()) {
     const Plan::RunStep* const first = plan.runSteps.data();

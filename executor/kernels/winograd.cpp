@@ -47,7 +47,7 @@ constexpr int64_t kWinogradBlockBytes = int64_t{1} << 20;
 // alone: ResNet-18's 28 x 28 layers (M = 128, blocks of 64 tiles) took 8 x 3 and ran a quarter
 // of their columns in 8 x 1 tiles, 22% of the layer's one-thread profile, where 6 x 4 covers 64
 // columns whole.
-GemmDirectTile winogradGemmTile(int64_t m, int64_t n) {
+[[maybe_unused]] GemmDirectTile winogradGemmTile(int64_t m, int64_t n) {
   auto tile = [](int64_t r, int64_t v) {
     return std::max({static_cast<double>(r * v) / 2.0, static_cast<double>(r + 2 * v) / 2.0, 4.0});
   };
@@ -273,13 +273,13 @@ bool runConvWinograd(const ConvParams& p, int tasks, const float* x, const float
   const int64_t perRange = (longest + cap - 1) / cap;
   // Output-channel parts where the blocks are too few for the tasks (several images, fewer
   // than two blocks per task): each part transforms the block's input again. Not where the
-  // ranges already give every task its own equal share (batch 1): there a task ran its range's
-  // parts one after the other, so it transformed the same input once per part and gained
-  // nothing (ResNet-18's 14 x 14 layer on two threads, kernels_bench: 576-603 us in two parts,
-  // 524-546 in one, oneDNN 507-557 in the same runs; the task reads all of the layer's
-  // transformed weights either way).
+  // ranges already give every task its own equal share (fewer images than tasks: a range per
+  // task in each image): there a task ran its range's parts one after the other, so it
+  // transformed the same input once per part and gained nothing (ResNet-18's 14 x 14 layer on
+  // two threads, kernels_bench: 576-603 us in two parts, 524-546 in one, oneDNN 507-557 in the
+  // same runs; the task reads all of the layer's transformed weights either way).
   const int64_t outer = p.n * ranges * perRange;
-  const bool ownShares = ranges > 1 && outer >= tasks;
+  const bool ownShares = ranges == tasks;
   const int64_t parts =
       tasks > 1 && outer < 2 * tasks && !ownShares
           ? std::clamp<int64_t>((2 * tasks + outer - 1) / outer, 1, std::max<int64_t>(p.m / 16, 1))
