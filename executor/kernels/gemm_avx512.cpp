@@ -24,31 +24,31 @@ namespace isa_avx512 {
 // conv2d's paths, on gemm_body.inc's micro-kernel and packing (so after it).
 #include "executor/simd/conv_body.inc"
 
-void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
-          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, const GemmEpilogue* e) {
-  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
-  const GemmBuffers buf{gemmBuffer};
-  if (bl.path == GemmPath::kSkinny) {
-    gemmSkinny<F32x16>(g, bl.kc, bl.nc);
-  } else if (bl.path == GemmPath::kDirect) {
-    if (gemmDirectTile(m).rows == 8) {
-      gemmDirect<F32x16, 8, 3>(g, bl.kc, bl.nc, buf);
-    } else {
-      gemmDirect<F32x16, 6, 4>(g, bl.kc, bl.nc, buf);
-    }
-  } else {
-    gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
-  }
-}
+// The direct path in the given tile: gemm below passes gemmDirectTile(m)'s, the Winograd path's
+// GEMMs the one their N also chooses (winogradGemmTile).
 void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* a, int64_t lda,
                       const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
-                      int64_t k) {
-  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, nullptr};
+                      int64_t k, const GemmEpilogue* e) {
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
   const GemmBuffers buf{gemmBuffer};
   if (tile.rows == 8) {
     gemmDirect<F32x16, 8, 3>(g, bl.kc, bl.nc, buf);
   } else {
     gemmDirect<F32x16, 6, 4>(g, bl.kc, bl.nc, buf);
+  }
+}
+void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, const GemmEpilogue* e) {
+  if (bl.path == GemmPath::kDirect) {
+    gemmDirectInTile(bl, gemmDirectTile(m), a, lda, b, ldb, c, ldc, m, n, k, e);
+    return;
+  }
+  const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
+  const GemmBuffers buf{gemmBuffer};
+  if (bl.path == GemmPath::kSkinny) {
+    gemmSkinny<F32x16>(g, bl.kc, bl.nc);
+  } else {
+    gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
 }
 void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int64_t lda,
@@ -102,8 +102,8 @@ void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int
 }
 void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* a, int64_t lda,
                       const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
-                      int64_t k) {
-  isa_avx512::gemmDirectInTile(bl, tile, a, lda, b, ldb, c, ldc, m, n, k);
+                      int64_t k, const GemmEpilogue* e) {
+  isa_avx512::gemmDirectInTile(bl, tile, a, lda, b, ldb, c, ldc, m, n, k, e);
 }
 
 void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,

@@ -30,7 +30,7 @@ void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int
 // gemmDirectTile(m)'s: for a caller that also knows its N (the Winograd path's GEMMs).
 void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* a, int64_t lda,
                       const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
-                      int64_t k);
+                      int64_t k, const GemmEpilogue* e);
 void convItem(const ConvParams& p, const float* x, const float* w, const float* bias, float lo,
               float hi, float* out, int64_t m0, int64_t m1, int64_t p0, int64_t p1);
 void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,

@@ -241,7 +241,7 @@ void winogradItem(const ConvParams& p, const float* x, const float* u, const flo
     const float* ux = u + (xi * g.m + k0) * g.c;
     if (bl.path == GemmPath::kDirect) {
       on_avx512::gemmDirectInTile(bl, tile, ux, g.c, v + xi * g.c * ts, ts, mb + xi * kn * ts, ts,
-                                  kn, ts, g.c);
+                                  kn, ts, g.c, nullptr);
     } else {
       gemmF32(Isa::kAvx512, bl, ux, g.c, v + xi * g.c * ts, ts, mb + xi * kn * ts, ts, kn, ts, g.c);
     }
