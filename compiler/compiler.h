@@ -99,14 +99,16 @@ struct Plan {
   // gathering every argument of every step (executor/plan_runner.cpp).
   mutable std::vector<int32_t> callArgSlots;
   mutable bool argsBound = false;
-  // The steps as the run loop reads them, filled with the arguments: 16 bytes each, where a
-  // PlanStep is 88 (executor/plan_runner.cpp).
+  // The steps as the run loop reads them, filled with the arguments: 24 bytes each, where a
+  // PlanStep is 88, the output's address resolved (executor/plan_runner.cpp). The steps whose
+  // output is the caller's buffer (Storage::kOutput) get theirs on every call.
   struct RunStep {
     const KernelSpec* kernel;
-    int32_t firstArg;
-    ValueId out;
+    void* out;
+    int32_t firstArg;  // an index, not a pointer: a copy of the plan has its own argPtrs
   };
   mutable std::vector<RunStep> runSteps;
+  mutable std::vector<int32_t> callOutSteps;
 
   std::string summary() const;
 };
