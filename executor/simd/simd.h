@@ -221,6 +221,8 @@ struct F32x16 {
     return _mm512_maskz_permutex2var_ps(static_cast<__mmask16>(keep), lo, _mm512_loadu_si512(idx),
                                         hi);
   }
+  // The lanes of v that hold a NaN, as a bit mask.
+  GEARBOX_SIMD_INLINE uint32_t nanLanes(R v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
 };
 
 }  // namespace gearbox::kernels::isa_avx512
