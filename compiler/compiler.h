@@ -109,6 +109,8 @@ struct Plan {
   };
   mutable std::vector<RunStep> runSteps;
   mutable std::vector<int32_t> callOutSteps;
+  // The input then output buffers of the last call: the same ones again rewrite no slot.
+  mutable std::vector<const void*> boundIo;
 
   std::string summary() const;
 };

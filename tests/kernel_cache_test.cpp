@@ -308,6 +308,44 @@ TEST(PlanRunner, EachCallRebindsInputsAndOutputsAndANewArenaRebindsEveryArgument
   }
 }
 
+// A call on the same input and output buffers as the last rewrites no argument (plan_runner.cpp
+// compares them): new contents in those buffers must still be read, and a call on other
+// buffers, then the first ones again (A, B, A), must rebind each time.
+TEST(PlanRunner, TheSameBuffersAgainReadTheirNewContentsAndOtherBuffersRebind) {
+  GraphBuilder b("again");
+  const ValueId x = b.input("x", DType::kF32, {2, 3});
+  const ValueId y = b.input("y", DType::kF32, {2, 3});
+  const ValueId s = b.add(x, y);
+  b.output(b.add(s, y));  // x + 2y
+  KernelCache cache;
+  auto plan = compilePlan(b.build(), {Shape{2, 3}, Shape{2, 3}}, cache);
+  std::vector<Tensor> setA = {randomTensor(DType::kF32, {2, 3}, 1),
+                              randomTensor(DType::kF32, {2, 3}, 2)};
+  std::vector<Tensor> setB = {randomTensor(DType::kF32, {2, 3}, 3),
+                              randomTensor(DType::kF32, {2, 3}, 4)};
+  Tensor outA(DType::kF32, {2, 3}), outB(DType::kF32, {2, 3});
+  auto call = [&](std::vector<Tensor>& ins, Tensor& out, uint64_t seed) {
+    // New contents in the same buffers each call.
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const Tensor fresh = randomTensor(DType::kF32, {2, 3}, seed + i);
+      std::copy(fresh.as<float>(), fresh.as<float>() + 6, ins[i].as<float>());
+    }
+    const TensorView in[] = {ins[0].view(), ins[1].view()};
+    const TensorView ov[] = {out.view()};
+    runStaticPlan(*plan, in, ov);
+    for (int64_t i = 0; i < 6; ++i)
+      ASSERT_FLOAT_EQ(out.as<float>()[i],
+                      ins[0].as<float>()[i] + ins[1].as<float>()[i] + ins[1].as<float>()[i])
+          << "element " << i << ", seed " << seed;
+  };
+  call(setA, outA, 10);
+  call(setA, outA, 20);  // the same buffers: nothing rebound
+  call(setB, outB, 30);
+  call(setA, outA, 40);
+  call(setA, outB, 50);  // the same inputs, another output
+  call(setA, outB, 60);
+}
+
 TEST(WeightPack, PlansOfOneGraphShareOnePackOfAConstantWeight) {
   auto g = std::make_shared<const Graph>(packedConvGraph(false));
   KernelCache cache;
