@@ -95,13 +95,15 @@ struct Plan {
   mutable std::vector<void*> ptrs;  // per value
   mutable std::vector<const void*> argPtrs;
   // The argPtrs slots that change from call to call (graph inputs and outputs), and whether the
-  // others are filled for the arena bound now: a call then rewrites only those slots instead of
-  // gathering every argument of every step (executor/plan_runner.cpp).
+  // others are filled for the arena bound now: a call whose buffers differ from the last call's
+  // (boundIo) then rewrites only those slots instead of gathering every argument of every step
+  // (executor/plan_runner.cpp).
   mutable std::vector<int32_t> callArgSlots;
   mutable bool argsBound = false;
   // The steps as the run loop reads them, filled with the arguments: 24 bytes each, where a
   // PlanStep is 88, the output's address resolved (executor/plan_runner.cpp). The steps whose
-  // output is the caller's buffer (Storage::kOutput) get theirs on every call.
+  // output is the caller's buffer (Storage::kOutput) get theirs again on a call whose buffers
+  // differ from the last call's.
   struct RunStep {
     const KernelSpec* kernel;
     void* out;

@@ -137,12 +137,10 @@ void runStaticPlan(const Plan& plan, std::span<const TensorView> inputs,
   // registers (the loop below reloads the tile list, the step count and the lambdas' captures
   // around every kernel call, which may write any memory: 100 one-element Adds on an Intel Xeon
   // ran 1.20-1.22x modes_bench's bare kernel loop so, 1.10-1.11x this way). It walks
-  // Plan::runSteps, 24 bytes a step, rather than the PlanSteps themselves (88 bytes each:
-  // 1.09-1.16x the bare loop on the same Xeon host, 1.05-1.11x with the step's output still
-  // looked up in ptrs, six runs of each alternated). With the output's address in the step:
-  // 1.07-1.10x, against 1.08-1.12x before it; with a call on the same buffers rewriting no
-  // argument (above), 1.06-1.09x (four runs of each of the three binaries alternated, nine
-  // repetitions each; the bare loop itself moved 9.1-10.1 ns a step between processes).
+  // Plan::runSteps (kernel, output address, first argument: 24 bytes a step) rather than the
+  // 88-byte PlanSteps, whose three fields it needs were spread over two cache lines a step and
+  // whose output it looked up in ptrs: 1.09-1.16x the bare loop -> 1.06-1.09x with the change
+  // above (docs/performance.md, "2026-12-05").
   if (plan.batchTiles.empty()) {
     const Plan::RunStep* const first = plan.runSteps.data();
     const Plan::RunStep* step = first;

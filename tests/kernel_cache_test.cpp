@@ -344,6 +344,14 @@ TEST(PlanRunner, TheSameBuffersAgainReadTheirNewContentsAndOtherBuffersRebind) {
   call(setA, outA, 40);
   call(setA, outB, 50);  // the same inputs, another output
   call(setA, outB, 60);
+  call(setB, outB, 70);  // other inputs, the same output
+  // A new arena with the same buffers: every argument is bound again (the old arena, kept alive
+  // and filled with NaN, would show through a stale one).
+  std::shared_ptr<std::byte> old = plan->arena;
+  bindArena(*plan, allocateArena(plan->hostArenaBytes));
+  float* f = reinterpret_cast<float*>(old.get());
+  std::fill(f, f + plan->hostArenaBytes / 4, std::numeric_limits<float>::quiet_NaN());
+  call(setB, outB, 80);
 }
 
 TEST(WeightPack, PlansOfOneGraphShareOnePackOfAConstantWeight) {

@@ -52,7 +52,8 @@ void compilePool2d(KernelSpec& spec, int kernelSlot, int stridesSlot, int padsSl
   spec.work = static_cast<double>(p.planes * p.oh * p.ow) * static_cast<double>(p.kh * p.kw);
   // A pool is a pass over memory as much as arithmetic (a compare or add per tap): it splits by
   // the bytes it moves too. ResNet-18's stem pool (64 x 112 x 112, 1.8 M taps) ran on one
-  // thread of two, at 239 us of the network's 9.9 ms (batch 1, an Intel Xeon); 4 MiB is two tasks.
+  // thread of two, at 239 us of the network's 9.9 ms (batch 1, an Intel Xeon); its 4 MB in and
+  // out make three tasks where there are threads for them.
   spec.tasks = std::max(
       decideTasks(spec.work, kParallelFlopThreshold),
       decideTasks(elementBytes(key.inputs[0]) + elementBytes(spec.output), kParallelByteThreshold));

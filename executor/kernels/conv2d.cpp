@@ -452,7 +452,8 @@ bool runConvChannelTiles(const ConvParams& p, int tasks, const float* x, const f
     // in blocks (3 channel tiles, 3 row blocks) ran its 9 items as 5 + 4 on two threads, or 4 +
     // 4 and a ninth stolen at the end. 12 items (kernels_bench, two threads, two rounds of five
     // repetitions interleaved): 35.3-36.8 -> 29.9-31.4 us; the 24 -> 144 one on 56 x 56 planes
-    // (tiles of 64, 64 and 16 channels) 78.8-81.4 -> 69.7-74.3.
+    // (tiles of 64, 64 and 16 channels) 78.8-81.4 -> 69.7-74.3. Measured on two threads; with
+    // more it may add up to tasks - 1 row blocks: smaller items, the same work.
     while (tasks > 1 && imgs * tiles * rowBlocks % tasks != 0 && rowBlocks < p.oh) ++rowBlocks;
     std::atomic<bool> ran{true};
     detail::runItems(tasks, imgs * rowBlocks * tiles, [&](int64_t u) {

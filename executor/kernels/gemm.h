@@ -149,8 +149,9 @@ bool convChannelBlockItemF32(const ConvParams& p, const float* x, const float* w
 int64_t depthwiseGroup(const ConvParams& p);
 
 // One plane of max_pool2d for activeIsa() (conv_body.inc: the depthwise walk with max instead of
-// multiply-add). False (nothing written) on the baseline ISA and for a plane holding a NaN: the
-// caller's scalar loop then runs it (a vector max does not propagate NaN as PyTorch does).
+// multiply-add). False on the baseline ISA (nothing written) and for a plane holding a NaN (some
+// of `out` may be written): the caller's scalar loop then writes all of it (a vector max does
+// not propagate NaN as PyTorch does).
 bool maxPoolPlaneF32(const PoolParams& p, const float* in, float* out);
 
 // Eigen's GEMM compiled for the baseline ISA (executor/kernels/matmul.cpp).

@@ -27,7 +27,8 @@ void gemmDirectStrips(const GemmBlocking& bl, int64_t width, const float* a, int
                       const float* b, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       const GemmEpilogue* e);
 // The direct path (bl.path kDirect) in the given tile (8 x 3 or 6 x 4 vectors) rather than
-// gemmDirectTile(m)'s: for a caller that also knows its N (the Winograd path's GEMMs).
+// gemmDirectTile(m)'s: for a caller that also knows its N (the Winograd path's GEMMs). e:
+// MatMul's epilogue, or null.
 void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* a, int64_t lda,
                       const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
                       int64_t k, const GemmEpilogue* e);

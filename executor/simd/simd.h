@@ -12,7 +12,8 @@
 // (r[i] lane j <-> r[j] lane i, 16 registers) and V::permute2(lo, idx, hi, keep): lane i is lane
 // idx[i] (0..31) of the 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's
 // vpermt2ps); and V::loadMask(p, m): lane i is p[i] where bit i of m is set, else zero, and no
-// other lane is read (so p + i may lie outside the array for a clear bit). The AVX-512 kernels are
+// other lane is read (so p + i may lie outside the array for a clear bit); F32x16 alone has
+// V::nanLanes(r) (the lanes holding a NaN, as bits). The AVX-512 kernels are
 // the same templates over F32x16; F32x16OnAvx2 runs that exact 16-lane logic (tile shapes, edges,
 // blocking for 32 registers) on pairs of AVX2 registers, so the tests exercise the AVX-512
 // instantiation's logic on a machine without AVX-512. F32x16Avx2 is that type as an AVX2 kernel
