@@ -98,7 +98,8 @@ enum class GemmPath : uint8_t {
   kDirect,  // A read in place: the micro-kernel broadcasts A and loads B where it is (or from
             // a plan's strips, MatMulParams::bPacked; or, from 256 rows with B's rows a page
             // apart, from strips it packs per K slice), in register tiles of gemmDirectTile()
-            // (AVX-512's choice for M = 1..1024)
+            // (AVX-512's choice for M = 1..1024); on AVX2 (M = 4..128), 4 x 24 tiles, B read in
+            // place by each panel's first row tile and copied for the others
 };
 std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny", "direct"
 std::optional<GemmPath> parseGemmPath(std::string_view text);
@@ -134,6 +135,12 @@ struct GemmDirectTile {
 inline constexpr GemmDirectTile gemmDirectTile(int64_t m) {
   return (m % 8) % 4 < (m % 6) % 4 ? GemmDirectTile{8, 3} : GemmDirectTile{6, 4};
 }
+
+// AVX2's direct path tile (gemm_body.inc, gemmDirectPanels): 4 x 24, 12 accumulators, 3 loads of
+// B and 4 broadcasts per 12 FMAs, AVX2's 16 registers exactly; M = 8 as two whole tiles. A 6 x 16
+// tile for M = 6 (one tile, not 4 + 2 rows) ran slower: K = N = 1024, one thread, 348-350 us
+// against 309 (Xeon forced to AVX2, 2026-12-05).
+inline constexpr int kGemmDirectMrAvx2 = 4, kGemmDirectNrAvx2 = 24;
 
 // The path and blocking for C[m, n] = A[m, k] B[k, n] in `dtype` on `isa`
 // (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its

@@ -1470,8 +1470,9 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
     const int64_t mr = isa == Isa::kAvx2 ? kGemmMrAvx2 : kGemmMrAvx512;
     const int64_t nr = isa == Isa::kAvx2 ? kGemmNrAvx2 : kGemmNrAvx512;
     // AVX-512 reads both operands in place from 1 row to 1024 (the direct path); AVX2 streams
-    // B's rows (skinny) up to 3 rows and packs from 4. Attention's row blocks (rowBlock) keep
-    // the skinny path up to 3 rows on AVX-512 and 16 on AVX2.
+    // B's rows (skinny) up to 3 rows, takes its own direct path from 4 to 128 and packs from
+    // 129. Attention's row blocks (rowBlock) keep the skinny path up to 3 rows on AVX-512 and 16
+    // on AVX2, and AVX2's pack above that.
     const bool avx512 = isa == Isa::kAvx512;
     const GemmPath few = avx512 ? GemmPath::kDirect : GemmPath::kSkinny;
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, few);
@@ -1481,12 +1482,22 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
               avx512 ? GemmPath::kDirect : GemmPath::kSkinny);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 16, 1024, 1024, true).path,
               avx512 ? GemmPath::kDirect : GemmPath::kSkinny);
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 4, 1024, 1024).path,
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 17, 1024, 1024, true).path,
               avx512 ? GemmPath::kDirect : GemmPath::kPacked);
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 16, 1024, 1024).path,
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 4, 1024, 1024).path, GemmPath::kDirect);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 16, 1024, 1024).path, GemmPath::kDirect);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 64, 1024, 1024).path, GemmPath::kDirect);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 128, 1024, 1024).path, GemmPath::kDirect);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 129, 1024, 1024).path,
               avx512 ? GemmPath::kDirect : GemmPath::kPacked);
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 64, 1024, 1024).path,
-              avx512 ? GemmPath::kDirect : GemmPath::kPacked);
+    if (!avx512) {
+      // The whole N in one block up to 16 rows (1032 = 43 tiles of 24 columns), 22 tiles above.
+      EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 16, 1024, 1024).nc, 1032);
+      EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 17, 1024, 1024).nc, 528);
+      EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 17, 100, 1024).nc, 120);
+      EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 17, 20, 100).nc, 24);
+      EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 6, 1000, 1024).nc, 1008);
+    }
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 512, 1024, 1024).path,
               avx512 ? GemmPath::kDirect : GemmPath::kPacked);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1024, 256, 1024).path,

@@ -93,8 +93,14 @@ MatMulParams compileMatrices(const Shape& a, const Shape& b, const Shape& out) {
 // The rows of the micro-kernel tile on the path's ISA (8 for Eigen's register blocks).
 int64_t tileRows(const MatMulParams& p) {
   if (p.gemm.path == GemmPath::kEigen) return 8;
-  if (p.gemm.path == GemmPath::kDirect) return gemmDirectTile(p.m).rows;
+  if (p.gemm.path == GemmPath::kDirect)
+    return p.isa == Isa::kAvx512 ? gemmDirectTile(p.m).rows : kGemmDirectMrAvx2;
   return p.isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
+}
+
+// The columns of the direct path's tile on the path's ISA.
+int64_t directTileCols(const MatMulParams& p) {
+  return p.isa == Isa::kAvx512 ? gemmDirectTile(p.m).vectors * 16 : kGemmDirectNrAvx2;
 }
 
 }  // namespace
@@ -245,8 +251,9 @@ constexpr int64_t kGemmSkinnyMaxM = 3, kGemmSkinnyMaxMRowBlocks = 16;
 // Measured on Zen 4 (GF/s at K = N = 1024, one thread; issue 23's note): M = 3 skinny 60,
 // direct 26; M = 4 skinny 74, direct 86; M = 8 skinny 76, packed 41, direct 96; M = 64 packed
 // 83, direct 109; M = 512 (N = 4096) packed 95, direct 99; M = 2048 packed 99.5, direct 99.
-// With AVX2's 16 registers the direct tiles (6 x 16) fell to 45-50 GF/s from M = 16 on, where
-// packing held 63-104, so AVX2 never takes it. The limit is 1024, not 512, as measured on an
+// With AVX2's 16 registers these direct tiles (6 x 16, B in place for every row tile) fell to
+// 45-50 GF/s from M = 16 on, where packing held 63-104; AVX2's direct path is another walk
+// (kGemmDirectMaxMAvx2 below). The limit is 1024, not 512, as measured on an
 // Intel Xeon (2 MiB L2; docs/performance.md, "SMT siblings"): the BERT-style encoder's Linear
 // layers at batch 8 are M = 1024 with K = 256, where packing A (once per 512-column block of B)
 // is a larger share than at K = 1024; one thread, the shapes of those layers 5-15% faster
@@ -254,6 +261,16 @@ constexpr int64_t kGemmSkinnyMaxM = 3, kGemmSkinnyMaxMRowBlocks = 16;
 // 1024^3 read the same either way (first quartiles 97-106 GFLOP/s packed, 93-101 direct), and
 // so did M = 4096, so 1025 rows and up keep packing.
 constexpr int64_t kGemmDirectMaxMAvx512 = 1024;
+// On AVX2, the direct path (4 x 24 tiles, B copied panel by panel: gemm_body.inc's
+// gemmDirectPanels) from 4 rows to 128, where the packed path's pass over B before the FMAs cost
+// more than its panels save. Measured on the Xeon of docs/performance.md forced to AVX2
+// (kernels_bench, K = N = 1024 unless named, one thread | two, packed -> direct, us): M = 4 297 |
+// 148 -> 230 | 118, M = 8 399 | 201 -> 312 | 156, M = 16 531 | 266 -> 467 | 232, M = 32 863 | 439
+// -> 782 | 394, M = 64 1,457 | 733 -> 1,401 | 701, M = 128 2,738 | 1,377 -> 2,663 | 1,364; M = 8,
+// K = 256 79 | 42 -> 47 | 26; n = 64 5.8 | 3.9 -> 5.0 | 3.2. Level at M = 6 (a 4-row and two
+// 1-row tiles then) and at M = 256 (5,033 | 2,606 -> 5,245 | 2,609), and 0.80 at M = 1024.
+// Attention's row blocks (rowBlock) keep the packed path.
+constexpr int64_t kGemmDirectMaxMAvx2 = 128;
 
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k,
                                 bool rowBlock) {
@@ -275,6 +292,16 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
     b.kc = std::min<int64_t>(std::max<int64_t>(k, 1), 4096);
     b.mc = m;
     b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), 64), 1024);
+    return b;
+  }
+  if (!avx512 && !rowBlock && m <= kGemmDirectMaxMAvx2) {
+    // B read in place once, each panel copied by its first row tile for the others
+    // (gemmDirectPanels); the whole N as one block up to 16 rows, as on AVX-512, and blocks of
+    // 528 columns (22 tiles) above, so that an m x nc block of C stays in L2 across the K slices.
+    b.path = GemmPath::kDirect;
+    b.mc = m;
+    b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), kGemmDirectNrAvx2),
+                             m <= 16 ? 4096 : 22 * kGemmDirectNrAvx2);
     return b;
   }
   if (avx512 && m <= kGemmDirectMaxMAvx512) {
@@ -325,7 +352,7 @@ int splitMatMul(MatMulParams& p, int tasks) {
   const int64_t share = (p.n + blocksPerBatch - 1) / blocksPerBatch;
   int64_t cols = roundUp(share, 64);
   if (p.gemm.path == GemmPath::kDirect) {
-    const int64_t tiles = roundUp(share, gemmDirectTile(p.m).vectors * 16);
+    const int64_t tiles = roundUp(share, ops::directTileCols(p));
     if ((p.n + tiles - 1) / tiles == (p.n + cols - 1) / cols) cols = tiles;
   }
   auto splitColumns = [&] {

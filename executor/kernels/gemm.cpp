@@ -84,9 +84,8 @@ void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, i
   if (bl.path == GemmPath::kSkinny) {
     gemmSkinny<F32x8>(g, bl.kc, bl.nc);
   } else if (bl.path == GemmPath::kDirect) {
-    // Never chosen for AVX2 (chooseGemmBlocking says why); a spec that asks for it (built by
-    // hand, or a test) gets AVX2's 6 x 16 tile, A in place (B too below directPacksB).
-    gemmDirect<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(g, bl.kc, bl.nc, buf);
+    gemmDirectPanels<F32x8, kGemmDirectMrAvx2, kGemmDirectNrAvx2 / F32x8::kLanes,
+                     kPanelPrefetchRows>(g, bl.kc, bl.nc, buf);
   } else {
     gemmPacked<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
   }
