@@ -264,12 +264,13 @@ constexpr int64_t kGemmDirectMaxMAvx512 = 1024;
 // On AVX2, the direct path (4 x 24 tiles, B copied panel by panel: gemm_body.inc's
 // gemmDirectPanels) from 4 rows to 128, where the packed path's pass over B before the FMAs cost
 // more than its panels save. Measured on the Xeon of docs/performance.md forced to AVX2
-// (kernels_bench, K = N = 1024 unless named, one thread | two, packed -> direct, us): M = 4 297 |
-// 148 -> 230 | 118, M = 8 399 | 201 -> 312 | 156, M = 16 531 | 266 -> 467 | 232, M = 32 863 | 439
-// -> 782 | 394, M = 64 1,457 | 733 -> 1,401 | 701, M = 128 2,738 | 1,377 -> 2,663 | 1,364; M = 8,
-// K = 256 79 | 42 -> 47 | 26; n = 64 5.8 | 3.9 -> 5.0 | 3.2. Level at M = 6 (a 4-row and two
-// 1-row tiles then) and at M = 256 (5,033 | 2,606 -> 5,245 | 2,609), and 0.80 at M = 1024.
-// Attention's row blocks (rowBlock) keep the packed path.
+// (kernels_bench, K = N = 1024 unless named, one thread | two, packed -> direct, us; the first
+// build of the walk, whose prefetch stopped at each panel's end): M = 4 297 | 148 -> 230 | 118,
+// M = 6 324 | 162 -> 309 | 152, M = 8 399 | 201 -> 312 | 156, M = 16 531 | 266 -> 467 | 232,
+// M = 32 863 | 439 -> 782 | 394, M = 64 1,457 | 733 -> 1,401 | 701, M = 128 2,738 | 1,377 ->
+// 2,663 | 1,364; M = 8, K = 256 79 | 42 -> 47 | 26; n = 64 5.8 | 3.9 -> 5.0 | 3.2. Level at
+// M = 256 (5,033 | 2,606 -> 5,245 | 2,609), and 0.80 at M = 1024. Attention's row blocks
+// (rowBlock) keep the packed path.
 constexpr int64_t kGemmDirectMaxMAvx2 = 128;
 
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k,
