@@ -208,6 +208,17 @@ std::vector<GemmShape> gemmShapes() {
       {32, 80, 9, 1, 2, 3},
       {15, 112, 11},
       {7, 96, 5},
+      // AVX2's direct path (4 x 24 tiles, B copied by each panel's first row tile): 1, 2 and 3
+      // rows (a 1- or 2-row tile copies; m = 3 then a 1-row tile reads the copy), 4, 5 and 6
+      // (4 + 1, 4 + 2), whole panels and a ragged rest (n = 50: 2 x 24 + 2; 73: 3 x 24 + 1; 56:
+      // 2 x 24 + one whole vector), K past one slice (300 as 2 x 150), padded leading dims.
+      {1, 50, 300},
+      {2, 73, 19},
+      {3, 56, 40, 1, 3, 2},
+      {4, 48, 300},
+      {5, 73, 33, 2, 0, 1},
+      {6, 120, 17},
+      {130, 50, 20},
       // Past 512 rows the chosen path is still direct on AVX-512 (to 1024): 6-row tiles and a
       // 5-row tail (1019 = 169 x 6 + 5), a ragged 64-column panel, and 1025 rows on the packed
       // path just past it.
@@ -1563,6 +1574,15 @@ TEST(IsaGemm, TheSplitSharesWorkEvenlyByRowsOrColumns) {
   // On the direct path in whole tiles: 8 rows run 8 x 48 tiles, so 528 + 496 columns.
   p = splitFor(Isa::kAvx512, DType::kF32, 1, 8, 1024, 1024, 2, &used);
   EXPECT_EQ(p.colsPerTask, 528);
+  // AVX2's direct path splits columns at any of its M (a row task would read all of B), in pairs
+  // of its 24-column tiles (whole cache lines): 528 + 496 at M = 8, 64 and 128.
+  for (int64_t m : {8, 64, 128}) {
+    p = splitFor(Isa::kAvx2, DType::kF32, 1, m, 1024, 1024, 2, &used);
+    EXPECT_EQ(p.gemm.path, GemmPath::kDirect);
+    EXPECT_EQ(p.colsPerTask, 528);
+    EXPECT_EQ(p.rowsPerTask, 0);
+    EXPECT_EQ(used, 2);
+  }
   p = splitFor(Isa::kAvx512, DType::kF32, 4, 1024, 1024, 1024, 2, &used);
   EXPECT_EQ(p.colsPerTask + p.rowsPerTask, 0);
   EXPECT_EQ(used, 2);

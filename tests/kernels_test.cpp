@@ -227,9 +227,9 @@ std::vector<OpCase> matmulCases() {
       {"large_batch_split", {8, 96, 96}, {8, 96, 96}, true},
       {"large_folded_row_split", {4, 64, 128}, {128, 200}, true},
       // The per-ISA GEMM (executor/kernels/gemm.cpp): skinny rows 1..3 with ragged columns
-      // (7 rows: direct on AVX-512, packed on AVX2), two kc blocks (k = 300 runs as 2 x 150),
-      // the first packed M past the skinny limit, an attention-shaped batch, and skinny and
-      // few-row products split by columns over tasks.
+      // (7 rows: direct on AVX-512 and AVX2, each its own tiles), two kc blocks (k = 300 runs
+      // as 2 x 150; 33 rows: direct on both, named when AVX2 packed from 4 rows), an
+      // attention-shaped batch, and skinny and few-row products split by columns over tasks.
       {"skinny_m1", {1, 300}, {300, 77}},
       {"skinny_m3_ragged", {3, 41}, {41, 203}},
       {"m7_ragged", {7, 41}, {41, 203}},

@@ -98,9 +98,11 @@ int64_t tileRows(const MatMulParams& p) {
   return p.isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
 }
 
-// The columns of the direct path's tile on the path's ISA.
-int64_t directTileCols(const MatMulParams& p) {
-  return p.isa == Isa::kAvx512 ? gemmDirectTile(p.m).vectors * 16 : kGemmDirectNrAvx2;
+// The columns a task's share of N on the direct path is a whole number of: the tile's on
+// AVX-512 (48 or 64: whole cache lines, and a plan's packed strips), two tiles on AVX2 (48:
+// 24 columns are 96 bytes, so an odd number of tiles would end a task's rows mid line).
+int64_t directSplitCols(const MatMulParams& p) {
+  return p.isa == Isa::kAvx512 ? gemmDirectTile(p.m).vectors * 16 : 2 * kGemmDirectNrAvx2;
 }
 
 }  // namespace
@@ -269,7 +271,8 @@ constexpr int64_t kGemmDirectMaxMAvx512 = 1024;
 // M = 6 324 | 162 -> 309 | 152, M = 8 399 | 201 -> 312 | 156, M = 16 531 | 266 -> 467 | 232,
 // M = 32 863 | 439 -> 782 | 394, M = 64 1,457 | 733 -> 1,401 | 701, M = 128 2,738 | 1,377 ->
 // 2,663 | 1,364; M = 8, K = 256 79 | 42 -> 47 | 26; n = 64 5.8 | 3.9 -> 5.0 | 3.2. Level at
-// M = 256 (5,033 | 2,606 -> 5,245 | 2,609), and 0.80 at M = 1024. Attention's row blocks
+// M = 256 (5,033 | 2,606 -> 5,245 | 2,609), and 0.80 at M = 1024. (Two threads then split M = 64
+// by rows; splitMatMul now splits AVX2's direct path by columns.) Attention's row blocks
 // (rowBlock) keep the packed path.
 constexpr int64_t kGemmDirectMaxMAvx2 = 128;
 
@@ -297,12 +300,13 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
   }
   if (!avx512 && !rowBlock && m <= kGemmDirectMaxMAvx2) {
     // B read in place once, each panel copied by its first row tile for the others
-    // (gemmDirectPanels); the whole N as one block up to 16 rows, as on AVX-512, and blocks of
-    // 528 columns (22 tiles) above, so that an m x nc block of C stays in L2 across the K slices.
+    // (gemmDirectPanels); the whole N as one block up to 16 rows (to 4,080 columns, 170 tiles),
+    // as on AVX-512, and blocks of 528 columns (22 tiles) above, so that an m x nc block of C
+    // stays in L2 across the K slices.
     b.path = GemmPath::kDirect;
     b.mc = m;
     b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), kGemmDirectNrAvx2),
-                             m <= 16 ? 4096 : 22 * kGemmDirectNrAvx2);
+                             (m <= 16 ? 170 : 22) * kGemmDirectNrAvx2);
     return b;
   }
   if (avx512 && m <= kGemmDirectMaxMAvx512) {
@@ -342,8 +346,11 @@ int splitMatMul(MatMulParams& p, int tasks) {
   const bool f32Tiles = p.gemm.path == GemmPath::kPacked || p.gemm.path == GemmPath::kDirect;
   // Small M on the packed path splits columns too: rows would round to whole micro-kernel tiles
   // (M = 32 on AVX-512's 12-row tiles: 24 + 8, so two threads bought 1.2x) and every task would
-  // pack all of B; column blocks are even and each task packs only its part of B.
-  const bool fewRows = f32Tiles && p.m <= 8 * tileRows(p);
+  // pack all of B; column blocks are even and each task packs only its part of B. So does
+  // AVX2's direct path at any of its M (up to 128): a row task would read all of B from memory,
+  // a column task its share (M = 64, K = N = 1024, two threads: 824-852 -> 772-776 us).
+  const bool avx2Direct = p.isa == Isa::kAvx2 && p.gemm.path == GemmPath::kDirect;
+  const bool fewRows = f32Tiles && (p.m <= 8 * tileRows(p) || avx2Direct);
   // Whole 64-float (256-byte) column blocks: cache-line aligned rows of B and C per task. On the
   // direct path, whole tiles instead (64 or 48 columns, lines too) where that leaves as many
   // blocks: then each task starts on a strip of a B the plan packs (compiler.cpp,
@@ -353,7 +360,7 @@ int splitMatMul(MatMulParams& p, int tasks) {
   const int64_t share = (p.n + blocksPerBatch - 1) / blocksPerBatch;
   int64_t cols = roundUp(share, 64);
   if (p.gemm.path == GemmPath::kDirect) {
-    const int64_t tiles = roundUp(share, ops::directTileCols(p));
+    const int64_t tiles = roundUp(share, ops::directSplitCols(p));
     if ((p.n + tiles - 1) / tiles == (p.n + cols - 1) / cols) cols = tiles;
   }
   auto splitColumns = [&] {
