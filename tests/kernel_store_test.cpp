@@ -182,7 +182,8 @@ std::vector<KeyCase> keyCases() {
       {"MatMulFolded", key(OpKind::kMatMul, {f32({6, 8, 4}), f32({4, 3})})},
       {"MatMulBroadcastBatch", key(OpKind::kMatMul, {f32({2, 1, 8, 4}), f32({3, 4, 5})})},
       // Large enough to be split across tasks, so rows_per_task and tasks are non-trivial.
-      {"MatMulRowSplit", key(OpKind::kMatMul, {f32({512, 256}), f32({256, 256})})},
+      // Split by rows on every ISA's path (N = 64 has no second column block).
+      {"MatMulRowSplit", key(OpKind::kMatMul, {f32({1024, 256}), f32({256, 64})})},
       {"IndexSelectI64", key(OpKind::kIndexSelect, {f32({4, 7}), {DType::kI64, {3}}}, -1)},
       {"IndexSelectI32", key(OpKind::kIndexSelect, {f32({4, 7, 2}), {DType::kI32, {5}}}, 1)},
       {"Cat", key(OpKind::kCat, {f32({2, 3}), f32({2, 4}), f32({2, 1})}, 1)},
@@ -279,7 +280,7 @@ TEST(KernelStore, MatMulRowSplitCaseReallySplits) {
   // Guards the case list: if the thresholds change and this key stops splitting, the round
   // trip no longer covers rows_per_task.
   const auto spec = compileKernelSpec(
-      makeKernelKey(OpKind::kMatMul, {f32({512, 256}), f32({256, 256})}, Attrs{}));
+      makeKernelKey(OpKind::kMatMul, {f32({1024, 256}), f32({256, 64})}, Attrs{}));
   if (spec->tasks > 1) {
     EXPECT_GT(std::get<MatMulParams>(spec->params).rowsPerTask, 0);
   } else {

@@ -347,10 +347,10 @@ int splitMatMul(MatMulParams& p, int tasks) {
   // Small M on the packed path splits columns too: rows would round to whole micro-kernel tiles
   // (M = 32 on AVX-512's 12-row tiles: 24 + 8, so two threads bought 1.2x) and every task would
   // pack all of B; column blocks are even and each task packs only its part of B. So does
-  // AVX2's direct path at any of its M (up to 128): a row task would read all of B from memory,
-  // a column task its share (M = 64, K = N = 1024, two threads: 824-852 -> 772-776 us).
+  // AVX2's direct path at any of its M (up to 128) where N has a column block for every task:
+  // a row task would read all of B from memory, a column task its share (M = 64, K = N = 1024,
+  // two threads: 824-852 -> 772-776 us).
   const bool avx2Direct = p.isa == Isa::kAvx2 && p.gemm.path == GemmPath::kDirect;
-  const bool fewRows = f32Tiles && (p.m <= 8 * tileRows(p) || avx2Direct);
   // Whole 64-float (256-byte) column blocks: cache-line aligned rows of B and C per task. On the
   // direct path, whole tiles instead (64 or 48 columns, lines too) where that leaves as many
   // blocks: then each task starts on a strip of a B the plan packs (compiler.cpp,
@@ -363,6 +363,8 @@ int splitMatMul(MatMulParams& p, int tasks) {
     const int64_t tiles = roundUp(share, ops::directSplitCols(p));
     if ((p.n + tiles - 1) / tiles == (p.n + cols - 1) / cols) cols = tiles;
   }
+  const bool fewRows = f32Tiles && (p.m <= 8 * tileRows(p) ||
+                                    (avx2Direct && (p.n + cols - 1) / cols >= blocksPerBatch));
   auto splitColumns = [&] {
     p.colsPerTask = cols;
     const int64_t items = p.batch * ((p.n + cols - 1) / cols);
