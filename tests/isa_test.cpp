@@ -563,6 +563,27 @@ std::vector<ConvGeom> convGeoms() {
        0.0f,
        0.4f},
       {"dw_5x5_no_pad", {1, 2, 6, 5}, {2, 1, 5, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
+      // Stride-1 3 x 3 planes read in place on 8-lane vectors (dw3x3s1Plane): 1-3 rows past the
+      // blocks of 4, rows of exactly one vector, one column, every column at an edge, no
+      // padding (no edge at all), pads of 2 (two taps cross the left edge, whole rows of top
+      // padding), asymmetric pads, a channel multiplier, the clamp.
+      {"dw3_s1_5rows_w17", {1, 2, 5, 17}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      {"dw3_s1_6rows_w8", {2, 2, 6, 8}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, false},
+      {"dw3_s1_w1", {1, 2, 7, 1}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      {"dw3_s1_no_pad", {1, 3, 7, 10}, {3, 1, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 3, true},
+      {"dw3_s1_pad2", {1, 2, 3, 5}, {2, 1, 3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2, true},
+      {"dw3_s1_asym", {1, 2, 9, 23}, {2, 1, 3, 3}, {1, 1}, {0, 2, 1, 0}, {1, 1}, 2, true},
+      {"dw3_s1_multiplier", {1, 2, 6, 30}, {4, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      {"dw3_s1_relu6_w64",
+       {1, 2, 11, 64},
+       {2, 1, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       2,
+       true,
+       0.0f,
+       0.5f},
       // Stride-2 3 x 3 planes read in place (depthwiseDirectPlane): asymmetric pads, an odd
       // width, rows of 64 + 6 outputs, a single row, the clamp.
       {"dw_s2_asym_relu6",
@@ -1094,7 +1115,8 @@ bool channelBlocksWhole(const ConvParams& p, const float* x, const float* w, con
   return true;
 }
 
-// Geometries of the channel-block path: the 3 x 3 stride 1-2 depthwise ones above (3-5
+// Geometries of the channel-block path: the 3 x 3 stride 1-2 depthwise ones above without a
+// channel multiplier (3-5
 // channels: one part-block) and blocks of 16 + 1 and 16 + 16 + 8 channels over 2 images; planes
 // narrower than 16 columns (whole-plane transposes, 15 + 1 positions per row of chunks), exactly
 // 16 wide, a stride-2 row whose output is narrower than 16 from a wider input, rows and columns
@@ -1102,8 +1124,8 @@ bool channelBlocksWhole(const ConvParams& p, const float* x, const float* w, con
 std::vector<ConvGeom> channelBlockGeoms() {
   std::vector<ConvGeom> out;
   for (const ConvGeom& g : convGeoms())
-    if (g.group > 1 && g.w[2] == 3 && g.w[3] == 3 && g.dilations[0] == 1 && g.dilations[1] == 1 &&
-        g.strides[0] <= 2 && g.strides[1] <= 2)
+    if (g.group > 1 && g.w[0] == g.group && g.w[2] == 3 && g.w[3] == 3 && g.dilations[0] == 1 &&
+        g.dilations[1] == 1 && g.strides[0] <= 2 && g.strides[1] <= 2)
       out.push_back(g);
   const std::vector<ConvGeom> more = {
       {"cb_17_ch_15_wide", {2, 17, 9, 15}, {17, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 17, true},
@@ -1369,7 +1391,12 @@ TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx2AndAvx512) 
                     dilations,
                     c};
   };
-  EXPECT_EQ(compiledConv(dw("s1", 144, 3, {1, 1}, {1, 1}, 1)).channelBlocks, on);
+  // Stride 1 on AVX2: planes at least 24 columns wide run on planes (dw3x3s1Plane).
+  const int64_t wideOn = activeIsa() == Isa::kAvx512 ? 1 : 0;
+  EXPECT_EQ(compiledConv(dw("s1", 144, 3, {1, 1}, {1, 1}, 1)).channelBlocks, wideOn);
+  ConvGeom narrow = dw("s1_narrow", 144, 3, {1, 1}, {1, 1}, 1);
+  narrow.x = {1, 144, 23, 23};
+  EXPECT_EQ(compiledConv(narrow).channelBlocks, on);
   EXPECT_EQ(compiledConv(dw("s2", 96, 3, {2, 2}, {1, 1}, 1)).channelBlocks, on);
   EXPECT_EQ(compiledConv(dw("5x5", 96, 5, {1, 1}, {1, 1}, 1)).channelBlocks, 0);
   EXPECT_EQ(compiledConv(dw("dilated", 96, 3, {1, 1}, {2, 2}, 1)).channelBlocks, 0);

@@ -75,7 +75,17 @@ bool channelTilesFit(const ConvParams& p) {
 // plan keeps the values it shares with a dense conv in planes (that conv has no channel-tile
 // path there to read or write blocks), so it transposes them; it still ran MobileNetV2's
 // depthwise layers 1.2-3.5x faster than the per-plane loops (conv_body.inc).
+//
+// Except, on AVX2, a stride-1 layer whose rows are at least three vectors wide
+// (kDepthwisePlaneMinCols): conv_body.inc's dw3x3s1Plane reads its planes in place, each input
+// row's loads feeding three output rows, with no transposes (kernels_bench, the Xeon forced to
+// AVX2, one thread, us, channel blocks -> planes: 112 x 112 x 32 252 -> 133, 56 x 56 x 144 284
+// -> 148, 28 x 28 x 192 79 -> 68; but 14 x 14 x 384 44 -> 58 and 7 x 7 x 960 36 -> 60, where
+// every vector is at an edge and a part-vector wastes lanes).
+constexpr int64_t kDepthwisePlaneMinCols = 24;
 bool channelBlocksFit(const ConvParams& p) {
+  if (activeIsa() == Isa::kAvx2 && p.sh == 1 && p.sw == 1 && p.ow >= kDepthwisePlaneMinCols)
+    return false;
   return activeIsa() >= Isa::kAvx2 && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 &&
          (p.sh == 1 || p.sh == 2) && (p.sw == 1 || p.sw == 2) && p.cg == 1 && p.mg == 1 &&
          p.oh > 0 && p.ow > 0 && p.pt >= 0 && p.pl >= 0;

@@ -8,6 +8,8 @@
 //   when either is NaN), V::loadN(p, n) / V::storeN(p, r, n) (the first n lanes,
 //   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
 //   an array's end).
+// F32x8 also has V::rangeMask(a, b) (lanes [a, b), clamped to [0, 8]) and V::loadMasked(p, m) /
+// V::storeMasked(p, r, m) under such a mask (the other lanes zero, and neither read nor written).
 // 16-lane types also have V::kNative (F32x16 on AVX-512, not the AVX2 stand-in), V::transpose16(r)
 // (r[i] lane j <-> r[j] lane i, 16 registers) and V::permute2(lo, idx, hi, keep): lane i is lane
 // idx[i] (0..31) of the 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's
@@ -48,6 +50,16 @@ struct F32x8 {
   }
   GEARBOX_SIMD_INLINE R loadN(const float* p, int64_t n) { return _mm256_maskload_ps(p, mask(n)); }
   GEARBOX_SIMD_INLINE void storeN(float* p, R v, int64_t n) { _mm256_maskstore_ps(p, mask(n), v); }
+  // The lanes [a, b) (a, b any integers: clamped to [0, 8]) as a mask for loadMasked and
+  // storeMasked: masked-off lanes are neither read nor written (no fault past an array's end).
+  using Mask = __m256i;
+  GEARBOX_SIMD_INLINE Mask rangeMask(int64_t a, int64_t b) {
+    a = a < 0 ? 0 : a > 8 ? 8 : a;
+    b = b < 0 ? 0 : b > 8 ? 8 : b;
+    return _mm256_andnot_si256(mask(a), mask(b));
+  }
+  GEARBOX_SIMD_INLINE R loadMasked(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  GEARBOX_SIMD_INLINE void storeMasked(float* p, R v, Mask m) { _mm256_maskstore_ps(p, m, v); }
   // r[i] lane j <-> r[j] lane i: three shuffle stages (unpack, shuffle, 128-bit permute).
   GEARBOX_SIMD_INLINE void transpose8(R (&r)[8]) {
     R t[8], u[8];
