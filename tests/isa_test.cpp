@@ -563,7 +563,7 @@ std::vector<ConvGeom> convGeoms() {
        0.0f,
        0.4f},
       {"dw_5x5_no_pad", {1, 2, 6, 5}, {2, 1, 5, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
-      // Stride-1 3 x 3 planes read in place on 8-lane vectors (dw3x3s1Plane): 1-3 rows past the
+      // Stride-1 3 x 3 planes read in place on 8-lane vectors (dw3x3Plane): 1-3 rows past the
       // blocks of 4, rows of exactly one vector, one column, every column at an edge, no
       // padding (no edge at all), pads of 2 (two taps cross the left edge, whole rows of top
       // padding), asymmetric pads, a channel multiplier, the clamp.
@@ -574,6 +574,20 @@ std::vector<ConvGeom> convGeoms() {
       {"dw3_s1_pad2", {1, 2, 3, 5}, {2, 1, 3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2, true},
       {"dw3_s1_asym", {1, 2, 9, 23}, {2, 1, 3, 3}, {1, 1}, {0, 2, 1, 0}, {1, 1}, 2, true},
       {"dw3_s1_multiplier", {1, 2, 6, 30}, {4, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      // Stride 2 (dw3s2Rows): a partial last vector, the left padding of 0 and of 2, an odd
+      // number of output rows, the clamp.
+      {"dw3_s2_w49", {1, 2, 7, 49}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      {"dw3_s2_no_left_pad", {1, 2, 9, 64}, {2, 1, 3, 3}, {2, 2}, {1, 0, 1, 0}, {1, 1}, 2, false},
+      {"dw3_s2_pad2_relu6",
+       {1, 3, 5, 40},
+       {3, 1, 3, 3},
+       {2, 2},
+       {2, 2, 2, 2},
+       {1, 1},
+       3,
+       true,
+       0.0f,
+       0.5f},
       {"dw3_s1_relu6_w64",
        {1, 2, 11, 64},
        {2, 1, 3, 3},
@@ -1391,13 +1405,16 @@ TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx2AndAvx512) 
                     dilations,
                     c};
   };
-  // Stride 1 on AVX2: planes at least 24 columns wide run on planes (dw3x3s1Plane).
+  // On AVX2, output rows at least 24 columns wide run on planes (dw3x3Plane), at stride 1 or 2.
   const int64_t wideOn = activeIsa() == Isa::kAvx512 ? 1 : 0;
   EXPECT_EQ(compiledConv(dw("s1", 144, 3, {1, 1}, {1, 1}, 1)).channelBlocks, wideOn);
   ConvGeom narrow = dw("s1_narrow", 144, 3, {1, 1}, {1, 1}, 1);
   narrow.x = {1, 144, 23, 23};
   EXPECT_EQ(compiledConv(narrow).channelBlocks, on);
   EXPECT_EQ(compiledConv(dw("s2", 96, 3, {2, 2}, {1, 1}, 1)).channelBlocks, on);
+  ConvGeom wideS2 = dw("s2_wide", 96, 3, {2, 2}, {1, 1}, 1);
+  wideS2.x = {1, 96, 56, 56};
+  EXPECT_EQ(compiledConv(wideS2).channelBlocks, wideOn);
   EXPECT_EQ(compiledConv(dw("5x5", 96, 5, {1, 1}, {1, 1}, 1)).channelBlocks, 0);
   EXPECT_EQ(compiledConv(dw("dilated", 96, 3, {1, 1}, {2, 2}, 1)).channelBlocks, 0);
   EXPECT_EQ(compiledConv(dw("s3", 96, 3, {3, 3}, {1, 1}, 1)).channelBlocks, 0);

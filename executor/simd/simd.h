@@ -9,7 +9,8 @@
 //   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
 //   an array's end).
 // F32x8 also has V::rangeMask(a, b) (lanes [a, b), clamped to [0, 8]) and V::loadMasked(p, m) /
-// V::storeMasked(p, r, m) under such a mask (the other lanes zero, and neither read nor written).
+// V::storeMasked(p, r, m) under such a mask (the other lanes zero, and neither read nor written),
+// and V::evens(a, b) / V::odds(a, b) / V::inOrder(r) (a stride-2 deinterleave, see there).
 // 16-lane types also have V::kNative (F32x16 on AVX-512, not the AVX2 stand-in), V::transpose16(r)
 // (r[i] lane j <-> r[j] lane i, 16 registers) and V::permute2(lo, idx, hi, keep): lane i is lane
 // idx[i] (0..31) of the 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's
@@ -59,6 +60,14 @@ struct F32x8 {
     return _mm256_andnot_si256(mask(a), mask(b));
   }
   GEARBOX_SIMD_INLINE R loadMasked(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  // The even (odd) floats of the 16 in a then b, in the order the in-lane shuffle leaves them:
+  // 0, 2, 8, 10, 4, 6, 12, 14 (1, 3, 9, 11, 5, 7, 13, 15); inOrder(r) puts a result computed in
+  // that order back in order (a lane-crossing permute, once per result rather than per input).
+  GEARBOX_SIMD_INLINE R evens(R a, R b) { return _mm256_shuffle_ps(a, b, 0x88); }
+  GEARBOX_SIMD_INLINE R odds(R a, R b) { return _mm256_shuffle_ps(a, b, 0xDD); }
+  GEARBOX_SIMD_INLINE R inOrder(R r) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(r), 0xD8));
+  }
   GEARBOX_SIMD_INLINE void storeMasked(float* p, R v, Mask m) { _mm256_maskstore_ps(p, m, v); }
   // r[i] lane j <-> r[j] lane i: three shuffle stages (unpack, shuffle, 128-bit permute).
   GEARBOX_SIMD_INLINE void transpose8(R (&r)[8]) {
