@@ -1392,36 +1392,46 @@ TEST(IsaConv, ChannelTilesReadAndWriteChannelBlocks) {
                                             out.data(), true));
 }
 
+// On this machine's ISA and, where it has more, forced to AVX2 (whose rule differs).
 TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx2AndAvx512) {
-  const int64_t on = activeIsa() >= Isa::kAvx2 ? 1 : 0;
-  auto dw = [](std::string name, int64_t c, int64_t k, std::vector<int64_t> strides,
-               std::vector<int64_t> dilations, int64_t mult) {
-    const int64_t pad = (k - 1) / 2;
-    return ConvGeom{std::move(name),
-                    {1, c, 28, 28},
-                    {c * mult, 1, k, k},
-                    strides,
-                    {pad, pad, pad, pad},
-                    dilations,
-                    c};
-  };
-  // On AVX2, output rows at least 24 columns wide run on planes (dw3x3Plane), at stride 1 or 2.
-  const int64_t wideOn = activeIsa() == Isa::kAvx512 ? 1 : 0;
-  EXPECT_EQ(compiledConv(dw("s1", 144, 3, {1, 1}, {1, 1}, 1)).channelBlocks, wideOn);
-  ConvGeom narrow = dw("s1_narrow", 144, 3, {1, 1}, {1, 1}, 1);
-  narrow.x = {1, 144, 23, 23};
-  EXPECT_EQ(compiledConv(narrow).channelBlocks, on);
-  EXPECT_EQ(compiledConv(dw("s2", 96, 3, {2, 2}, {1, 1}, 1)).channelBlocks, on);
-  ConvGeom wideS2 = dw("s2_wide", 96, 3, {2, 2}, {1, 1}, 1);
-  wideS2.x = {1, 96, 56, 56};
-  EXPECT_EQ(compiledConv(wideS2).channelBlocks, wideOn);
-  EXPECT_EQ(compiledConv(dw("5x5", 96, 5, {1, 1}, {1, 1}, 1)).channelBlocks, 0);
-  EXPECT_EQ(compiledConv(dw("dilated", 96, 3, {1, 1}, {2, 2}, 1)).channelBlocks, 0);
-  EXPECT_EQ(compiledConv(dw("s3", 96, 3, {3, 3}, {1, 1}, 1)).channelBlocks, 0);
-  EXPECT_EQ(compiledConv(dw("multiplier", 8, 3, {1, 1}, {1, 1}, 2)).channelBlocks, 0);
-  // Not depthwise: one group.
-  const ConvGeom dense{"dense", {1, 16, 28, 28}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
-  EXPECT_EQ(compiledConv(dense).channelBlocks, 0);
+  std::vector<Isa> isas = {activeIsa()};
+  if (activeIsa() > Isa::kAvx2) isas.push_back(Isa::kAvx2);
+  for (Isa isa : isas) {
+    ScopedIsaOverride forced(isa);
+    SCOPED_TRACE(isaName(isa));
+    const int64_t on = activeIsa() >= Isa::kAvx2 ? 1 : 0;
+    auto dw = [](std::string name, int64_t c, int64_t k, std::vector<int64_t> strides,
+                 std::vector<int64_t> dilations, int64_t mult) {
+      const int64_t pad = (k - 1) / 2;
+      return ConvGeom{std::move(name),
+                      {1, c, 28, 28},
+                      {c * mult, 1, k, k},
+                      strides,
+                      {pad, pad, pad, pad},
+                      dilations,
+                      c};
+    };
+    // On AVX2, output rows at least 24 columns wide (48 at stride 2) run on planes
+    // (dw3x3Plane): 28 at stride 1 and 56 at stride 2; 23 and 28 stay in channel blocks.
+    const int64_t wideOn = activeIsa() == Isa::kAvx512 ? 1 : 0;
+    EXPECT_EQ(compiledConv(dw("s1", 144, 3, {1, 1}, {1, 1}, 1)).channelBlocks, wideOn);
+    ConvGeom narrow = dw("s1_narrow", 144, 3, {1, 1}, {1, 1}, 1);
+    narrow.x = {1, 144, 23, 23};
+    EXPECT_EQ(compiledConv(narrow).channelBlocks, on);
+    EXPECT_EQ(compiledConv(dw("s2", 96, 3, {2, 2}, {1, 1}, 1)).channelBlocks, on);
+    ConvGeom s2 = dw("s2_28", 96, 3, {2, 2}, {1, 1}, 1);
+    s2.x = {1, 96, 56, 56};
+    EXPECT_EQ(compiledConv(s2).channelBlocks, on);
+    s2.x = {1, 96, 112, 112};
+    EXPECT_EQ(compiledConv(s2).channelBlocks, wideOn);
+    EXPECT_EQ(compiledConv(dw("5x5", 96, 5, {1, 1}, {1, 1}, 1)).channelBlocks, 0);
+    EXPECT_EQ(compiledConv(dw("dilated", 96, 3, {1, 1}, {2, 2}, 1)).channelBlocks, 0);
+    EXPECT_EQ(compiledConv(dw("s3", 96, 3, {3, 3}, {1, 1}, 1)).channelBlocks, 0);
+    EXPECT_EQ(compiledConv(dw("multiplier", 8, 3, {1, 1}, {1, 1}, 2)).channelBlocks, 0);
+    // Not depthwise: one group.
+    const ConvGeom dense{"dense", {1, 16, 28, 28}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+    EXPECT_EQ(compiledConv(dense).channelBlocks, 0);
+  }
 }
 
 // max_pool2d's vector walk (conv_body.inc) against the reference on every ISA: a NaN in a plane

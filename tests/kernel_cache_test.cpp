@@ -632,7 +632,7 @@ const ConvParams& stepConv(const Plan& plan, size_t i) {
 // sizes, 1 x 1 and 1-row planes, strides 1 and 2, 1 and 3 images, 1 and 2 threads. On AVX2
 // (forced, where this machine has more) the depthwise conv runs in channel blocks with its taps
 // packed, its input and output in planes: AVX2 has no channel-tile path to read or write blocks;
-// one whose output rows are 24 columns or more runs on planes.
+// one whose output rows are 24 columns or more (48 at stride 2) runs on planes.
 TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
   struct Case {
     int64_t n, c, m, outC, h, w, stride;
@@ -648,8 +648,9 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
     const bool on = isa == Isa::kAvx512;
     for (const Case& k : cases)
       for (int threads : {1, 2}) {
-        // On AVX2 a depthwise conv whose output rows are 24 columns or more runs on planes.
-        const bool dwPacked = on || (isa == Isa::kAvx2 && (k.w - 1) / k.stride + 1 < 24);
+        // On AVX2 a depthwise conv whose output rows are 24 columns or more (48 at stride 2)
+        // runs on planes.
+        const bool dwPacked = on || (isa == Isa::kAvx2 && (k.w - 1) / k.stride + 1 < 24 * k.stride);
         SCOPED_TRACE(fmt::format("{}: n {} c {} m {} out {} {}x{} s{} threads {}", isaName(isa),
                                  k.n, k.c, k.m, k.outC, k.h, k.w, k.stride, threads));
         auto g = std::make_shared<const Graph>(

@@ -76,18 +76,18 @@ bool channelTilesFit(const ConvParams& p) {
 // path there to read or write blocks), so it transposes them; it still ran MobileNetV2's
 // depthwise layers 1.2-3.5x faster than the per-plane loops (conv_body.inc).
 //
-// Except, on AVX2, a layer of stride 1 or 2 whose output rows are at least three vectors wide
-// (kDepthwisePlaneMinCols): conv_body.inc's dw3x3Plane reads its planes in place, each input
-// row's loads feeding two or three output rows, with no transposes (kernels_bench, the Xeon
-// forced to AVX2, one thread, us, channel blocks -> planes: stride 1, 112 x 112 x 32 252 -> 133,
-// 56 x 56 x 144 284 -> 148, 28 x 28 x 192 79 -> 68; stride 2, 112 -> 56 x 96 327 -> 242-256,
-// 56 -> 28 x 144 110 -> 95-101). Narrower rows stay in channel blocks (stride 1, 14 x 14 x 384
-// 44 against 58 on planes, 7 x 7 x 960 36 against 60; stride 2, 28 -> 14 37 against 41, 14 -> 7
-// 31 against 49): there every vector is at an edge, and a part-vector wastes lanes.
-constexpr int64_t kDepthwisePlaneMinCols = 24;
+// Except, on AVX2, a layer of stride 1 whose output rows are at least three vectors wide, or of
+// stride 2 and at least six (kDepthwisePlaneMinCols): conv_body.inc's dw3x3Plane reads its
+// planes in place, each input row's loads feeding two or three output rows, with no transposes.
+// kernels_bench, the Xeon forced to AVX2, one thread, us, channel blocks against planes: stride
+// 1, 112 x 112 x 32 226 against 127, 56 x 56 x 144 253 / 147, 28 x 28 x 192 72 / 67, but
+// 14 x 14 x 384 42 / 58 and 7 x 7 x 960 31 / 60 (there every vector is at an edge, and a
+// part-vector wastes lanes); stride 2, 112 -> 56 x 96 300 / 240, but 56 -> 28 x 144 90 / 99
+// (its in-lane shuffles split each row by parity: three per input row and vector).
+constexpr int64_t kDepthwisePlaneMinCols[3] = {0, 24, 48};
 bool channelBlocksFit(const ConvParams& p) {
   if (activeIsa() == Isa::kAvx2 && p.sh == p.sw && (p.sw == 1 || p.sw == 2) &&
-      p.ow >= kDepthwisePlaneMinCols)
+      p.ow >= kDepthwisePlaneMinCols[p.sw])
     return false;
   return activeIsa() >= Isa::kAvx2 && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 &&
          (p.sh == 1 || p.sh == 2) && (p.sw == 1 || p.sw == 2) && p.cg == 1 && p.mg == 1 &&

@@ -69,6 +69,46 @@ struct F32x8 {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(r), 0xD8));
   }
   GEARBOX_SIMD_INLINE void storeMasked(float* p, R v, Mask m) { _mm256_maskstore_ps(p, m, v); }
+  // The 4 x 4 transposes within each 128-bit lane of a, b, c, d (two shuffle stages).
+  GEARBOX_SIMD_INLINE void transpose4x4Lanes(R& a, R& b, R& c, R& d) {
+    const R u0 = _mm256_unpacklo_ps(a, b), u1 = _mm256_unpackhi_ps(a, b);
+    const R u2 = _mm256_unpacklo_ps(c, d), u3 = _mm256_unpackhi_ps(c, d);
+    a = _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
+    b = _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2));
+    c = _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0));
+    d = _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  // out[j] = float j of the rows src + i * stride (i, j < 8): an 8 x 8 transpose read from
+  // memory, each register built from two rows' 128-bit halves (vinsertf128 from memory: a load
+  // and a uop any vector port takes) so that only the in-lane stages are shuffles, 16 rather
+  // than transpose8's 24, on a port of their own on many cores.
+  GEARBOX_SIMD_INLINE void transpose8From(const float* src, int64_t stride, R (&out)[8]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const float* lo = src + i * stride;
+      const float* hi = src + (i + 4) * stride;
+      out[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1);
+      out[i + 4] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo + 4)),
+                                        _mm_loadu_ps(hi + 4), 1);
+    }
+    transpose4x4Lanes(out[0], out[1], out[2], out[3]);
+    transpose4x4Lanes(out[4], out[5], out[6], out[7]);
+  }
+  // Float j of r[i] to dst + j * stride + i (i, j < 8): the transpose stored as 128-bit halves,
+  // again without a lane-crossing shuffle.
+  GEARBOX_SIMD_INLINE void transpose8To(R (&r)[8], float* dst, int64_t stride) {
+    transpose4x4Lanes(r[0], r[1], r[2], r[3]);
+    transpose4x4Lanes(r[4], r[5], r[6], r[7]);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      float* lo = dst + j * stride;
+      float* hi = dst + (j + 4) * stride;
+      _mm_storeu_ps(lo, _mm256_castps256_ps128(r[j]));
+      _mm_storeu_ps(lo + 4, _mm256_castps256_ps128(r[j + 4]));
+      _mm_storeu_ps(hi, _mm256_extractf128_ps(r[j], 1));
+      _mm_storeu_ps(hi + 4, _mm256_extractf128_ps(r[j + 4], 1));
+    }
+  }
   // r[i] lane j <-> r[j] lane i: three shuffle stages (unpack, shuffle, 128-bit permute).
   GEARBOX_SIMD_INLINE void transpose8(R (&r)[8]) {
     R t[8], u[8];
