@@ -372,8 +372,9 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
     p.spec = spec;
   }
   const auto& cp = std::get<ConvParams>(p.spec->params);
-  // A plan packs a depthwise conv's constant taps too (9 vectors per 16 channels).
-  const bool packTaps = layout == ConvLayout::kAsInPlan && cp.channelBlocks;
+  // A plan packs a depthwise conv's constant taps too (9 vectors per 16 channels), whatever the
+  // layout of its values (compiler.cpp: on AVX2 they stay in planes).
+  const bool packTaps = cp.channelBlocks != 0;
   if ((cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) || packTaps) {
     const size_t bytes = (static_cast<size_t>(convPackedWeightFloats(cp)) * 4 + 63) / 64 * 64;
     packed.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
