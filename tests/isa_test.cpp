@@ -565,18 +565,32 @@ std::vector<ConvGeom> convGeoms() {
       {"dw_5x5_no_pad", {1, 2, 6, 5}, {2, 1, 5, 5}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false},
       // Stride-1 3 x 3 planes read in place on 8-lane vectors (dw3x3Plane): 1-3 rows past the
       // blocks of 4, rows of exactly one vector, one column, every column at an edge, no
-      // padding (no edge at all), pads of 2 (two taps cross the left edge, whole rows of top
+      // padding (no edge at all; blocks of 2 and 3 rows inside the plane), a row whose last
+      // vector's taps 1 and 2 both cross the right edge (w + pl a multiple of 8; with a part
+      // store and without), pads of 2 (two taps cross the left edge, whole rows of top
       // padding), asymmetric pads, a channel multiplier, the clamp.
       {"dw3_s1_5rows_w17", {1, 2, 5, 17}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
       {"dw3_s1_6rows_w8", {2, 2, 6, 8}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, false},
       {"dw3_s1_w1", {1, 2, 7, 1}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
       {"dw3_s1_no_pad", {1, 3, 7, 10}, {3, 1, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 3, true},
+      {"dw3_s1_no_pad_6rows", {1, 2, 8, 12}, {2, 1, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, true},
+      {"dw3_s1_no_pad_7rows", {1, 2, 9, 12}, {2, 1, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, true},
+      {"dw3_s1_w15_both_edges", {1, 2, 6, 15}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      {"dw3_s1_w15_right_pad2", {1, 2, 6, 15}, {2, 1, 3, 3}, {1, 1}, {1, 1, 1, 2}, {1, 1}, 2, true},
       {"dw3_s1_pad2", {1, 2, 3, 5}, {2, 1, 3, 3}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 2, true},
       {"dw3_s1_asym", {1, 2, 9, 23}, {2, 1, 3, 3}, {1, 1}, {0, 2, 1, 0}, {1, 1}, 2, true},
       {"dw3_s1_multiplier", {1, 2, 6, 30}, {4, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
-      // Stride 2 (dw3s2Rows): a partial last vector, the left padding of 0 and of 2, an odd
-      // number of output rows, the clamp.
+      // Stride 2 (dw3s2Rows): a partial last vector, no padding (a last single row inside the
+      // plane), the left padding of 0 and of 2, an odd number of output rows, the clamp.
       {"dw3_s2_w49", {1, 2, 7, 49}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      {"dw3_s2_no_pad_rows_inside",
+       {1, 2, 11, 20},
+       {2, 1, 3, 3},
+       {2, 2},
+       {0, 0, 0, 0},
+       {1, 1},
+       2,
+       true},
       {"dw3_s2_no_left_pad", {1, 2, 9, 64}, {2, 1, 3, 3}, {2, 2}, {1, 0, 1, 0}, {1, 1}, 2, false},
       {"dw3_s2_pad2_relu6",
        {1, 3, 5, 40},
@@ -598,7 +612,8 @@ std::vector<ConvGeom> convGeoms() {
        true,
        0.0f,
        0.5f},
-      // Stride-2 3 x 3 planes read in place (depthwiseDirectPlane): asymmetric pads, an odd
+      // Stride-2 3 x 3 planes read in place (depthwiseDirectPlane on AVX-512, dw3s2Rows on
+      // AVX2): asymmetric pads, an odd
       // width, rows of 64 + 6 outputs, a single row, the clamp.
       {"dw_s2_asym_relu6",
        {1, 3, 12, 37},
@@ -1130,11 +1145,11 @@ bool channelBlocksWhole(const ConvParams& p, const float* x, const float* w, con
 }
 
 // Geometries of the channel-block path: the 3 x 3 stride 1-2 depthwise ones above without a
-// channel multiplier (3-5
-// channels: one part-block) and blocks of 16 + 1 and 16 + 16 + 8 channels over 2 images; planes
-// narrower than 16 columns (whole-plane transposes, 15 + 1 positions per row of chunks), exactly
-// 16 wide, a stride-2 row whose output is narrower than 16 from a wider input, rows and columns
-// of 1, pads of 2 and of 0 on one side, row stride 2 with column stride 1, and clamps.
+// channel multiplier (2-5 channels: one part-block) and blocks of 16 + 1 and 16 + 16 + 8 channels
+// over 2 images; planes narrower than 16 columns (whole-plane transposes, 15 + 1 positions per row
+// of chunks), exactly 16 wide, a stride-2 row whose output is narrower than 16 from a wider input,
+// rows and columns of 1, pads of 2 and of 0 on one side, row stride 2 with column stride 1, and
+// clamps.
 std::vector<ConvGeom> channelBlockGeoms() {
   std::vector<ConvGeom> out;
   for (const ConvGeom& g : convGeoms())

@@ -637,10 +637,10 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
   struct Case {
     int64_t n, c, m, outC, h, w, stride;
   };
-  const std::vector<Case> cases = {{1, 16, 96, 24, 7, 7, 1},   {3, 24, 32, 16, 14, 14, 2},
-                                   {1, 8, 48, 40, 15, 9, 1},   {2, 16, 64, 32, 56, 56, 1},
-                                   {1, 32, 16, 16, 1, 1, 1},   {1, 16, 32, 64, 1, 19, 2},
-                                   {1, 24, 144, 32, 28, 28, 2}};
+  const std::vector<Case> cases = {{1, 16, 96, 24, 7, 7, 1},    {3, 24, 32, 16, 14, 14, 2},
+                                   {1, 8, 48, 40, 15, 9, 1},    {2, 16, 64, 32, 56, 56, 1},
+                                   {1, 32, 16, 16, 1, 1, 1},    {1, 16, 32, 64, 1, 19, 2},
+                                   {1, 24, 144, 32, 28, 28, 2}, {1, 16, 32, 16, 6, 97, 2}};
   std::vector<Isa> isas = {activeIsa()};
   if (activeIsa() > Isa::kAvx2) isas.push_back(Isa::kAvx2);
   for (Isa isa : isas) {

@@ -78,7 +78,8 @@ bool channelTilesFit(const ConvParams& p) {
 //
 // Except, on AVX2, a layer of stride 1 whose output rows are at least three vectors wide, or of
 // stride 2 and at least six (kDepthwisePlaneMinCols): conv_body.inc's dw3x3Plane reads its
-// planes in place, each input row's loads feeding two or three output rows, with no transposes.
+// planes in place, each input row's loads feeding every output row whose window holds it (up to
+// three at stride 1, two at stride 2), with no transposes.
 // kernels_bench, the Xeon forced to AVX2, one thread, us, channel blocks against planes: stride
 // 1, 112 x 112 x 32 226 against 127, 56 x 56 x 144 253 / 147, 28 x 28 x 192 72 / 67, but
 // 14 x 14 x 384 42 / 58 and 7 x 7 x 960 31 / 60 (there every vector is at an edge, and a
