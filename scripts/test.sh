@@ -21,6 +21,20 @@ for flavour in release asan; do
   if [ "$flavour" = release ]; then
     # One process per test (ctest): each test starts from a fresh process at least once per run.
     ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600
+    # The whole suite again at each lower ISA this CPU has (GEARBOX_ISA, issue 23): what an
+    # AVX2 or a baseline x86-64 machine would run, plans and compile decisions included, which
+    # the differential tests' own per-ISA loops do not reach. As gtest shards (half a minute
+    # each here).
+    detected=$(build/bin/gearbox --version | sed -n 's/.*(detected: \([a-z0-9]*\).*/\1/p')
+    lower=()
+    case "$detected" in
+      avx512) lower=(avx2 baseline) ;;
+      avx2) lower=(baseline) ;;
+    esac
+    for isa in "${lower[@]}"; do
+      stage "gearbox tests: release, forced to $isa (GEARBOX_ISA=$isa; this CPU: $detected)"
+      GEARBOX_ISA=$isa bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$jobs" "$dir/tests"
+    done
   else
     # The sanitized suite as $jobs gtest shards, one process each: ctest's 2,800 processes cost
     # the ASan runtime's start-up each (9.4 of its 29 minutes in CI).

@@ -65,6 +65,17 @@ std::string resolveError(Isa detected, const char* value) {
   return "";
 }
 
+// The AVX-512 logic on AVX2 registers (the *Avx512LogicOnAvx2 entry points) runs only where AVX2
+// is active. Under GEARBOX_ISA=baseline on a CPU with AVX2 the tests of that logic raise the ISA
+// back to AVX2 for their run, as the every-path tests do with each ISA the CPU has; otherwise
+// they run at the active ISA, so GEARBOX_ISA=avx2 still reproduces an AVX2 machine's run.
+struct AtLeastAvx2 {
+  AtLeastAvx2() {
+    if (activeIsa() < Isa::kAvx2) raised.emplace(Isa::kAvx2);
+  }
+  std::optional<ScopedIsaOverride> raised;
+};
+
 TEST(Isa, UnknownOrHigherIsaIsAConfigError) {
   EXPECT_EQ(resolveError(Isa::kAvx2, "avx3"),
             "GEARBOX_ISA='avx3' is not an ISA: use baseline, avx2 or avx512 (this CPU: avx2)");
@@ -278,6 +289,7 @@ TEST(IsaGemm, EveryPathThisMachineHasMatchesThePlainLoop) {
 // templates as the AVX-512 kernels, so they are tested on machines without AVX-512 too.
 TEST(IsaGemm, Avx512LogicOnAvx2MatchesThePlainLoop) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const AtLeastAvx2 avx2;
   for (const GemmShape& s : gemmShapes())
     for (const auto& [name, bl] : blockingsFor(Isa::kAvx512, s))
       checkGemm(s, "avx512 logic " + name,
@@ -355,7 +367,9 @@ TEST(IsaGemm, TheEpilogueIsTheUnfusedAddsAndClampBitForBit) {
               });
   }
   // The AVX-512 logic on AVX2 registers, where this CPU has AVX2 (every CPU CI runs on).
-  if (detectedIsa() >= Isa::kAvx2)
+  std::optional<AtLeastAvx2> avx2;
+  if (detectedIsa() >= Isa::kAvx2) avx2.emplace();
+  if (avx2)
     for (const GemmShape& s : gemmShapes())
       for (const auto& [name, bl] : blockingsFor(Isa::kAvx512, s))
         check(s, "avx512 logic " + name,
@@ -398,6 +412,7 @@ TEST(IsaGemm, BPackedInStripsMatchesBInPlace) {
     const bool baseline = std::string_view(run.name) == "baseline";
     std::optional<ScopedIsaOverride> forced;
     if (!run.logicOnAvx2) forced.emplace(baseline ? Isa::kBaseline : Isa::kAvx512);
+    if (run.logicOnAvx2 && activeIsa() < Isa::kAvx2) forced.emplace(Isa::kAvx2);  // AtLeastAvx2
     for (const GemmShape& s : gemmShapes())
       for (int64_t width : {48, 64})
         for (const auto& [name, bl] : blockings) {
@@ -782,6 +797,7 @@ TEST(IsaConv, EveryPathThisMachineHasMatchesThePlainLoop) {
 
 TEST(IsaConv, Avx512LogicOnAvx2MatchesThePlainLoop) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const AtLeastAvx2 avx2;
   for (const ConvGeom& g : convGeoms())
     for (const auto& [name, p] : convBlockings(g))
       checkConv(g, p, "avx512 logic " + name, kernels::convGemmItemF32Avx512LogicOnAvx2,
@@ -1071,6 +1087,7 @@ std::vector<ConvGeom> channelTileGeoms() {
 
 TEST(IsaConv, ChannelTilePathMatchesThePlainLoop) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const AtLeastAvx2 avx2;
   const bool avx512 = detectedIsa() >= Isa::kAvx512;
   for (const ConvGeom& g : channelTileGeoms()) {
     const ConvParams p = compiledConv(g);
@@ -1204,6 +1221,7 @@ bool packedTaps(const ConvParams& p, const float* x, const float* w, const float
 
 TEST(IsaConv, ChannelBlockDepthwisePathMatchesThePlainLoop) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const AtLeastAvx2 avx2;
   const bool avx512 = detectedIsa() >= Isa::kAvx512;
   for (const ConvGeom& g : channelBlockGeoms()) {
     const ConvParams p = compiledConv(g);
@@ -1271,6 +1289,7 @@ bool inChannelBlocks(const ConvParams& p, const float* x, const float* w, const 
 
 TEST(IsaConv, ChannelBlockDepthwiseReadsAndWritesChannelBlocks) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const AtLeastAvx2 avx2;
   const bool avx512 = detectedIsa() >= Isa::kAvx512;
   int ran = 0;
   for (const ConvGeom& g : channelBlockGeoms()) {
@@ -1314,6 +1333,7 @@ TEST(IsaConv, ChannelBlockDepthwiseReadsAndWritesChannelBlocks) {
 // (whole and part tiles, cuts, partial vectors), on AVX-512 and its logic on AVX2.
 TEST(IsaConv, ChannelTilesAddAResidualBeforeTheClamp) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const AtLeastAvx2 avx2;
   constexpr float kInfF = std::numeric_limits<float>::infinity();
   constexpr float kNaNF = std::numeric_limits<float>::quiet_NaN();
   const bool avx512 = detectedIsa() >= Isa::kAvx512;
@@ -1351,6 +1371,7 @@ TEST(IsaConv, ChannelTilesAddAResidualBeforeTheClamp) {
 
 TEST(IsaConv, ChannelTilesReadAndWriteChannelBlocks) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  const AtLeastAvx2 avx2;
   const bool avx512 = detectedIsa() >= Isa::kAvx512;
   const std::vector<ConvGeom> geoms = {
       {"expand_7x7",
