@@ -99,14 +99,15 @@ struct Prepared {
   // Binds input 1 (MatMul's B) packed in strips as a static plan binds a constant B
   // (compiler/weight_pack.h): false, and nothing changed, where the plan keeps B in place.
   bool packMatMulB() {
-    const auto& mm = std::get<MatMulParams>(spec->params);
+    const std::shared_ptr<const KernelSpec> forStrips = matMulSpecForStrips(spec);
+    const auto& mm = std::get<MatMulParams>(forStrips->params);
     const int64_t width = matMulStripWidth(mm);
     if (width == 0) return false;
     const auto bytes = static_cast<size_t>(matMulPackedBFloats(mm.k, mm.n, width)) * sizeof(float);
     // As the plan's pack (weight_pack.cpp): in huge pages from 2 MiB (graph/large_buffer.h).
     packedB.reset(static_cast<float*>(allocateLargeBuffer((bytes + 63) / 64 * 64)));
     gearbox::packMatMulB(inputs[1].as<const float>(), mm.k, mm.n, width, packedB.get());
-    auto packed = std::make_shared<KernelSpec>(*spec);
+    auto packed = std::make_shared<KernelSpec>(*forStrips);
     std::get<MatMulParams>(packed->params).bPacked = width;
     spec = packed;
     ptrs[1] = packedB.get();
@@ -132,6 +133,9 @@ const std::vector<GemmShape>& gemmShapes() {
       {"n256", 256, 256, 256},
       {"n1024", 1024, 1024, 1024},
       {"m1_k1024_n1024", 1, 1024, 1024},
+      {"m2_k1024_n1024", 2, 1024, 1024},
+      {"m3_k1024_n1024", 3, 1024, 1024},
+      {"m4_k1024_n1024", 4, 1024, 1024},
       {"m8_k1024_n1024", 8, 1024, 1024},
       {"m64_k1024_n1024", 64, 1024, 1024},
       // The peers' MLP (bench/peers/models.py) at batch 32: its two Linear layers.
@@ -594,7 +598,7 @@ bool registerAll() {
     // decided on the spec for this machine's threads (the 1T variant keeps its column split).
     const KernelKey key = makeKernelKey(
         OpKind::kMatMul, {{DType::kF32, Shape{g.m, g.k}}, {DType::kF32, Shape{g.k, g.n}}}, {});
-    const std::shared_ptr<const KernelSpec> spec = compileKernelSpec(key);
+    const std::shared_ptr<const KernelSpec> spec = matMulSpecForStrips(compileKernelSpec(key));
     if (const auto* mm = std::get_if<MatMulParams>(&spec->params); mm && matMulStripWidth(*mm))
       for (bool oneTask : {false, true}) {
         const std::string name =

@@ -70,8 +70,12 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
     const char* e = std::getenv("GEARBOX_PACK_MATMUL");
     return e && std::string_view(e) == "0";
   }();
-  const auto* p = std::get_if<MatMulParams>(&step.kernel->params);
-  if (off || !p || p->bPacked) return;
+  if (off || !std::holds_alternative<MatMulParams>(step.kernel->params) ||
+      std::get<MatMulParams>(step.kernel->params).bPacked)
+    return;
+  // A skinny spec on AVX-512 (M <= 2, the path for B in place) as the direct path would run it.
+  const std::shared_ptr<const KernelSpec> forStrips = matMulSpecForStrips(step.kernel);
+  const auto* p = &std::get<MatMulParams>(forStrips->params);
   // Gears whose M pick the other tile (M = 8 and 32: 8 x 48; 6, 13 and 16: 6 x 64) read the
   // strips another gear's plan holds, in that width's tile (gemmF32StripsB runs any width's
   // tile whatever M), rather than packing a second copy of B (4 MiB more for a 1024 x 1024
@@ -95,7 +99,7 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
   plan.packedWeightBytes +=
       matMulPackedBFloats(p->k, p->n, width) * static_cast<int64_t>(sizeof(float));
   plan.weightsPackedNow += packedNow ? 1 : 0;
-  auto spec = std::make_shared<KernelSpec>(*step.kernel);
+  auto spec = std::make_shared<KernelSpec>(*forStrips);
   std::get<MatMulParams>(spec->params).bPacked = width;
   step.kernel = std::move(spec);
 }

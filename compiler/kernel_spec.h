@@ -146,10 +146,11 @@ inline constexpr int kGemmDirectMrAvx2 = 4, kGemmDirectNrAvx2 = 24;
 // (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its
 // loop, asks the same function at run time. rowBlock: the product is one of many row blocks
 // that share B (attention's score and value products), which keep the skinny path up to 3 rows
-// on AVX-512 and 16 on AVX2 (MatMul: none on AVX-512, 3 on AVX2; the other limits were not
-// measured on attention's shapes).
+// on AVX-512 and 16 on AVX2 (MatMul: 2 on AVX-512, 3 on AVX2; the other limits were not
+// measured on attention's shapes). bPacked: B is a constant a static plan packs in strips for
+// AVX-512's direct path (compiler.cpp, bindPackedMatMulB), which then takes every M up to 1024.
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k,
-                                bool rowBlock = false);
+                                bool rowBlock = false, bool bPacked = false);
 
 // MatMul: batch of [M, K] x [K, N], row-major.
 struct MatMulParams {

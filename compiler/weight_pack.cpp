@@ -108,6 +108,16 @@ bool matMulStripsFit(const MatMulParams& p, int64_t width) {
   return (width == 48 || width == 64) && p.colsPerTask % width == 0;
 }
 
+std::shared_ptr<const KernelSpec> matMulSpecForStrips(std::shared_ptr<const KernelSpec> spec) {
+  const auto* p = std::get_if<MatMulParams>(&spec->params);
+  if (!p || p->gemm.path != GemmPath::kSkinny || p->isa != Isa::kAvx512) return spec;
+  auto out = std::make_shared<KernelSpec>(*spec);
+  auto& d = std::get<MatMulParams>(out->params);
+  d.gemm = chooseGemmBlocking(Isa::kAvx512, DType::kF32, d.m, d.n, d.k, false, true);
+  out->tasks = splitMatMul(d, spec->tasks);
+  return out;
+}
+
 int64_t matMulStripWidth(const MatMulParams& p) {
   // The strips of the tile the compile chose for m (gemmDirectTile).
   const int64_t width = gemmDirectTile(p.m).vectors * 16;

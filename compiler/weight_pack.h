@@ -42,6 +42,11 @@ void packConvWeights(const ConvParams& p, const float* w, float* out);
 // (MLAS's packed B) and oneDNN's pre-packed weights do the same at session build.
 // matMulPackedBFloats: the floats of that layout (0 when they overflow).
 int64_t matMulPackedBFloats(int64_t k, int64_t n, int64_t width);
+// The MatMul spec a static plan runs where it packs B in strips: `spec` itself, or for a spec on
+// AVX-512's skinny path (M <= 2, chosen for a B read in place) a copy on the direct path, with
+// that path's blocking and split (compiler/ops/matmul.cpp, chooseGemmBlocking's bPacked). Any
+// other spec is returned as it is.
+std::shared_ptr<const KernelSpec> matMulSpecForStrips(std::shared_ptr<const KernelSpec> spec);
 // The strip width a static plan packs a constant B of `p` in (48 or 64: the width of the tile
 // the compile chose for p.m), or 0 where it packs none (not AVX-512's direct path, more than one
 // batch, N < 256, an empty product, or a column split that would start a task inside a strip).

@@ -205,16 +205,16 @@ std::vector<GemmShape> gemmShapes() {
       {3, 9, 2, 3, 5, 7},
       {31, 47, 29, 1, 2, 3},
       {64, 64, 64, 0, 0, 5},
-      // The direct path's tiles: 8 rows of 48 (m = 8, 16 + 8), 6 of 64 with 4-, 2- and 1-row
-      // tiles after them (m = 13 is 6 + 6 + 1, m = 11 is 6 + 4 + 1), columns past the last
-      // whole tile (the copied part-panel).
+      // The direct path's tiles: 8 rows of 48 (m = 8, 16 + 8), 6 of 64 with 4-, 3-, 2- and
+      // 1-row tiles after them (m = 13 is 6 + 6 + 1, m = 11 is 6 + 4 + 1, m = 3 one 3-row tile),
+      // columns past the last whole tile (the copied part-panel).
       {8, 97, 50},
       {24, 49, 7},
       {13, 130, 33},
       {11, 64, 300, 2, 1, 0},
       // Columns past the last whole tile that are whole vectors, read in place by narrower
       // tiles (restInPlace): 8 x 48 with 16 and 32 left (m = 8, 32), 6 x 64 with 48 and 32 left
-      // under 6 + 6 + 2 + 1 and 6 + 1 rows.
+      // under 6 + 6 + 3 (the 3-row tile a remainder of exactly 3 takes) and 6 + 1 rows.
       {8, 64, 20},
       {32, 80, 9, 1, 2, 3},
       {15, 112, 11},
@@ -1570,14 +1570,21 @@ TEST(IsaGemm, BlockingFollowsTheIsaAndTheShape) {
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     const int64_t mr = isa == Isa::kAvx2 ? kGemmMrAvx2 : kGemmMrAvx512;
     const int64_t nr = isa == Isa::kAvx2 ? kGemmNrAvx2 : kGemmNrAvx512;
-    // AVX-512 reads both operands in place from 1 row to 1024 (the direct path); AVX2 streams
-    // B's rows (skinny) up to 3 rows, takes its own direct path from 4 to 128 and packs from
-    // 129. Attention's row blocks (rowBlock) keep the skinny path up to 3 rows on AVX-512 and 16
-    // on AVX2, and AVX2's pack above that.
+    // AVX-512 streams B's rows (skinny) up to 2 rows and reads both operands in place from 3
+    // rows to 1024 (the direct path), and from 1 row where a plan packs B (bPacked); AVX2 streams
+    // up to 3 rows, takes its own direct path from 4 to 128 and packs from 129. Attention's row
+    // blocks (rowBlock) keep the skinny path up to 3 rows on AVX-512 and 16 on AVX2, and AVX2's
+    // pack above that.
     const bool avx512 = isa == Isa::kAvx512;
     const GemmPath few = avx512 ? GemmPath::kDirect : GemmPath::kSkinny;
-    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, few);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 1, 1024, 1024).path, GemmPath::kSkinny);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 2, 1024, 1024).path, GemmPath::kSkinny);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024).path, few);
+    for (int64_t m : {1, 2, 3})
+      EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, m, 1024, 1024, false, true).path,
+                avx512 ? GemmPath::kDirect : GemmPath::kSkinny);
+    EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 2, 1024, 1024, true, true).path,
+              GemmPath::kSkinny);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 3, 1024, 1024, true).path, GemmPath::kSkinny);
     EXPECT_EQ(chooseGemmBlocking(isa, DType::kF32, 4, 1024, 1024, true).path,
               avx512 ? GemmPath::kDirect : GemmPath::kSkinny);

@@ -511,6 +511,51 @@ TEST(WeightPack, AConstantMatMulBIsPackedInStripsOfItsTile) {
     }
 }
 
+// One or two rows: the compile chooses AVX-512's skinny path (B read in place), and a plan that
+// packs a constant B runs the direct path from its strips instead, with that path's split (the
+// kernel cache keeps the spec as compiled); a B fed as an input stays on the skinny path. Three
+// rows take the direct path either way. AVX2 keeps B in place on the skinny path (the baseline
+// on Eigen's).
+TEST(WeightPack, OneOrTwoRowsReadAPackedBOnTheDirectPath) {
+  const bool avx512 = activeIsa() == Isa::kAvx512;
+  for (bool epilogue : {false, true})
+    for (int threads : {1, 2}) {
+      auto g = std::make_shared<const Graph>(packedMatMulGraph(false, 1040, epilogue));
+      auto fedGraph = std::make_shared<const Graph>(packedMatMulGraph(true, 1040, epilogue));
+      KernelCache cache(64, threads);
+      for (int64_t m : {1, 2, 3}) {
+        SCOPED_TRACE(fmt::format("epilogue {} threads {} m {}", epilogue, threads, m));
+        auto plan = compilePlan(g, {Shape{m, 300}}, cache);
+        const MatMulParams& p = stepMatMul(*plan);
+        const MatMulParams& compiled =
+            std::get<MatMulParams>(cache.get(plan->steps[0].kernel->key)->params);
+        // AVX2: skinny; the baseline: Eigen.
+        const GemmPath here = chooseGemmBlocking(activeIsa(), DType::kF32, m, 1040, 300).path;
+        EXPECT_EQ(compiled.gemm.path, avx512 && m == 3 ? GemmPath::kDirect : here);
+        if (avx512) {
+          EXPECT_EQ(here, m == 3 ? GemmPath::kDirect : GemmPath::kSkinny);
+        }
+        EXPECT_EQ(compiled.bPacked, 0);
+        const int64_t width = gemmDirectTile(m).vectors * 16;
+        EXPECT_EQ(p.gemm.path, avx512 ? GemmPath::kDirect : here);
+        EXPECT_EQ(p.bPacked, avx512 ? width : 0);
+        if (avx512) {
+          // The direct path's blocking and split: whole strips per task, as many tasks.
+          EXPECT_EQ(p.gemm,
+                    chooseGemmBlocking(Isa::kAvx512, DType::kF32, m, 1040, 300, false, true));
+          EXPECT_EQ(p.colsPerTask % width, 0);
+          EXPECT_EQ(plan->steps[0].kernel->tasks, threads);
+          EXPECT_EQ(p.colsPerTask > 0, threads == 2);
+        }
+        expectPlanMatchesReference(*plan, 80 + static_cast<uint64_t>(m));
+        auto fed = compilePlan(fedGraph, {Shape{m, 300}, Shape{300, 1040}}, cache);
+        EXPECT_EQ(stepMatMul(*fed).bPacked, 0);
+        EXPECT_EQ(stepMatMul(*fed).gemm.path, compiled.gemm.path);
+        expectPlanMatchesReference(*fed, 90 + static_cast<uint64_t>(m));
+      }
+    }
+}
+
 // A B fed as an input, a narrow B (200 columns), an empty K, a column split that starts
 // inside a strip and the dynamic plan keep B in place.
 TEST(WeightPack, AMatMulBInputNarrowOrInADynamicPlanStaysInPlace) {

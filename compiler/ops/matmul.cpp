@@ -241,14 +241,21 @@ std::optional<GemmPath> parseGemmPath(std::string_view text) {
 // on two threads. Where B fits in L2 (1 MiB: K = 256, N = 1024, or K = 1024, N = 256) the skinny
 // path still ran M = 8 1.35-1.57x faster on one thread, and 1.1-2x slower on two; not made a rule
 // of.
-// On AVX-512 a MatMul does not take it at all: on the Xeon (kernels_bench, K = N = 1024, one |
-// two threads, us, skinny against the direct path reading B in place) M = 1 143 | 83 against
-// 140 | 66, M = 2 143 | 88 against 140 | 65, M = 3 288 | 179 against 214 | 88, and with B packed
-// as a static plan packs it (weight_pack.h) 140 | 34, 140 | 36, 171 | 48; the peers' MLP through
-// Sessions at batch 1 | 2 | 3, one thread 180 | 180 | 326 against 181 | 182 | 232, two 84 | 106 |
-// 179 against 70 | 70 | 89. (Zen 4 had measured the direct path at M = 3 at 26 GF/s against 60,
+// On AVX-512 a MatMul takes it up to 2 rows where it reads B in place (kGemmSkinnyMaxMAvx512),
+// and not at all where a static plan packs B in strips (bPacked; compiler.cpp's
+// bindPackedMatMulB switches such a spec to the direct path). K = N = 1024, kernels_bench, one |
+// two threads, us, skinny against the direct path:
+// - Zen 5 (2026-12-05), B in place: M = 1 63 | 46 against 99-126 | 72-74 (oneDNN 58-60 | 57-58),
+//   M = 2 70 | 70 against 90-99 | 62-70, M = 3 134 | 99 against 91 | 55 (the direct path's 3-row
+//   tile); B in the plan's strips, direct: M = 1 52 | 34, M = 2 55 | 37.
+// - the Xeon (2026-12-04), B in place: M = 1 143 | 83 against 140 | 66, M = 2 143 | 88 against
+//   140 | 65, M = 3 288 | 179 against 214 | 88; B in strips 140 | 34, 140 | 36, 171 | 48.
+// So reading B in place, the direct path's 1- and 2-row tiles (a page of B per row of the tile,
+// prefetched a few rows ahead) lose up to half on Zen 5 and win up to a fifth on the Xeon's two
+// threads, while the skinny path's sequential row streams meet oneDNN on both; from strips the
+// direct path wins on both. (Zen 4 had measured the direct path at M = 3 at 26 GF/s against 60,
 // before its B prefetch and strips.) Attention's row blocks keep the limits they had.
-constexpr int64_t kGemmSkinnyMaxM = 3, kGemmSkinnyMaxMRowBlocks = 16;
+constexpr int64_t kGemmSkinnyMaxM = 3, kGemmSkinnyMaxMRowBlocks = 16, kGemmSkinnyMaxMAvx512 = 2;
 // On AVX-512, the direct path (A in place, 6 x 64 or 8 x 48 tiles) from 1 row to 1024.
 // Measured on Zen 4 (GF/s at K = N = 1024, one thread; issue 23's note): M = 3 skinny 60,
 // direct 26; M = 4 skinny 74, direct 86; M = 8 skinny 76, packed 41, direct 96; M = 64 packed
@@ -277,7 +284,7 @@ constexpr int64_t kGemmDirectMaxMAvx512 = 1024;
 constexpr int64_t kGemmDirectMaxMAvx2 = 128;
 
 GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int64_t k,
-                                bool rowBlock) {
+                                bool rowBlock, bool bPacked) {
   GemmBlocking b;
   if (dtype != DType::kF32 || isa == Isa::kBaseline) return b;  // Eigen, compiled for baseline
   const int64_t mr = isa == Isa::kAvx512 ? kGemmMrAvx512 : kGemmMrAvx2;
@@ -286,8 +293,9 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
   const int64_t kBlocks = std::max<int64_t>(1, (k + 255) / 256);
   b.kc = std::max<int64_t>(1, (k + kBlocks - 1) / kBlocks);
   const bool avx512 = isa == Isa::kAvx512;
-  const int64_t skinnyMaxM = rowBlock ? (avx512 ? kGemmSkinnyMaxM : kGemmSkinnyMaxMRowBlocks)
-                                      : (avx512 ? 0 : kGemmSkinnyMaxM);
+  const int64_t skinnyMaxM =
+      rowBlock ? (avx512 ? kGemmSkinnyMaxM : kGemmSkinnyMaxMRowBlocks)
+               : (avx512 ? (bPacked ? 0 : kGemmSkinnyMaxMAvx512) : kGemmSkinnyMaxM);
   if (m <= skinnyMaxM) {
     // Too few rows to pay for packing B, which would move as many bytes as the product reads.
     // B's rows are streamed once per pair of A rows, k = 4096 deep at a time (sequential reads
