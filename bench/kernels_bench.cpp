@@ -595,7 +595,9 @@ bool registerAll() {
       })->UseRealTime();
     }
     // As a static plan runs it where B is a constant it packs (a weight): only those shapes,
-    // decided on the spec for this machine's threads (the 1T variant keeps its column split).
+    // decided on the spec for this machine's threads (the 1T variant keeps its column split,
+    // but for 1 and 2 rows on AVX-512, compiled to the skinny path: their direct spec is split
+    // for the one task, as a one-thread plan's would be).
     const KernelKey key = makeKernelKey(
         OpKind::kMatMul, {{DType::kF32, Shape{g.m, g.k}}, {DType::kF32, Shape{g.k, g.n}}}, {});
     const std::shared_ptr<const KernelSpec> spec = matMulSpecForStrips(compileKernelSpec(key));

@@ -36,7 +36,8 @@ struct PlanStep {
   // A conv2d whose weight is a constant, on the channel-tile path: the weight packed for it
   // (compiler/weight_pack.h), bound as input 1 when the step runs; `kernel` is then the plan's
   // copy of the cached spec with ConvParams::weightsPacked set. Likewise a MatMul's constant B
-  // in strips (MatMulParams::bPacked).
+  // in strips (MatMulParams::bPacked; for 1 or 2 rows on AVX-512 the copy also moves from the
+  // skinny path to the direct path and its split: matMulSpecForStrips).
   std::shared_ptr<const float> packedWeight;
   // In a batch tile (Plan::batchTiles): the same kernel compiled for the tile's images (the
   // plan's spec with ConvParams::n = Plan::BatchTile::images), which the run calls once per tile.

@@ -98,7 +98,8 @@ enum class GemmPath : uint8_t {
   kDirect,  // A read in place: the micro-kernel broadcasts A and loads B where it is (or from
             // a plan's strips, MatMulParams::bPacked; or, from 256 rows with B's rows a page
             // apart, from strips it packs per K slice), in register tiles of gemmDirectTile()
-            // (AVX-512's choice for M = 1..1024); on AVX2 (M = 4..128), 4 x 24 tiles, B read in
+            // (AVX-512's choice for M = 3..1024, and from 1 row in strips); on AVX2 (M = 4..128),
+            // 4 x 24 tiles, B read in
             // place by each panel's first row tile and copied for the others
 };
 std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny", "direct"

@@ -110,7 +110,11 @@ bool matMulStripsFit(const MatMulParams& p, int64_t width) {
 
 std::shared_ptr<const KernelSpec> matMulSpecForStrips(std::shared_ptr<const KernelSpec> spec) {
   const auto* p = std::get_if<MatMulParams>(&spec->params);
-  if (!p || p->gemm.path != GemmPath::kSkinny || p->isa != Isa::kAvx512) return spec;
+  // matMulStripsFit's cheap conditions first: most few-row products of a plan (batched decode
+  // steps, narrow weights) never pack, and the copy holds the per-batch offsets.
+  if (!p || p->gemm.path != GemmPath::kSkinny || p->isa != Isa::kAvx512 || p->batch != 1 ||
+      p->n < kMatMulPackMinN)
+    return spec;
   auto out = std::make_shared<KernelSpec>(*spec);
   auto& d = std::get<MatMulParams>(out->params);
   d.gemm = chooseGemmBlocking(Isa::kAvx512, DType::kF32, d.m, d.n, d.k, false, true);

@@ -540,6 +540,28 @@ std::vector<ConvGeom> convGeoms() {
        true,
        0.0f,
        6.0f},
+      // The 3-row tile a remainder of exactly 3 rows takes (directSlice), with the bias and
+      // clamp epilogue: 15 rows as 6 + 6 + 3 over two K slices, and 3 rows alone.
+      {"pointwise_15rows_two_slices",
+       {1, 390, 7, 13},
+       {15, 390, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
+      {"pointwise_3rows",
+       {1, 40, 9, 11},
+       {3, 40, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       -0.5f,
+       0.3f},
       // Positions past the last whole tile that are whole vectors, read in place with narrower
       // tiles (restInPlace): 64 = 48 + 16 under 8 rows, 112 = 64 + 48 under 6 + 6 + 1 rows.
       {"pointwise_8rows_vector_rest",

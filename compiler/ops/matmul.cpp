@@ -256,7 +256,8 @@ std::optional<GemmPath> parseGemmPath(std::string_view text) {
 // direct path wins on both. (Zen 4 had measured the direct path at M = 3 at 26 GF/s against 60,
 // before its B prefetch and strips.) Attention's row blocks keep the limits they had.
 constexpr int64_t kGemmSkinnyMaxM = 3, kGemmSkinnyMaxMRowBlocks = 16, kGemmSkinnyMaxMAvx512 = 2;
-// On AVX-512, the direct path (A in place, 6 x 64 or 8 x 48 tiles) from 1 row to 1024.
+// On AVX-512, the direct path (A in place, 6 x 64 or 8 x 48 tiles) from 3 rows to 1024 (from 1
+// row where a plan packs B in strips: kGemmSkinnyMaxMAvx512 above).
 // Measured on Zen 4 (GF/s at K = N = 1024, one thread; issue 23's note): M = 3 skinny 60,
 // direct 26; M = 4 skinny 74, direct 86; M = 8 skinny 76, packed 41, direct 96; M = 64 packed
 // 83, direct 109; M = 512 (N = 4096) packed 95, direct 99; M = 2048 packed 99.5, direct 99.
