@@ -29,7 +29,8 @@ if [ "$shared" != 0 ]; then
   fi
   # Compiled at -O0 by clang: this build checks what is installed and how a consumer links and
   # runs against it, not speed (the Release build above is the same code at -O3, by GCC), and
-  # clang compiles this code at -O0 faster. Linked with lld when installed, as
+  # clang compiles this code at -O0 faster. A unity build (as scripts/build.sh's sanitized
+  # flavours): 150 s of CPU instead of 315 on the Zen 5 VM. Linked with lld when installed, as
   # scripts/build.sh does. The consumer is built by the default compiler.
   ld=""
   if command -v ld.lld >/dev/null 2>&1; then ld=-fuse-ld=lld; fi
@@ -41,6 +42,7 @@ if [ "$shared" != 0 ]; then
     "-DCMAKE_CXX_COMPILER=$(command -v clang++ || echo clang++)" \
     -DBUILD_SHARED_LIBS=ON -DGEARBOX_BUILD_TESTS=OFF -DGEARBOX_BUILD_BENCH=OFF \
     -DGEARBOX_BUILD_PYTHON=OFF "-DCMAKE_SHARED_LINKER_FLAGS=$ld" "-DCMAKE_EXE_LINKER_FLAGS=$ld" \
+    -DCMAKE_UNITY_BUILD=ON \
     "${launcher[@]}" >/dev/null
   # The compiler's output goes to a log, shown only when the build fails.
   cmake --build build-shared --target gearbox -j "$jobs" >"$tmp/shared-build.log" 2>&1 &

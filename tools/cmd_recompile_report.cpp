@@ -77,7 +77,7 @@ void writeAll(int fd, const std::string& contents) {
 // Writes `contents` to a temp file next to `path`, then renames it over `path`, so a reader
 // (or a crash) never sees a half-written list. Local on purpose: it must not depend on
 // graph/npy's helper, which lives in another branch. `mode` is the mode the file gets.
-void writeFileAtomic(const std::string& path, const std::string& contents, mode_t mode) {
+void writeModeFileAtomic(const std::string& path, const std::string& contents, mode_t mode) {
   std::string tempPath = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(tempPath.data());
   if (fd < 0) {
@@ -135,7 +135,7 @@ void writeOutput(const std::string& path, const std::string& contents) {
     ::umask(mask);
     mode = 0666 & ~mask;
   }
-  writeFileAtomic(target, contents, mode);
+  writeModeFileAtomic(target, contents, mode);
 }
 
 void runRecompileReport(const RecompileReportOptions& opts) {
