@@ -138,6 +138,8 @@ const std::vector<GemmShape>& gemmShapes() {
       {"m4_k1024_n1024", 4, 1024, 1024},
       {"m8_k1024_n1024", 8, 1024, 1024},
       {"m64_k1024_n1024", 64, 1024, 1024},
+      {"m16_k1024_n1024", 16, 1024, 1024},
+      {"m128_k1024_n1024", 128, 1024, 1024},
       // The peers' MLP (bench/peers/models.py) at batch 32: its two Linear layers.
       {"m32_k1024_n1024", 32, 1024, 1024},
       {"m32_k1024_n256", 32, 256, 1024},

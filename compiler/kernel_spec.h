@@ -143,6 +143,26 @@ inline constexpr GemmDirectTile gemmDirectTile(int64_t m) {
 // against 309 (Xeon forced to AVX2, 2026-12-05).
 inline constexpr int kGemmDirectMrAvx2 = 4, kGemmDirectNrAvx2 = 24;
 
+// Where AVX-512's direct path, reading B in place (not a plan's strips), walks B a panel of
+// tile columns at a time, the first row tile copying each row of the panel it loads for the
+// other row tiles to read (gemm_body.inc, gemmDirectPanels; AVX2's direct path always walks so):
+// from 16 rows (three row tiles or more) while the walk does not pack B per K slice itself
+// (directPacksB, from 256 rows), and where B's rows are a page or more apart (ldb >= 1024
+// floats), so that every row of a tile's panel falls in the same L1 sets and the tiles after the
+// first would read it from L2, through a TLB entry per row. The copy is contiguous. Its K
+// slice is near 128 deep (chooseGemmBlocking) so that the copy (128 x 64 floats, 32 KiB) and
+// A's rows stay in L1 (48 KiB on Zen 5). Zen 5, kernels_bench, K = N = 1024, one thread | two,
+// us, the tile walk -> the panel walk at kc 256 -> at kc 128: M = 64 803-876 | 582 -> 668-769 |
+// 446-448 -> 661-722 | 424-426 (oneDNN 774 | 409), M = 128 1,474-1,680 | 998-1,078 -> 1,263-1,437
+// | 862-937 -> 1,312-1,516 | 890-917, M = 32 380-407 | 290 -> 368-419 | 248-253 -> 360-386 |
+// 225-244, M = 16 225-238 | 155-159 -> 221-244 | 156-159 -> 192-204 | 124-130. Below 16 rows it
+// lost (M = 8 109-112 | 70-71 -> 136-159 | 94-95 at kc 128, M = 12 166-187 | 99-110 -> 190-196 |
+// 115-118), and with rows 1 KiB apart (N = 256: M = 32 85-90 | 56-60 -> 97-102 | 66-73).
+inline constexpr int64_t kDirectCopyMinM = 16, kDirectCopyMaxM = 255, kDirectCopyMinLdb = 1024;
+inline constexpr bool directCopiesB(int64_t m, int64_t ldb) {
+  return m >= kDirectCopyMinM && m <= kDirectCopyMaxM && ldb >= kDirectCopyMinLdb;
+}
+
 // The path and blocking for C[m, n] = A[m, k] B[k, n] in `dtype` on `isa`
 // (compiler/ops/matmul.cpp). gemmF32, which conv2d calls with shapes known only inside its
 // loop, asks the same function at run time. rowBlock: the product is one of many row blocks

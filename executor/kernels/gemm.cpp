@@ -111,9 +111,9 @@ void gemmAvx512Logic(const GemmBlocking& bl, const float* a, int64_t lda, const 
     gemmSkinny<V>(g, bl.kc, bl.nc);
   } else if (bl.path == GemmPath::kDirect) {
     if (gemmDirectTile(m).rows == 8) {
-      gemmDirect<V, 8, 3>(g, bl.kc, bl.nc, buf);
+      gemmDirectInPlace<V, 8, 3>(g, bl.kc, bl.nc, buf);
     } else {
-      gemmDirect<V, 6, 4>(g, bl.kc, bl.nc, buf);
+      gemmDirectInPlace<V, 6, 4>(g, bl.kc, bl.nc, buf);
     }
   } else {
     gemmPacked<V, kGemmMrAvx512, kGemmNrAvx512 / V::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);

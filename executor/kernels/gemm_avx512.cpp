@@ -39,13 +39,15 @@ void gemmDirectInTile(const GemmBlocking& bl, GemmDirectTile tile, const float* 
 }
 void gemm(const GemmBlocking& bl, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, const GemmEpilogue* e) {
-  if (bl.path == GemmPath::kDirect) {
-    gemmDirectInTile(bl, gemmDirectTile(m), a, lda, b, ldb, c, ldc, m, n, k, e);
-    return;
-  }
   const GemmArgs g{a, lda, b, ldb, c, ldc, m, n, k, e};
   const GemmBuffers buf{gemmBuffer};
-  if (bl.path == GemmPath::kSkinny) {
+  if (bl.path == GemmPath::kDirect) {
+    if (gemmDirectTile(m).rows == 8) {
+      gemmDirectInPlace<F32x16, 8, 3>(g, bl.kc, bl.nc, buf);
+    } else {
+      gemmDirectInPlace<F32x16, 6, 4>(g, bl.kc, bl.nc, buf);
+    }
+  } else if (bl.path == GemmPath::kSkinny) {
     gemmSkinny<F32x16>(g, bl.kc, bl.nc);
   } else {
     gemmPacked<F32x16, kGemmMrAvx512, kGemmNrAvx512 / F32x16::kLanes>(g, bl.kc, bl.mc, bl.nc, buf);
