@@ -99,8 +99,9 @@ enum class GemmPath : uint8_t {
             // a plan's strips, MatMulParams::bPacked; or, from 256 rows with B's rows a page
             // apart, from strips it packs per K slice), in register tiles of gemmDirectTile()
             // (AVX-512's choice for M = 3..1024, and from 1 row in strips); on AVX2 (M = 4..128),
-            // 4 x 24 tiles, B read in
-            // place by each panel's first row tile and copied for the others
+            // 4 x 24 tiles, B read in place by each panel's first row tile and copied for the
+            // others, as AVX-512 does in its own tiles from 16 rows to 255 where B's rows are a
+            // page apart (directCopiesB below)
 };
 std::string_view gemmPathName(GemmPath path);  // "eigen", "packed", "skinny", "direct"
 std::optional<GemmPath> parseGemmPath(std::string_view text);
@@ -149,15 +150,18 @@ inline constexpr int kGemmDirectMrAvx2 = 4, kGemmDirectNrAvx2 = 24;
 // from 16 rows (three row tiles or more) while the walk does not pack B per K slice itself
 // (directPacksB, from 256 rows), and where B's rows are a page or more apart (ldb >= 1024
 // floats), so that every row of a tile's panel falls in the same L1 sets and the tiles after the
-// first would read it from L2, through a TLB entry per row. The copy is contiguous. Its K
-// slice is near 128 deep (chooseGemmBlocking) so that the copy (128 x 64 floats, 32 KiB) and
-// A's rows stay in L1 (48 KiB on Zen 5). Zen 5, kernels_bench, K = N = 1024, one thread | two,
-// us, the tile walk -> the panel walk at kc 256 -> at kc 128: M = 64 803-876 | 582 -> 668-769 |
-// 446-448 -> 661-722 | 424-426 (oneDNN 774 | 409), M = 128 1,474-1,680 | 998-1,078 -> 1,263-1,437
-// | 862-937 -> 1,312-1,516 | 890-917, M = 32 380-407 | 290 -> 368-419 | 248-253 -> 360-386 |
-// 225-244, M = 16 225-238 | 155-159 -> 221-244 | 156-159 -> 192-204 | 124-130. Below 16 rows it
-// lost (M = 8 109-112 | 70-71 -> 136-159 | 94-95 at kc 128, M = 12 166-187 | 99-110 -> 190-196 |
-// 115-118), and with rows 1 KiB apart (N = 256: M = 32 85-90 | 56-60 -> 97-102 | 66-73).
+// first would read it from L2, through a TLB entry per row; the copy is contiguous. The K
+// slices stay the tile walk's (near 256): the walk then sums every element of C in the order a
+// plan's strips do, so eager, dynamic and static runs of a MatMul agree bit for bit (`gearbox
+// compare` checks the modes agree). Slices near 128 ran up to 5% faster on one thread and 5-20%
+// on two, and broke that. Zen 5, kernels_bench, K = N = 1024, one thread | two, us, the tile walk
+// -> the panel walk (kc 256) -> (kc 128), two rounds: M = 64 803-876 | 582 -> 668-769 | 446-448
+// -> 661-722 | 424-426 (oneDNN 774 | 409), M = 128 1,474-1,680 | 998-1,078 -> 1,263-1,437 |
+// 862-937 -> 1,312-1,516 | 890-917, M = 32 380-407 | 290 -> 368-419 | 248-253 -> 360-386 |
+// 225-244, M = 16 225-238 | 155-159 -> 221-244 | 156-159 -> 192-204 | 124-130. Below 16 rows
+// the walk lost (kc 128: M = 8 109-112 | 70-71 -> 136-159 | 94-95, M = 12 166-187 | 99-110 ->
+// 190-196 | 115-118), and so it did with rows 1 KiB apart (N = 256: M = 32 85-90 | 56-60 ->
+// 97-102 | 66-73).
 inline constexpr int64_t kDirectCopyMinM = 16, kDirectCopyMaxM = 255, kDirectCopyMinLdb = 1024;
 inline constexpr bool directCopiesB(int64_t m, int64_t ldb) {
   return m >= kDirectCopyMinM && m <= kDirectCopyMaxM && ldb >= kDirectCopyMinLdb;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -554,6 +555,36 @@ TEST(WeightPack, OneOrTwoRowsReadAPackedBOnTheDirectPath) {
         expectPlanMatchesReference(*fed, 90 + static_cast<uint64_t>(m));
       }
     }
+}
+
+// From 16 rows to 255 with N >= 1024, AVX-512's direct path walks a B in place panel by panel
+// (kernel_spec.h, directCopiesB), where a static plan reads a constant B from strips: the two
+// sum every element of C in the same order (the same K slices), so a plan fed B as an input
+// and a plan holding it as a constant give the same bits, as `gearbox compare` expects of the
+// modes (max abs difference 1e-4: slices near 128 for the walk broke it on examples/mlp.gbx).
+TEST(WeightPack, BInPlaceAndInStripsGiveTheSameBits) {
+  const bool avx512 = activeIsa() == Isa::kAvx512;
+  Tensor w = randomTensor(DType::kF32, Shape{300, 1040}, 7);
+  auto g = std::make_shared<const Graph>(packedMatMulGraph(false, 1040, true));
+  auto fedGraph = std::make_shared<const Graph>(packedMatMulGraph(true, 1040, true));
+  for (int threads : {1, 2}) {
+    KernelCache cache(64, threads);
+    for (int64_t m : {16, 21, 64, 255}) {
+      SCOPED_TRACE(fmt::format("threads {} m {}", threads, m));
+      auto plan = compilePlan(g, {Shape{m, 300}}, cache);
+      auto fed = compilePlan(fedGraph, {Shape{m, 300}, Shape{300, 1040}}, cache);
+      EXPECT_EQ(stepMatMul(*plan).bPacked > 0, avx512);
+      EXPECT_EQ(stepMatMul(*fed).bPacked, 0);
+      EXPECT_EQ(stepMatMul(*plan).gemm, stepMatMul(*fed).gemm);
+      Tensor x = randomTensor(DType::kF32, Shape{m, 300}, 50 + static_cast<uint64_t>(m));
+      const auto packed = runPlanOn(*plan, {x});
+      const auto inPlace = runPlanOn(*fed, {x, w});
+      ASSERT_EQ(packed.size(), 1u);
+      ASSERT_EQ(inPlace.size(), 1u);
+      ASSERT_EQ(packed[0].bytes(), inPlace[0].bytes());
+      EXPECT_EQ(0, std::memcmp(packed[0].as<float>(), inPlace[0].as<float>(), packed[0].bytes()));
+    }
+  }
 }
 
 // A B fed as an input, a narrow B (200 columns), an empty K, a column split that starts

@@ -325,13 +325,6 @@ GemmBlocking chooseGemmBlocking(Isa isa, DType dtype, int64_t m, int64_t n, int6
     b.path = GemmPath::kDirect;
     b.mc = m;
     b.nc = std::min<int64_t>(roundUp(std::max<int64_t>(n, 1), 64), m <= 16 ? 4096 : 512);
-    // The panel walk's K slices, near 128 deep (kernel_spec.h, directCopiesB: MatMul's B in
-    // place has ldb = n). Winograd's GEMMs (n = the tiles of a block) take the same kc from
-    // 1,024 tiles without the walk; no benchmarked layer has that many.
-    if (!bPacked && directCopiesB(m, n)) {
-      const int64_t slices = std::max<int64_t>(1, (k + 127) / 128);
-      b.kc = std::max<int64_t>(1, (k + slices - 1) / slices);
-    }
     return b;
   }
   b.path = GemmPath::kPacked;
