@@ -46,12 +46,9 @@ for flavour in release asan; do
     # The sanitized suite as $jobs gtest shards, one process each: ctest's 2,800 processes cost
     # the ASan runtime's start-up each (9.4 of its 29 minutes in CI). Without the two tests that
     # read the source tree and run none of gearbox's code (the include order, the hand-written
-    # mode lists): the Release run above reads the same files. Twice as many shards as jobs:
-    # gtest deals the tests to shards by their index, so two shards drew 310 and 473 s of the
-    # heavy kernel differentials in one CI run (7.9 minutes for the stage); four smaller ones
-    # share the cores until the last ends.
+    # mode lists): the Release run above reads the same files.
     GTEST_FILTER='-Layering.EveryIncludeGoesDownTheLibraryOrder:ModeTable.NoHandWrittenModeListOutsideTheTable' \
-      bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$((jobs * 2))" "$dir/tests"
+      bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$jobs" "$dir/tests"
   fi
   # ---- package step (issue 13): pytest, install + out-of-tree consumer, shared build ----
   if [ "$flavour" = release ]; then stage "package step"; bash scripts/test-package.sh build; fi
