@@ -28,7 +28,10 @@ for flavour in release asan; do
     # (registering 4,300 parameterised tests) 4,300 times, 4.5 of CI's minutes against half a
     # minute. The shuffled order (GTEST_SHUFFLE, above) is what catches a test that leans on
     # an earlier one's state; `ctest --test-dir build` still runs each test alone.
-    bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$jobs" "$dir/tests"
+    # Each test's time is kept for the sanitized run below, which deals its tests to shards by
+    # them (scripts/gtest-balance.py): gtest's deal by index left one ASan shard 160 s longer.
+    GTEST_SHARD_RECORD=build/tests/gtest-times.json \
+      bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$jobs" "$dir/tests"
     # The whole suite again at each lower ISA this CPU has (GEARBOX_ISA, issue 23): what an
     # AVX2 or a baseline x86-64 machine would run, plans and compile decisions included, which
     # the differential tests' own per-ISA loops do not reach.
@@ -47,7 +50,9 @@ for flavour in release asan; do
     # the ASan runtime's start-up each (9.4 of its 29 minutes in CI). Without the two tests that
     # read the source tree and run none of gearbox's code (the include order, the hand-written
     # mode lists): the Release run above reads the same files.
+    # The shards are dealt by the Release run's times, heaviest test first to the lightest shard.
     GTEST_FILTER='-Layering.EveryIncludeGoesDownTheLibraryOrder:ModeTable.NoHandWrittenModeListOutsideTheTable' \
+      GTEST_SHARD_WEIGHTS=build/tests/gtest-times.json \
       bash scripts/gtest-shards.sh "$dir/bin/gearbox_tests" "$jobs" "$dir/tests"
   fi
   # ---- package step (issue 13): pytest, install + out-of-tree consumer, shared build ----
