@@ -330,9 +330,12 @@ const std::vector<ConvShape>& convShapes() {
   return shapes;
 }
 
-// How a static plan holds a layer's tensors in MobileNetV2 on AVX-512 (compiler.cpp's
-// blockActivations): a depthwise layer reads and writes channel blocks, its stem and expanding
-// 1x1s write them and its projecting 1x1s read them, on the channel-tile path. kPlanar: NCHW.
+// How a static plan holds a layer's tensors in MobileNetV2 (compiler.cpp's blockActivations).
+// On AVX-512 a depthwise layer reads and writes channel blocks, its stem and expanding 1x1s write
+// them and its projecting 1x1s read them, on the channel-tile path. On AVX2 a depthwise layer on
+// the channel-block path (output rows under 24 columns, 48 at stride 2) reads them, written by
+// the expanding 1x1 before it from its GEMM tiles (convItemToBlocks); the rest stays planes.
+// kPlanar: NCHW.
 enum class ConvLayout { kPlanar, kAsInPlan };
 
 bool writesBlocksInPlan(const ConvShape& s) {
@@ -345,6 +348,9 @@ bool writesBlocksInPlan(const ConvShape& s) {
 bool blockedInPlan(const ConvShape& s) {
   const bool dw = s.group == s.c && s.group == s.m && s.k == 3 && s.c % 16 == 0;
   const bool project = s.label.find("project") != std::string::npos && s.c % 16 == 0;
+  if (activeIsa() == Isa::kAvx2)
+    return (dw && s.out(s.w) < 24 * s.stride) ||
+           (s.label.find("expand") != std::string::npos && s.m % 16 == 0);
   return activeIsa() == Isa::kAvx512 && (dw || project || writesBlocksInPlan(s));
 }
 
@@ -369,7 +375,10 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
     auto spec = std::make_shared<KernelSpec>(*p.spec);
     auto& bp = std::get<ConvParams>(spec->params);
     if (bp.channelBlocks) {
-      bp.inBlocked = bp.outBlocked = 1;
+      bp.inBlocked = 1;
+      bp.outBlocked = activeIsa() == Isa::kAvx512 ? 1 : 0;
+    } else if (activeIsa() == Isa::kAvx2) {
+      bp.outBlocked = 1;  // an expanding 1x1, its weight packed below
     } else {
       bp.channelTiles = 1;
       bp.winograd = 0;  // a plan never blocks a Winograd conv's values
@@ -381,7 +390,9 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
   // A plan packs a depthwise conv's constant taps too (9 vectors per 16 channels), whatever the
   // layout of its values (compiler.cpp: on AVX2 they stay in planes).
   const bool packTaps = cp.channelBlocks != 0;
-  if ((cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) || packTaps) {
+  const bool blocksFromGemm = cp.outBlocked && !cp.channelTiles && !cp.channelBlocks;
+  if ((cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) || packTaps ||
+      blocksFromGemm) {
     const size_t bytes = (static_cast<size_t>(convPackedWeightFloats(cp)) * 4 + 63) / 64 * 64;
     packed.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
     if (!packed) throw std::bad_alloc();
@@ -393,9 +404,10 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
   }
   const auto& run = std::get<ConvParams>(p.spec->params);
   state.SetLabel(fmt::format("{}{}{}",
-                             run.weightsPacked ? (run.channelBlocks ? "packed taps"
-                                                  : run.winograd    ? "winograd"
-                                                                    : "channel tiles")
+                             run.weightsPacked ? (run.channelBlocks  ? "packed taps"
+                                                  : run.winograd     ? "winograd"
+                                                  : run.channelTiles ? "channel tiles"
+                                                                     : "gemm tiles")
                                                : "",
                              run.inBlocked ? " in nChw16c" : "",
                              run.outBlocked ? " out nChw16c" : ""));

@@ -104,8 +104,9 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
   step.kernel = std::move(spec);
 }
 
-// A conv2d on the channel-tile path (or the depthwise channel-block path) whose weight is a
-// constant gets the weight packed for the path (shared with the graph's other plans) and its own
+// A conv2d on the channel-tile path (or the depthwise channel-block path, or AVX2's 1x1 into
+// channel blocks) whose weight is a constant gets the weight packed for the path (shared with
+// the graph's other plans) and its own
 // copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
 // path the spec falls back to (channel blocks then transpose the weights per item). MatMul's
 // B: bindPackedMatMulB.
@@ -113,7 +114,7 @@ void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& st
   if (node.kind == OpKind::kMatMul && plan.isStatic) bindPackedMatMulB(plan, g, node, step);
   if (node.kind != OpKind::kConv2d || !plan.isStatic) return;
   const auto* p = std::get_if<ConvParams>(&step.kernel->params);
-  if (!p || !(p->channelTiles || p->channelBlocks) || p->weightsPacked) return;
+  if (!p || !(p->channelTiles || p->channelBlocks || p->outBlocked) || p->weightsPacked) return;
   const ValueId w = node.inputs[1];
   if (plan.storage[w] != Storage::kConst) return;
   const Node& producer = g.nodes[g.values[w].producer];
@@ -139,8 +140,10 @@ void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& st
 // channel-tile path, switched to it here if its own compile chose the im2col or in-place 1x1
 // path (those write and read planes), which needs a constant weight to pack and, to read
 // blocks, no padding (it reads them in place). Two dense convs in a row keep planes: the layout
-// pays where a depthwise conv would transpose. On AVX2 (no channel-tile path) only a value
-// between two depthwise convs on the channel-block path is blocked.
+// pays where a depthwise conv would transpose. On AVX2 (no channel-tile path) a 1x1 conv writes
+// blocks from its GEMM tiles run as positions x channels (convBlocksFromGemmFit: the expanding
+// 1x1 before a depthwise conv; its weight packed as the channel tiles' is), and no dense conv
+// reads them: the depthwise conv transposes its output back to planes for the 1x1 after it.
 struct BlockSide {
   bool ok = false, switchToTiles = false;
 };
@@ -155,7 +158,9 @@ BlockSide blockSide(const Plan& plan, const Graph& g, const PlanStep& step, bool
   if (t.dtype != DType::kF32 || t.shape.rank() != 4 || t.shape[1] % 16 != 0) return {};
   if (p->channelBlocks) return {true, false};
   if (p->winograd) return {};  // its transforms read and write planes
-  if (plan.storage[node.inputs[1]] != Storage::kConst || !convChannelTilesFit(*p)) return {};
+  if (plan.storage[node.inputs[1]] != Storage::kConst) return {};
+  if (!reads && !p->inBlocked && convBlocksFromGemmFit(*p)) return {true, false};
+  if (!convChannelTilesFit(*p)) return {};
   if (reads && !p->readsInputInPlace()) return {};
   return {true, p->channelTiles == 0};
 }

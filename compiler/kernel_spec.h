@@ -280,8 +280,9 @@ struct ConvParams {
   // (executor/kernels/winograd.cpp). Where the weight is not packed, the im2col path runs.
   int64_t winograd = 0;
   // Not a compile decision: a static plan sets it on its own copy of the spec when it binds the
-  // packed weight (compiler/weight_pack.h) in place of input 1, for the channel-tile path or
-  // the depthwise channel-block path (its taps as 9 vectors per 16 channels). Never stored or
+  // packed weight (compiler/weight_pack.h) in place of input 1, for the channel-tile path, the
+  // depthwise channel-block path (its taps as 9 vectors per 16 channels) or AVX2's 1x1 into
+  // channel blocks (outBlocked, the channel tiles' layout). Never stored or
   // compared with a recompile (a stored spec always has 0).
   int64_t weightsPacked = 0;
   // Not compile decisions either: a static plan sets them on its own copy of the spec where it
@@ -289,7 +290,9 @@ struct ConvParams {
   // the tensor [n, c, h, w] stored as [n, c / 16, h, w, 16] (c a multiple of 16), the layout
   // oneDNN calls nChw16c. inBlocked: input 0 is blocked; outBlocked: the output is. Only the
   // channel-block depthwise path and the channel-tile path (its input read in place) read or
-  // write them; never stored (a stored spec always has 0).
+  // write them, and on AVX2 a 1x1 conv writes them from its GEMM tiles (weightsPacked and
+  // outBlocked without channelTiles: conv_body.inc's convItemToBlocks); never stored (a stored
+  // spec always has 0).
   int64_t inBlocked = 0, outBlocked = 0;
   // The first output channel (of a group) of channel item j: j * mg / mSplit rounded down to a
   // multiple of 12 (the micro-kernel's rows on AVX-512, twice AVX2's), so that only a group's

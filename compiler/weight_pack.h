@@ -24,6 +24,11 @@ namespace gearbox {
 // column stride 1 or 2, tap offsets within 32 bits): compiler/ops/conv2d.cpp's own test, which
 // a static plan also asks when it keeps a value in channel blocks (compiler.cpp).
 bool convChannelTilesFit(const ConvParams& p);
+// Whether `p` can write its output in channel blocks from the GEMM micro-kernel's positions x
+// channels tiles (conv_body.inc's convItemToBlocks) on this process's ISA: AVX2 (where
+// convChannelTilesFit is false), a 1x1 read in place (Path::kPointwise), one group, m % 16 == 0.
+// Its weight is packed in the channel-tile layout (packConvWeights, tag 0).
+bool convBlocksFromGemmFit(const ConvParams& p);
 
 // The packed layout: output channels rounded up to a multiple of 16 (zeros past m), in tiles
 // of kConvTileChannels; tile t holds channels [64 t, min(64 t + 64, m16)) as [K][width] floats

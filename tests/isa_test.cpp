@@ -786,7 +786,7 @@ void checkConv(const ConvGeom& g, const ConvParams& p, const std::string& label,
   }
 }
 
-ConvParams compiledConv(const ConvGeom& g, int threads = 0) {
+std::shared_ptr<const KernelSpec> convSpec(const ConvGeom& g, int threads = 0) {
   Attrs attrs;
   attrs.setInts(attr::Conv2d::strides, g.strides);
   attrs.setInts(attr::Conv2d::pads, g.pads);
@@ -796,8 +796,11 @@ ConvParams compiledConv(const ConvGeom& g, int threads = 0) {
   attrs.setFloat(attr::Conv2d::act_max, g.hi);
   std::vector<TensorType> ins{{DType::kF32, g.x}, {DType::kF32, g.w}};
   if (g.bias) ins.push_back({DType::kF32, Shape{g.w[0]}});
-  return std::get<ConvParams>(
-      compileKernelSpec(makeKernelKey(OpKind::kConv2d, ins, attrs, threads))->params);
+  return compileKernelSpec(makeKernelKey(OpKind::kConv2d, ins, attrs, threads));
+}
+
+ConvParams compiledConv(const ConvGeom& g, int threads = 0) {
+  return std::get<ConvParams>(convSpec(g, threads)->params);
 }
 
 // The chosen blocking, and blocks that cut K, the positions and the channels raggedly.
@@ -1457,6 +1460,116 @@ TEST(IsaConv, ChannelTilesReadAndWriteChannelBlocks) {
   packConvWeights(q, w.data(), packed.data());
   EXPECT_FALSE(kernels::runConvChannelTiles(q, 1, x.data(), packed.data(), nullptr, -1e30f, 1e30f,
                                             out.data(), true));
+}
+
+// A 1x1 conv writing channel blocks on AVX2 (conv_body.inc's convItemToBlocks: a static plan's
+// expanding 1x1 before a channel-block depthwise conv), its weight packed as the channel tiles'
+// and its tiles run as positions x channels: bit for bit the planar AVX2 path's output, in
+// blocks (the same FMA chains: the bias, k ascending within each K slice, + C on later slices,
+// the clamp last). Positions in whole and part 6-row tiles (49, 196, 45, 1), K over two slices
+// (450), a last 64-channel tile of 16 (80) and of 0 (320), 2 and 3 images, 1 and 2 threads
+// (items split by channel blocks and by positions), with and without bias and clamp. The
+// kernel refuses what it cannot write: a 3 x 3 conv, two groups.
+TEST(IsaConv, A1x1WritesChannelBlocksOnAvx2BitForBitWithItsPlanarPath) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  ScopedIsaOverride forced(Isa::kAvx2);
+  const std::vector<ConvGeom> geoms = {
+      {"expand_7x7",
+       {1, 32, 7, 7},
+       {96, 32, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
+      {"expand_14x14_2img",
+       {2, 24, 14, 14},
+       {144, 24, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
+      {"deep_450_9x5", {1, 450, 9, 5}, {48, 450, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false},
+      {"one_position_3img",
+       {3, 16, 1, 1},
+       {16, 16, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       -0.5f,
+       0.5f},
+      {"m80_9x9", {1, 16, 9, 9}, {80, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {"m320_7x7", {1, 160, 7, 7}, {320, 160, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+      {"wide_14x14",
+       {1, 64, 14, 14},
+       {384, 64, 1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       true,
+       0.0f,
+       6.0f},
+  };
+
+  // The spec a plan runs: output blocked, the weight packed.
+  auto blockedOf = [](const KernelSpec& spec) {
+    KernelSpec blocked = spec;
+    auto& p = std::get<ConvParams>(blocked.params);
+    p.outBlocked = 1;
+    p.weightsPacked = 1;
+    return blocked;
+  };
+  bool split = false;
+  for (const ConvGeom& g : geoms)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("{} threads {}", g.name, threads));
+      const auto spec = convSpec(g, threads);
+      const ConvParams& p = std::get<ConvParams>(spec->params);
+      ASSERT_EQ(p.path, ConvParams::Path::kPointwise);
+      ASSERT_TRUE(convBlocksFromGemmFit(p));
+      split = split || (spec->tasks > 1 && p.mSplit > 1);
+      const Tensor x = randomTensor(DType::kF32, g.x, 51);
+      const Tensor w = randomTensor(DType::kF32, g.w, 52);
+      const Tensor b = randomTensor(DType::kF32, Shape{g.w[0]}, 53);
+      const int64_t positions = p.oh * p.ow, size = p.n * p.m * positions;
+      std::vector<float> planar(static_cast<size_t>(size)),
+          got(static_cast<size_t>(size), std::numeric_limits<float>::quiet_NaN());
+      const void* in[] = {x.data(), w.data(), b.data()};
+      kernels::run(*spec, in, planar.data());
+      const KernelSpec blocked = blockedOf(*spec);
+      std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(p)));
+      packConvWeights(p, w.as<float>(), packed.data());
+      const void* inPacked[] = {x.data(), packed.data(), b.data()};
+      kernels::run(blocked, inPacked, got.data());
+      const std::vector<float> want = toChannelBlocks(planar.data(), p.n, p.m, positions);
+      for (int64_t i = 0; i < size; ++i)
+        ASSERT_EQ(std::memcmp(&want[static_cast<size_t>(i)], &got[static_cast<size_t>(i)], 4), 0)
+            << "at " << i << ": " << got[static_cast<size_t>(i)] << " want "
+            << want[static_cast<size_t>(i)];
+    }
+  EXPECT_TRUE(split);  // some geometry split its channel blocks between two tasks
+  for (const ConvGeom& g : {
+           ConvGeom{"3x3", {1, 16, 5, 5}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+           ConvGeom{"groups", {1, 32, 5, 5}, {32, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2},
+       }) {
+    SCOPED_TRACE(g.name);
+    const auto spec = convSpec(g, 1);
+    EXPECT_FALSE(convBlocksFromGemmFit(std::get<ConvParams>(spec->params)));
+    const KernelSpec blocked = blockedOf(*spec);
+    std::vector<float> x(static_cast<size_t>(g.x.numel()), 1.0f), out(x.size() * 4);
+    std::vector<float> packed(
+        static_cast<size_t>(convPackedWeightFloats(std::get<ConvParams>(spec->params))), 1.0f);
+    const void* in[] = {x.data(), packed.data()};
+    EXPECT_THROW(kernels::run(blocked, in, out.data()), Error);
+  }
 }
 
 // On this machine's ISA and, where it has more, forced to AVX2 (whose rule differs).

@@ -707,8 +707,10 @@ const ConvParams& stepConv(const Plan& plan, size_t i) {
 // matches the reference executor: rows of 7, 14 and 56 (blocks of 7 and 8 positions), odd
 // sizes, 1 x 1 and 1-row planes, strides 1 and 2, 1 and 3 images, 1 and 2 threads. On AVX2
 // (forced, where this machine has more) the depthwise conv runs in channel blocks with its taps
-// packed, its input and output in planes: AVX2 has no channel-tile path to read or write blocks;
-// one whose output rows are 24 columns or more (48 at stride 2) runs on planes.
+// packed, and reads the expanding 1x1's output in blocks, which that conv writes from its GEMM
+// tiles run as positions x channels (its weight packed as the channel tiles'); its own output
+// stays planes (no dense conv reads blocks on AVX2). One whose output rows are 24 columns or
+// more (48 at stride 2) runs on planes, and every value stays planes.
 TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
   struct Case {
     int64_t n, c, m, outC, h, w, stride;
@@ -734,10 +736,10 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
         KernelCache cache(64, threads);
         auto plan = compilePlan(g, {Shape{k.n, k.c, k.h, k.w}}, cache);
         ASSERT_EQ(plan->steps.size(), 3u);
-        EXPECT_EQ(plan->blockedValues, on ? 2 : 0);
-        EXPECT_EQ(stepConv(*plan, 0).outBlocked, on ? 1 : 0);
+        EXPECT_EQ(plan->blockedValues, on ? 2 : dwPacked ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 0).outBlocked, dwPacked ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, 0).inBlocked, 0);
-        EXPECT_EQ(stepConv(*plan, 1).inBlocked, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 1).inBlocked, dwPacked ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, 1).outBlocked, on ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, 2).inBlocked, on ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, 2).outBlocked, 0);
@@ -747,7 +749,7 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
         EXPECT_EQ(plan->steps[1].packedWeight != nullptr, dwPacked);
         for (size_t i : {size_t{0}, size_t{2}}) {
           EXPECT_EQ(stepConv(*plan, i).channelTiles, on ? 1 : 0);
-          EXPECT_EQ(stepConv(*plan, i).weightsPacked, on ? 1 : 0);
+          EXPECT_EQ(stepConv(*plan, i).weightsPacked, on || (i == 0 && dwPacked) ? 1 : 0);
           // The cached spec is the one compiled for the op alone: no layout, whatever its path.
           const auto cached = cache.get(plan->steps[i].kernel->key);
           EXPECT_EQ(std::get<ConvParams>(cached->params).outBlocked, 0);
@@ -1029,48 +1031,60 @@ TEST(BatchTiles, OneImageASmallBatchOrHeavyWeightsAreNotTiled) {
   expectPlanMatchesReference(*plan, 42);
 }
 
+// On AVX-512 and on AVX2 (forced, where this machine has more; its 9 x 9 depthwise conv runs
+// in channel blocks, and only the expanded value can be blocked there: no dense conv reads
+// blocks on AVX2).
 TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
-  const int64_t on = activeIsa() == Isa::kAvx512 ? 1 : 0;
-  KernelCache cache;
-  auto compile = [&](int64_t m, BlockVariant v) {
-    auto g = std::make_shared<const Graph>(
-        invertedBlock(16, m, v == BlockVariant::kResidual ? 16 : 32, 1, v));
-    InputSignature sig{Shape{2, 16, 9, 9}};
-    if (v == BlockVariant::kProjectionWeightIsInput) sig.push_back(Shape{32, m, 1, 1});
-    if (v == BlockVariant::kExpandResidual) sig.push_back(Shape{2, m, 9, 9});
-    auto plan = compilePlan(g, sig, cache);
-    expectPlanMatchesReference(*plan, 31);
-    return plan;
-  };
-  // 40 channels: not whole blocks of 16.
-  EXPECT_EQ(compile(40, BlockVariant::kPlain)->blockedValues, 0);
-  // The depthwise output is also a graph output: only the expanded value is blocked.
-  auto out = compile(32, BlockVariant::kDepthwiseIsAnOutput);
-  EXPECT_EQ(out->blockedValues, on);
-  EXPECT_EQ(stepConv(*out, 1).inBlocked, on);
-  EXPECT_EQ(stepConv(*out, 1).outBlocked, 0);
-  // The expanded value is also read by an Add: only the depthwise output is blocked.
-  auto two = compile(32, BlockVariant::kTwoReaders);
-  EXPECT_EQ(two->blockedValues, on);
-  EXPECT_EQ(stepConv(*two, 0).outBlocked, 0);
-  EXPECT_EQ(stepConv(*two, 1).inBlocked, 0);
-  EXPECT_EQ(stepConv(*two, 1).outBlocked, on);
-  // The projection's weight may change per call, so it is not packed: its input stays planes.
-  auto fed = compile(32, BlockVariant::kProjectionWeightIsInput);
-  EXPECT_EQ(fed->blockedValues, on);
-  EXPECT_EQ(stepConv(*fed, 1).outBlocked, 0);
-  EXPECT_EQ(stepConv(*fed, 2).inBlocked, 0);
-  EXPECT_EQ(stepConv(*fed, 2).weightsPacked, 0);
-  // A residual is added to an output in planes: the projection still reads blocks; an expansion
-  // with one keeps its output in planes.
-  auto res = compile(32, BlockVariant::kResidual);
-  EXPECT_EQ(res->blockedValues, 2 * on);
-  EXPECT_EQ(stepConv(*res, 2).inBlocked, on);
-  EXPECT_EQ(stepConv(*res, 2).outBlocked, 0);
-  auto expand = compile(32, BlockVariant::kExpandResidual);
-  EXPECT_EQ(expand->blockedValues, on);
-  EXPECT_EQ(stepConv(*expand, 0).outBlocked, 0);
-  EXPECT_EQ(stepConv(*expand, 1).outBlocked, on);
+  std::vector<Isa> isas = {activeIsa()};
+  if (activeIsa() > Isa::kAvx2) isas.push_back(Isa::kAvx2);
+  for (Isa isa : isas) {
+    ScopedIsaOverride forced(isa);
+    SCOPED_TRACE(isaName(isa));
+    // Blocks on each side of the depthwise conv: its input (written by the expansion), its
+    // output (read by the projection).
+    const int64_t in = isa >= Isa::kAvx2 ? 1 : 0, on = isa == Isa::kAvx512 ? 1 : 0;
+    KernelCache cache;
+    auto compile = [&](int64_t m, BlockVariant v) {
+      auto g = std::make_shared<const Graph>(
+          invertedBlock(16, m, v == BlockVariant::kResidual ? 16 : 32, 1, v));
+      InputSignature sig{Shape{2, 16, 9, 9}};
+      if (v == BlockVariant::kProjectionWeightIsInput) sig.push_back(Shape{32, m, 1, 1});
+      if (v == BlockVariant::kExpandResidual) sig.push_back(Shape{2, m, 9, 9});
+      auto plan = compilePlan(g, sig, cache);
+      expectPlanMatchesReference(*plan, 31);
+      return plan;
+    };
+    // 40 channels: not whole blocks of 16.
+    EXPECT_EQ(compile(40, BlockVariant::kPlain)->blockedValues, 0);
+    // The depthwise output is also a graph output: only the expanded value is blocked.
+    auto out = compile(32, BlockVariant::kDepthwiseIsAnOutput);
+    EXPECT_EQ(out->blockedValues, in);
+    EXPECT_EQ(stepConv(*out, 0).outBlocked, in);
+    EXPECT_EQ(stepConv(*out, 1).inBlocked, in);
+    EXPECT_EQ(stepConv(*out, 1).outBlocked, 0);
+    // The expanded value is also read by an Add: only the depthwise output is blocked.
+    auto two = compile(32, BlockVariant::kTwoReaders);
+    EXPECT_EQ(two->blockedValues, on);
+    EXPECT_EQ(stepConv(*two, 0).outBlocked, 0);
+    EXPECT_EQ(stepConv(*two, 1).inBlocked, 0);
+    EXPECT_EQ(stepConv(*two, 1).outBlocked, on);
+    // The projection's weight may change per call, so it is not packed: its input stays planes.
+    auto fed = compile(32, BlockVariant::kProjectionWeightIsInput);
+    EXPECT_EQ(fed->blockedValues, in);
+    EXPECT_EQ(stepConv(*fed, 1).outBlocked, 0);
+    EXPECT_EQ(stepConv(*fed, 2).inBlocked, 0);
+    EXPECT_EQ(stepConv(*fed, 2).weightsPacked, 0);
+    // A residual is added to an output in planes: the projection still reads blocks; an
+    // expansion with one keeps its output in planes.
+    auto res = compile(32, BlockVariant::kResidual);
+    EXPECT_EQ(res->blockedValues, in + on);
+    EXPECT_EQ(stepConv(*res, 2).inBlocked, on);
+    EXPECT_EQ(stepConv(*res, 2).outBlocked, 0);
+    auto expand = compile(32, BlockVariant::kExpandResidual);
+    EXPECT_EQ(expand->blockedValues, on);
+    EXPECT_EQ(stepConv(*expand, 0).outBlocked, 0);
+    EXPECT_EQ(stepConv(*expand, 1).outBlocked, on);
+  }
 }
 
 // Dynamic plans (symbolic dims) run the cached specs on per-call buffers: no layout decisions.

@@ -198,6 +198,28 @@ void runGemmPath(const ConvParams& p, int tasks, const float* x, const float* w,
   });
 }
 
+// A 1x1 conv writing channel blocks on AVX2 (ConvParams::outBlocked without the channel-tile
+// path: the plan's expanding 1x1 before a channel-block depthwise conv), wp the plan's packed
+// weight: items of (image, run of 16-channel blocks, block of positions), the compile's colBlock
+// and mSplit (a run of whole blocks: its tiles are 16 channels wide). False below AVX2.
+bool runPointwiseToBlocks(const ConvParams& p, int tasks, const float* x, const float* wp,
+                          const float* b, float lo, float hi, float* out) {
+  if (activeIsa() < Isa::kAvx2) return false;
+  const int64_t positions = p.oh * p.ow, panels = p.m / 16;
+  const int64_t colBlock = std::max<int64_t>(p.colBlock, 1);
+  const int64_t blocks = (positions + colBlock - 1) / colBlock;
+  const int64_t split = std::clamp<int64_t>(p.mSplit, 1, std::max<int64_t>(panels, 1));
+  detail::runItems(tasks, p.n * split * blocks, [&](int64_t item) {
+    const int64_t blk = item % blocks, mi = item / blocks % split, img = item / blocks / split;
+    const int64_t p0 = blk * colBlock, p1 = std::min(positions, p0 + colBlock);
+    const int64_t j0 = panels * mi / split, j1 = panels * (mi + 1) / split;
+    if (j1 > j0)
+      convItemToBlocksF32(p, x + img * p.c * positions, wp, b, lo, hi, out + img * p.m * positions,
+                          j0, j1, p0, p1);
+  });
+  return true;
+}
+
 // One output plane of the baseline ISA's depthwise loop.
 void runDepthwisePlane(const ConvParams& p, const float* x, const float* w, const float* b,
                        float lo, float hi, float* out, int64_t item) {
@@ -542,6 +564,14 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
     if (p->inBlocked || p->outBlocked ||
         !runConvWinograd(*p, spec.tasks, x, w, b, clampLo, clampHi, o, r))
       fail(ErrorKind::kShape, "kernel {}: Winograd weights need the AVX-512 Winograd path",
+           spec.name);
+    return true;
+  } else if (p->weightsPacked && p->outBlocked && !p->channelTiles) {
+    // AVX2's 1x1 into channel blocks (the plan allows no other conv there: compiler.cpp's
+    // blockSide).
+    if (p->inBlocked || p->path != ConvParams::Path::kPointwise || p->group != 1 ||
+        p->m % 16 != 0 || !runPointwiseToBlocks(*p, spec.tasks, x, w, b, lo, hi, o))
+      fail(ErrorKind::kShape, "kernel {}: a 1x1 conv into channel blocks needs the AVX2 paths",
            spec.name);
     return true;
   } else if (p->weightsPacked) {

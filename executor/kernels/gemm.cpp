@@ -125,6 +125,13 @@ void convItem(const ConvParams& p, const float* x, const float* w, const float* 
                                                             p1, GemmBuffers{gemmBuffer});
 }
 
+void convItemToBlocks(const ConvParams& p, const float* x, const float* wp, const float* bias,
+                      float lo, float hi, float* out, int64_t j0, int64_t j1, int64_t p0,
+                      int64_t p1) {
+  convItemToBlocks<F32x8, kGemmMrAvx2, kGemmNrAvx2 / F32x8::kLanes>(p, x, wp, bias, lo, hi, out, j0,
+                                                                    j1, p0, p1);
+}
+
 void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,
               float* packed) {
   convPackSlices<F32x8, kGemmNrAvx2 / F32x8::kLanes>(p, x, s0, s1, p0, p1, packed,
@@ -258,6 +265,20 @@ bool convGemmItemF32(const ConvParams& p, const float* x, const float* w, const 
     case Isa::kAvx512: on_avx512::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1); return true;
     case Isa::kAvx2: isa_avx2::convItem(p, x, w, bias, lo, hi, out, m0, m1, p0, p1); return true;
     case Isa::kBaseline: break;
+  }
+#endif
+  return false;
+}
+
+bool convItemToBlocksF32(const ConvParams& p, const float* x, const float* wp, const float* bias,
+                         float lo, float hi, float* out, int64_t j0, int64_t j1, int64_t p0,
+                         int64_t p1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  // AVX2's tiles on AVX-512 too: a plan built under GEARBOX_ISA=avx2 (or an override) may run
+  // after the ISA is raised, and AVX-512's 1x1 paths read and write planes only.
+  if (activeIsa() >= Isa::kAvx2) {
+    isa_avx2::convItemToBlocks(p, x, wp, bias, lo, hi, out, j0, j1, p0, p1);
+    return true;
   }
 #endif
   return false;

@@ -73,6 +73,15 @@ bool convFromPackedF32(const ConvParams& p, const float* packed, const float* w,
                        float lo, float hi, float* out, int64_t m0, int64_t m1, int64_t p0,
                        int64_t p1);
 
+// One item of a 1x1 conv that writes channel blocks (ConvParams::outBlocked on AVX2;
+// conv_body.inc's convItemToBlocks): 16-channel blocks [j0, j1) at output positions [p0, p1) of
+// one image (x: its input planes; out: its output, [m / 16][positions][16]), from the plan's
+// packed weight wp (compiler/weight_pack.h's 64-channel tiles). Needs one group, a 1x1 window
+// read in place and m % 16 == 0. False (nothing run) below AVX2.
+bool convItemToBlocksF32(const ConvParams& p, const float* x, const float* wp, const float* bias,
+                         float lo, float hi, float* out, int64_t j0, int64_t j1, int64_t p0,
+                         int64_t p1);
+
 // True when convGemmItemF32 runs 1x1 items with both operands read in place (AVX-512: the direct
 // path's tiles), so an item split by channels needs no shared pack (conv2d.cpp).
 bool convPointwiseInPlaceF32();
