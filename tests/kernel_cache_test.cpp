@@ -863,6 +863,41 @@ TEST(BatchTiles, ARunOfConvsGoesTileByTileAndMatchesTheWholeBatchBitForBit) {
     }
 }
 
+// Forced to AVX2 (where this machine has more), where the expansion writes channel blocks from
+// its GEMM tiles for a depthwise conv on the channel-block path (stride 2 to 14 x 14, and 14 x 14
+// at stride 1): batch tiles of the run (tile specs of fewer images, each tile's items split
+// anew) give the whole batch's bits, with the blocked value in both plans, and the reference's
+// result. Two threads: two lanes of tiles.
+TEST(BatchTiles, OnAvx2TheBlockedExpansionRunsTileByTileBitForBit) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  ScopedIsaOverride forced(Isa::kAvx2);
+  struct Case {
+    int64_t hw, stride, n;
+  };
+  for (const Case& k : {Case{28, 2, 8}, Case{14, 1, 12}})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("{}x{} s{} n {} threads {}", k.hw, k.hw, k.stride, k.n, threads));
+      auto g =
+          std::make_shared<const Graph>(invertedBlock(16, 64, 16, k.stride, BlockVariant::kPlain));
+      const InputSignature sig{Shape{k.n, 16, k.hw, k.hw}};
+      const auto [tiled, plain] = tiledAndPlain(g, sig, threads);
+      ASSERT_FALSE(tiled->batchTiles.empty());
+      EXPECT_TRUE(plain->batchTiles.empty());
+      for (const auto* plan : {tiled.get(), plain.get()}) {
+        EXPECT_EQ(plan->blockedValues, 1);
+        EXPECT_EQ(stepConv(*plan, 0).outBlocked, 1);
+        EXPECT_EQ(stepConv(*plan, 1).inBlocked, 1);
+      }
+      ASSERT_NE(tiled->steps[0].tileKernel, nullptr);
+      EXPECT_EQ(std::get<ConvParams>(tiled->steps[0].tileKernel->params).outBlocked, 1);
+      const auto ins = makeInputs(*g, sig, 60 + k.n);
+      const auto a = runPlanOn(*tiled, ins), b = runPlanOn(*plain, ins);
+      ASSERT_EQ(a[0].bytes(), b[0].bytes());
+      EXPECT_EQ(std::memcmp(a[0].data(), b[0].data(), a[0].bytes()), 0);
+      expectPlanMatchesReference(*tiled, 61);
+    }
+}
+
 // Five 1x1 convs in a row, the third's output also read after the run (by an Add). That value
 // is made at step 2 but must live from the run's first step: tile 1 runs steps 0 and 1 after
 // tile 0 wrote its images of it, and a value of those steps may not take its bytes (a plan
