@@ -1231,6 +1231,10 @@ std::vector<ConvGeom> channelBlockGeoms() {
       {"cb_21_wide", {1, 48, 5, 21}, {48, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 48, false},
       {"cb_56_s2_to_28", {1, 16, 6, 56}, {16, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true},
       {"cb_14_wide_s1", {1, 32, 4, 14}, {32, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 32, true},
+      // A row block past one padding column on both sides (an 8-wide row), and on the right
+      // only at stride 2 (27 -> 14): channelBlockRow's kEdgeBoth and kEdgeRight.
+      {"cb_8_wide_one_block", {1, 16, 3, 8}, {16, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true},
+      {"cb_27_s2_to_14", {1, 16, 5, 27}, {16, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true},
   };
   out.insert(out.end(), more.begin(), more.end());
   return out;
@@ -1356,7 +1360,7 @@ TEST(IsaConv, ChannelBlockDepthwiseReadsAndWritesChannelBlocks) {
     checkConv(g, p, "avx512, both, 2 bands", nullptr, nullptr,
               inChannelBlocks<channelBlocksWhole<2, false>, true, true>);
   }
-  EXPECT_EQ(ran, 7);
+  EXPECT_EQ(ran, 9);
 }
 
 // Channel-tile convs that read channel blocks in place (no padding: 1x1 at strides 1 and 2, and
