@@ -332,10 +332,10 @@ const std::vector<ConvShape>& convShapes() {
 
 // How a static plan holds a layer's tensors in MobileNetV2 (compiler.cpp's blockActivations).
 // On AVX-512 a depthwise layer reads and writes channel blocks, its stem and expanding 1x1s write
-// them and its projecting 1x1s read them, on the channel-tile path. On AVX2 a depthwise layer on
-// the channel-block path (output rows under 24 columns, 48 at stride 2) reads them, written by
-// the expanding 1x1 before it from its GEMM tiles (convItemToBlocks); the rest stays planes.
-// kPlanar: NCHW.
+// them and its projecting 1x1s read them, on the channel-tile path. On AVX2 a depthwise layer
+// reads them on the channel-block path (a wide one switched to it by the plan), written by the
+// expanding 1x1 before it from its GEMM tiles (convItemToBlocks); the rest stays planes, and so
+// does the 112 x 112 x 32 layer, which the 3 x 3 stem feeds. kPlanar: NCHW.
 enum class ConvLayout { kPlanar, kAsInPlan };
 
 bool writesBlocksInPlan(const ConvShape& s) {
@@ -349,7 +349,7 @@ bool blockedInPlan(const ConvShape& s) {
   const bool dw = s.group == s.c && s.group == s.m && s.k == 3 && s.c % 16 == 0;
   const bool project = s.label.find("project") != std::string::npos && s.c % 16 == 0;
   if (activeIsa() == Isa::kAvx2)
-    return (dw && s.out(s.w) < 24 * s.stride) ||
+    return (dw && s.label != "mv2_dw_3x3_32_112x112") ||
            (s.label.find("expand") != std::string::npos && s.m % 16 == 0);
   return activeIsa() == Isa::kAvx512 && (dw || project || writesBlocksInPlan(s));
 }
@@ -374,7 +374,8 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
   if (layout == ConvLayout::kAsInPlan) {
     auto spec = std::make_shared<KernelSpec>(*p.spec);
     auto& bp = std::get<ConvParams>(spec->params);
-    if (bp.channelBlocks) {
+    if (bp.channelBlocks || (activeIsa() == Isa::kAvx2 && convDepthwiseBlocksFit(bp))) {
+      bp.channelBlocks = 1;  // on AVX2 a wide layer's, switched by the plan
       bp.inBlocked = 1;
       bp.outBlocked = activeIsa() == Isa::kAvx512 ? 1 : 0;
     } else if (activeIsa() == Isa::kAvx2) {

@@ -144,8 +144,13 @@ void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& st
 // blocks from its GEMM tiles run as positions x channels (convBlocksFromGemmFit: the expanding
 // 1x1 before a depthwise conv; its weight packed as the channel tiles' is), and no dense conv
 // reads them: the depthwise conv transposes its output back to planes for the 1x1 after it.
+// A wide depthwise conv there, which its own compile put on planes (transposing its input in
+// would cost more than the planes' row loop), is switched to channel blocks when its input
+// comes in blocks: kernels_bench, Zen 5 forced to AVX2, one thread, MobileNetV2's 56 x 56 x 144
+// 113-134 us in blocks against 134-189 on planes (oneDNN 114-120), 112 -> 56 x 96 at stride 2
+// 105-115 against 192-250 (oneDNN 98-106).
 struct BlockSide {
-  bool ok = false, switchToTiles = false;
+  bool ok = false, switchToTiles = false, switchToBlocks = false;
 };
 
 BlockSide blockSide(const Plan& plan, const Graph& g, const PlanStep& step, bool reads) {
@@ -157,6 +162,7 @@ BlockSide blockSide(const Plan& plan, const Graph& g, const PlanStep& step, bool
   const TensorType& t = plan.types[reads ? node.inputs[0] : node.output];
   if (t.dtype != DType::kF32 || t.shape.rank() != 4 || t.shape[1] % 16 != 0) return {};
   if (p->channelBlocks) return {true, false};
+  if (reads && convDepthwiseBlocksFit(*p)) return {true, false, true};
   if (p->winograd) return {};  // its transforms read and write planes
   if (plan.storage[node.inputs[1]] != Storage::kConst) return {};
   if (!reads && !p->inBlocked && convBlocksFromGemmFit(*p)) return {true, false};
@@ -190,7 +196,7 @@ void blockActivations(Plan& plan, const Graph& g, const Lifetimes& life) {
     const BlockSide out = blockSide(plan, g, maker, false), in = blockSide(plan, g, reader, true);
     if (!out.ok || !in.ok) continue;
     if (!std::get<ConvParams>(maker.kernel->params).channelBlocks &&
-        !std::get<ConvParams>(reader.kernel->params).channelBlocks)
+        !std::get<ConvParams>(reader.kernel->params).channelBlocks && !in.switchToBlocks)
       continue;
     edit(maker, [&](ConvParams& p) {
       p.outBlocked = 1;
@@ -199,10 +205,11 @@ void blockActivations(Plan& plan, const Graph& g, const Lifetimes& life) {
     edit(reader, [&](ConvParams& p) {
       p.inBlocked = 1;
       p.channelTiles = p.channelTiles || in.switchToTiles ? 1 : 0;
+      p.channelBlocks = p.channelBlocks || in.switchToBlocks ? 1 : 0;
     });
     plan.blockedValues += 1;
-    // A conv switched to the channel-tile path needs its weight packed, as planSteps packs
-    // those whose own compile chose the path.
+    // A conv switched to the channel-tile (or channel-block) path needs its weight packed, as
+    // planSteps packs those whose own compile chose the path.
     for (PlanStep* step : {&maker, &reader})
       if (!std::get<ConvParams>(step->kernel->params).weightsPacked)
         bindPackedWeight(plan, g, g.nodes[step->node], *step);

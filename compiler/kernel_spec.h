@@ -269,10 +269,11 @@ struct ConvParams {
   // is narrower than a 64-position tile (ResNet's 7 x 7 layers ran at 0.52 of oneDNN on those).
   int64_t channelTiles = 0;
   // 1: the depthwise path runs in channel blocks instead (AVX-512, AVX2; 3 x 3, stride 1 or 2, one
-  // output channel per group; on AVX2 only output rows under 24 columns at stride 1, under 48 at
-  // stride 2): 16 channels at a time in the vector lanes, each input row transposed once into a
-  // padded blocked row, each output row transposed back (executor/simd/conv_body.inc's
-  // channelBlockItem). Items are (image, 16 channels, row band).
+  // output channel per group; on AVX2 the compile sets it only for output rows under 24 columns
+  // at stride 1, under 48 at stride 2, and a static plan on its own copy of the spec for wider
+  // ones whose input it keeps in blocks): 16 channels at a time in the vector lanes, each input
+  // row transposed once into a padded blocked row, each output row transposed back
+  // (executor/simd/conv_body.inc's channelBlockItem). Items are (image, 16 channels, row band).
   int64_t channelBlocks = 0;
   // 1 (with channelTiles): where the plan packs the weight, it runs F(2 x 2, 3 x 3) Winograd
   // instead of the channel tiles (AVX-512; 3 x 3, stride 1, padded by 1 on every side, one

@@ -29,6 +29,11 @@ bool convChannelTilesFit(const ConvParams& p);
 // convChannelTilesFit is false), a 1x1 read in place (Path::kPointwise), one group, m % 16 == 0.
 // Its weight is packed in the channel-tile layout (packConvWeights, tag 0).
 bool convBlocksFromGemmFit(const ConvParams& p);
+// Whether the depthwise channel-block path (ConvParams::channelBlocks) can run `p` on this
+// process's ISA (AVX2 or AVX-512, a 3 x 3 window at strides 1-2, one channel per group), whatever
+// the compile step preferred for it: on AVX2 wide layers run on planes unless a static plan
+// gives them their input in blocks (compiler.cpp's blockActivations).
+bool convDepthwiseBlocksFit(const ConvParams& p);
 
 // The packed layout: output channels rounded up to a multiple of 16 (zeros past m), in tiles
 // of kConvTileChannels; tile t holds channels [64 t, min(64 t + 64, m16)) as [K][width] floats

@@ -710,7 +710,7 @@ const ConvParams& stepConv(const Plan& plan, size_t i) {
 // packed, and reads the expanding 1x1's output in blocks, which that conv writes from its GEMM
 // tiles run as positions x channels (its weight packed as the channel tiles'); its own output
 // stays planes (no dense conv reads blocks on AVX2). One whose output rows are 24 columns or
-// more (48 at stride 2) runs on planes, and every value stays planes.
+// more (48 at stride 2) compiles to planes, and the plan switches it to channel blocks.
 TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
   struct Case {
     int64_t n, c, m, outC, h, w, stride;
@@ -727,8 +727,10 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
     for (const Case& k : cases)
       for (int threads : {1, 2}) {
         // On AVX2 a depthwise conv whose output rows are 24 columns or more (48 at stride 2)
-        // runs on planes.
-        const bool dwPacked = on || (isa == Isa::kAvx2 && (k.w - 1) / k.stride + 1 < 24 * k.stride);
+        // compiles to planes, and the plan switches it to channel blocks: the 1x1 before it
+        // writes them.
+        const bool dwPacked = on || isa == Isa::kAvx2;
+        const bool wide = isa == Isa::kAvx2 && (k.w - 1) / k.stride + 1 >= 24 * k.stride;
         SCOPED_TRACE(fmt::format("{}: n {} c {} m {} out {} {}x{} s{} threads {}", isaName(isa),
                                  k.n, k.c, k.m, k.outC, k.h, k.w, k.stride, threads));
         auto g = std::make_shared<const Graph>(
@@ -747,6 +749,8 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
         EXPECT_EQ(stepConv(*plan, 1).channelBlocks, dwPacked ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, 1).weightsPacked, dwPacked ? 1 : 0);
         EXPECT_EQ(plan->steps[1].packedWeight != nullptr, dwPacked);
+        EXPECT_EQ(std::get<ConvParams>(cache.get(plan->steps[1].kernel->key)->params).channelBlocks,
+                  dwPacked && !wide ? 1 : 0);
         for (size_t i : {size_t{0}, size_t{2}}) {
           EXPECT_EQ(stepConv(*plan, i).channelTiles, on ? 1 : 0);
           EXPECT_EQ(stepConv(*plan, i).weightsPacked, on || (i == 0 && dwPacked) ? 1 : 0);
@@ -1120,6 +1124,36 @@ TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
     EXPECT_EQ(stepConv(*expand, 0).outBlocked, 0);
     EXPECT_EQ(stepConv(*expand, 1).outBlocked, on);
   }
+}
+
+// On AVX2 a depthwise conv 24 or more columns wide compiles to planes (transposing its input
+// into blocks cost more than the planes' row loop); a static plan switches it to channel blocks
+// only where the 1x1 before it writes them, and packs its taps then.
+TEST(ChannelBlockLayout, OnAvx2AWideDepthwiseTakesBlocksOnlyWhenItsInputComesInThem) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  ScopedIsaOverride forced(Isa::kAvx2);
+  KernelCache cache;
+  auto compile = [&](BlockVariant v) {
+    auto g = std::make_shared<const Graph>(invertedBlock(16, 32, 16, 1, v));
+    InputSignature sig{Shape{2, 16, 11, 30}};
+    if (v == BlockVariant::kExpandResidual) sig.push_back(Shape{2, 32, 11, 30});
+    auto plan = compilePlan(g, sig, cache);
+    expectPlanMatchesReference(*plan, 41);
+    return plan;
+  };
+  auto plain = compile(BlockVariant::kPlain);
+  EXPECT_EQ(plain->blockedValues, 1);
+  EXPECT_EQ(stepConv(*plain, 0).outBlocked, 1);
+  EXPECT_EQ(stepConv(*plain, 1).inBlocked, 1);
+  EXPECT_EQ(stepConv(*plain, 1).channelBlocks, 1);
+  EXPECT_EQ(stepConv(*plain, 1).weightsPacked, 1);
+  EXPECT_EQ(std::get<ConvParams>(cache.get(plain->steps[1].kernel->key)->params).channelBlocks, 0);
+  // The expansion adds a residual, so it writes planes: the depthwise conv stays on them.
+  auto expand = compile(BlockVariant::kExpandResidual);
+  EXPECT_EQ(expand->blockedValues, 0);
+  EXPECT_EQ(stepConv(*expand, 1).inBlocked, 0);
+  EXPECT_EQ(stepConv(*expand, 1).channelBlocks, 0);
+  EXPECT_EQ(stepConv(*expand, 1).weightsPacked, 0);
 }
 
 // Dynamic plans (symbolic dims) run the cached specs on per-call buffers: no layout decisions.

@@ -85,14 +85,15 @@ bool channelTilesFit(const ConvParams& p) {
 // 14 x 14 x 384 42 / 58 and 7 x 7 x 960 31 / 60 (there every vector is at an edge, and a
 // part-vector wastes lanes); stride 2, 112 -> 56 x 96 300 / 240, but 56 -> 28 x 144 90 / 99
 // (its in-lane shuffles split each row by parity: three per input row and vector).
+// Those figures transposed the input into blocks; a static plan whose expanding 1x1 writes the
+// input in blocks switches the wide layers to channel blocks after all (compiler.cpp's
+// blockActivations, convDepthwiseBlocksFit).
 constexpr int64_t kDepthwisePlaneMinCols[3] = {0, 24, 48};
 bool channelBlocksFit(const ConvParams& p) {
   if (activeIsa() == Isa::kAvx2 && p.sh == p.sw && (p.sw == 1 || p.sw == 2) &&
       p.ow >= kDepthwisePlaneMinCols[p.sw])
     return false;
-  return activeIsa() >= Isa::kAvx2 && p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 &&
-         (p.sh == 1 || p.sh == 2) && (p.sw == 1 || p.sw == 2) && p.cg == 1 && p.mg == 1 &&
-         p.oh > 0 && p.ow > 0 && p.pt >= 0 && p.pl >= 0;
+  return gearbox::convDepthwiseBlocksFit(p);
 }
 
 // The Winograd path (ConvParams::winograd): 3 x 3, stride 1, no dilation, padded by 1 on every
@@ -114,6 +115,13 @@ bool winogradFits(const ConvParams& p) {
 
 bool gearbox::convChannelTilesFit(const ConvParams& p) {
   return ops::channelTilesFit(p);
+}
+
+bool gearbox::convDepthwiseBlocksFit(const ConvParams& p) {
+  return activeIsa() >= Isa::kAvx2 && p.path == ConvParams::Path::kDepthwise && p.kh == 3 &&
+         p.kw == 3 && p.dh == 1 && p.dw == 1 && (p.sh == 1 || p.sh == 2) &&
+         (p.sw == 1 || p.sw == 2) && p.cg == 1 && p.mg == 1 && p.oh > 0 && p.ow > 0 && p.pt >= 0 &&
+         p.pl >= 0;
 }
 
 bool gearbox::convBlocksFromGemmFit(const ConvParams& p) {
