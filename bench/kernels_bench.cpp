@@ -79,16 +79,21 @@ struct Prepared {
       types.push_back({t.dtype(), t.shape()});
       ptrs.push_back(t.data());
     }
-    spec = compileKernelSpec(makeKernelKey(kind, types, attrs));
+    KernelKey key = makeKernelKey(kind, types, attrs);
+    spec = compileKernelSpec(key);
+    if (oneTask && std::holds_alternative<ConvParams>(spec->params)) {
+      // A conv compiled for several tasks splits its output channels (ConvParams::mSplit) or,
+      // on AVX2, its positions (colBlock) where it has few positions, and its im2col path then
+      // packs the same patches once per split: on one task, the compile for one thread, as a
+      // one-thread plan has it. With the split kept, ResNet-18's 7 x 7 layer on the im2col path
+      // (forced to AVX2) read 3.8-3.9 ms on one task for 2.5-2.6.
+      key.threads = 1;
+      spec = compileKernelSpec(key);
+    }
     if (oneTask) {
       auto single = std::make_shared<KernelSpec>(*spec);
       single->tasks = 1;
       if (auto* mm = std::get_if<MatMulParams>(&single->params)) mm->rowsPerTask = 0;
-      // A conv compiled for several tasks splits its output channels where it has few positions
-      // (ConvParams::mSplit), and its im2col path then packs the same patches once per split:
-      // on one task that is the compile step's choice for one thread (mSplit 1). Kept, ResNet-18's
-      // 7 x 7 layer on the im2col path (forced to AVX2) read 3.8-3.9 ms on one task for 2.5-2.6.
-      if (auto* cp = std::get_if<ConvParams>(&single->params)) cp->mSplit = 1;
       spec = single;
     }
     output = Tensor(spec->output.dtype, spec->output.shape);

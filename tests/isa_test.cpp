@@ -1175,6 +1175,38 @@ TEST(IsaConv, TheCompileStepSplitsChannelsOnlyForFewPositions) {
   EXPECT_EQ(q.colBlock % 16, 0);
 }
 
+// On AVX2, with two tasks and one image, a conv whose output channels are no more than its
+// positions splits the positions between the tasks (each packs its own B) rather than the
+// channels (every task reading one B, half of it packed by the other core): ResNet-18's 1x1
+// stride-2 shortcut (128 channels, 784 positions), MobileNetV2's 14 x 14 project (96, 196). Its
+// last 3 x 3 (512 channels, 49 positions) keeps the channel split, and so does a batch of two,
+// whose images already give each task one.
+TEST(IsaConv, OnAvx2TheCompileStepSplitsPositionsWhereChannelsAreFewer) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  ScopedIsaOverride forced(Isa::kAvx2);
+  const ConvGeom down{"down", {1, 64, 56, 56}, {128, 64, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1};
+  const ConvGeom project{"project", {1, 576, 14, 14}, {96, 576, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1},
+                         1};
+  const ConvGeom deep{"l4", {1, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvParams d = compiledConv(down, 2);
+  EXPECT_EQ(d.mSplit, 1);
+  EXPECT_EQ(d.colBlock, 392);
+  const ConvParams q = compiledConv(project, 2);
+  EXPECT_EQ(q.mSplit, 1);
+  EXPECT_EQ(q.colBlock, 98);
+  EXPECT_EQ(q.kc, 288);
+  EXPECT_EQ(compiledConv(deep, 2).mSplit, 8);
+  // One thread: one block of all the positions, as before.
+  EXPECT_EQ(compiledConv(down, 1).colBlock, 784);
+  EXPECT_EQ(compiledConv(project, 1).colBlock, 196);
+  // Two images on two tasks: as many images as tasks, so the channel split as before.
+  ConvGeom two = down;
+  two.x[0] = 2;
+  const ConvParams t = compiledConv(two, 2);
+  EXPECT_EQ(t.colBlock, 784);
+  EXPECT_EQ(t.mSplit, 4);
+}
+
 // The depthwise channel-block path (ConvParams::channelBlocks) as a whole-tensor function: items
 // of (image, 16 channels, band of output rows) as executor/kernels/conv2d.cpp makes them, with
 // kBands bands (capped at the rows; 0: one band per row), on the active ISA (AVX-512 or AVX2)

@@ -826,7 +826,15 @@ std::vector<OpCase> convCases() {
         c.typed.setFloat(attr::Conv2d::act_min, 0.0);
         return c;
       }(),
-      convCase("two_phase_slices", {1, 64, 14, 14}, {100, 64, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
+      // (200 channels over 196 positions: on AVX2 fewer channels than positions split the
+      // positions instead.)
+      convCase("two_phase_slices", {1, 64, 14, 14}, {200, 64, 3, 3}, true, {1, 1}, {1, 1, 1, 1},
+               {1, 1}, 1, true),
+      // Fewer channels than positions at batch 1: on AVX2 two tasks take half the positions
+      // each (105 and 105; 98 and 97), each packing its own B.
+      convCase("position_split_1x1_s2", {1, 192, 29, 27}, {150, 192, 1, 1}, true, {2, 2},
+               {0, 0, 0, 0}, {1, 1}, 1, true),
+      convCase("position_split_3x3", {1, 64, 15, 13}, {40, 64, 3, 3}, false, {1, 1}, {1, 1, 1, 1},
                {1, 1}, 1, true),
   };
   Rng rng(900);

@@ -191,9 +191,24 @@ void compileConv2d(KernelSpec& spec) {
     // work (four items per task evens out the last ones).
     const int64_t outer = p.n * p.group * ((positions + p.colBlock - 1) / p.colBlock);
     p.mSplit = 1;
-    if (spec.tasks > 1 && outer < 4 * spec.tasks)
+    // On AVX2, where the tasks can share out (image, group) units evenly by splitting their
+    // positions and the weight rows are no more than the positions (mg <= positions: each task
+    // then reads all of a weight no larger than the half of B it packs itself), split the
+    // positions instead of the channels. Split by channels, every task read the one packed B
+    // (runSharedPack), half of it from the other core's L2. Intel Xeon (2 MiB L2) forced to AVX2,
+    // batch 1, kernels_bench, two threads, ratio to oneDNN's two: ResNet-18's 1x1 stride-2
+    // shortcut 0.64 -> 0.90-0.99, MobileNetV2's 14 x 14 project (576 -> 96) 0.65-0.68 -> 0.88-0.89,
+    // its 28 x 28 expand on planes 0.61 -> 0.73-0.83 (one thread: 0.88-0.95 either way). AVX-512
+    // keeps the channel split: its 1x1s read B in place and its deep layers take channel tiles.
+    const int64_t units = p.n * p.group;
+    if (activeIsa() == Isa::kAvx2 && spec.tasks > 1 && outer < spec.tasks && units < spec.tasks &&
+        spec.tasks % units == 0 && p.mg <= positions && positions >= 2 * spec.tasks) {
+      const int64_t per = spec.tasks / units;
+      p.colBlock = (positions + per - 1) / per;
+    } else if (spec.tasks > 1 && outer < 4 * spec.tasks) {
       p.mSplit = std::clamp<int64_t>((4 * spec.tasks + outer - 1) / outer, 1,
                                      std::max<int64_t>(p.mg / kMinChannelsPerItem, 1));
+    }
     // Where the channel-tile path wins (kernels_bench on Zen 4, one thread, against the paths
     // above: 0.84-0.95 of oneDNN on ResNet-18's 3x3 and 1x1-stride-2 layers, from 0.52-0.83):
     // its per-tile cost is the transposed store of 7 x 64 outputs, which a shallow K does not
