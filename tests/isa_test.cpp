@@ -955,6 +955,9 @@ std::vector<ConvGeom> channelTileGeoms() {
       // tile in one; packs over 1 MiB (1.17 and 1.12 MB) also prefetch the next pass's weight.
       // Rows of 7 + 2 and of 7 + 1, cut rows and columns, stride 2, 2 images, clamps.
       {"ct_depth_passes", {1, 128, 9, 9}, {144, 128, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      // A weight smaller than an image's input: items in (image, row block, tile) order, tiles
+      // of 64, 64 and 16 channels, two images.
+      {"ct_row_order", {2, 24, 14, 15}, {144, 24, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
       {"ct_streamed_passes",
        {2, 120, 7, 9},
        {272, 120, 3, 3},
