@@ -1270,6 +1270,9 @@ std::vector<ConvGeom> channelBlockGeoms() {
       // only at stride 2 (27 -> 14): channelBlockRow's kEdgeBoth and kEdgeRight.
       {"cb_8_wide_one_block", {1, 16, 3, 8}, {16, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true},
       {"cb_27_s2_to_14", {1, 16, 5, 27}, {16, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true},
+      // AVX2 writes planes back two 28-wide rows at a time (whole 8-position transposes): 9
+      // rows, so bands start and end inside a pair, and a 20-channel block of 4.
+      {"cb_28_wide_pairs", {1, 36, 9, 28}, {36, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 36, true},
   };
   out.insert(out.end(), more.begin(), more.end());
   return out;
