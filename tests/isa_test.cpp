@@ -592,6 +592,14 @@ std::vector<ConvGeom> convGeoms() {
        1,
        true},
       {"batch3_5x5_s3", {3, 4, 16, 15}, {50, 4, 5, 5}, {3, 2}, {2, 2, 1, 0}, {1, 1}, 1, false},
+      // 3 x 3 stride 2 over at most 4 input channels on AVX2 (conv_body.inc's convS2x3Item, an RGB
+      // stem): 32 channels as 6 x 4 + 4 x 2 with relu6, rows of 38 outputs (two 16-wide tiles
+      // and a masked 6), an odd width and height; 11 channels as 6 + 4 + 1 with an even left
+      // pad, uneven pads and two images; one channel over a 1 x 1 input; two groups of 3.
+      {"stem_s2", {1, 3, 37, 75}, {32, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true, 0.0f, 6.0f},
+      {"stem_s2_pads", {2, 4, 9, 70}, {11, 4, 3, 3}, {2, 2}, {0, 2, 1, 0}, {1, 1}, 1, false},
+      {"stem_s2_1x1_input", {1, 1, 1, 1}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {"stem_s2_groups", {1, 6, 10, 9}, {4, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2, true},
       // Depthwise: rows wider than four vectors (the unrolled loop), a partial vector, narrow
       // planes, strides 2 and 3 (the phases), dilation, a channel multiplier, asymmetric pads.
       {"dw_wide", {1, 3, 9, 83}, {3, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3, true},
