@@ -251,6 +251,10 @@ std::vector<GemmShape> gemmShapes() {
       {21, 1001, 20, 0, 23, 1},
       {20, 1040, 9},
       {255, 1030, 5, 1, 0, 2},
+      // One and two columns after the whole tiles, as dot products on AVX2 (gemm_body.inc's
+      // dotTile): K with a ragged last 8 (77), and K of exactly one vector.
+      {13, 50, 77, 2, 1, 3},
+      {6, 17, 8},
   };
   // Deterministic random shapes, sizes 1 and odd sizes included.
   uint64_t state = 23;
@@ -600,6 +604,10 @@ std::vector<ConvGeom> convGeoms() {
       {"stem_s2_pads", {2, 4, 9, 70}, {11, 4, 3, 3}, {2, 2}, {0, 2, 1, 0}, {1, 1}, 1, false},
       {"stem_s2_1x1_input", {1, 1, 1, 1}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
       {"stem_s2_groups", {1, 6, 10, 9}, {4, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2, true},
+      // One column after three 16-column tiles (7 x 7: 49), and two (5 x 10: 50), as dot
+      // products on AVX2 (gemm_body.inc's dotTile), K = 180 (a ragged last 8) and 117.
+      {"deep_3x3_7x7", {1, 20, 7, 7}, {13, 20, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, 0.0f},
+      {"deep_3x3_5x10", {1, 13, 5, 10}, {8, 13, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
       // Depthwise: rows wider than four vectors (the unrolled loop), a partial vector, narrow
       // planes, strides 2 and 3 (the phases), dilation, a channel multiplier, asymmetric pads.
       {"dw_wide", {1, 3, 9, 83}, {3, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3, true},

@@ -60,6 +60,18 @@ struct F32x8 {
     return _mm256_andnot_si256(mask(a), mask(b));
   }
   GEARBOX_SIMD_INLINE R loadMasked(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  // p[0], p[stride], ..., p[7 * stride] (stride * 7 within int32).
+  GEARBOX_SIMD_INLINE R gatherStride(const float* p, int32_t stride) {
+    const __m256i idx =
+        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+    return _mm256_i32gather_ps(p, idx, 4);
+  }
+  // The sum of the 8 lanes (pairwise: the order is fixed, so equal inputs give equal sums).
+  GEARBOX_SIMD_INLINE float sum(R v) {
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 h = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+  }
   // The even (odd) floats of the 16 in a then b, in the order the in-lane shuffle leaves them:
   // 0, 2, 8, 10, 4, 6, 12, 14 (1, 3, 9, 11, 5, 7, 13, 15); inOrder(r) puts a result computed in
   // that order back in order (a lane-crossing permute, once per result rather than per input).
