@@ -1,7 +1,9 @@
 // Conv2d: reference and optimized kernels. The optimized kernel runs the path the compile step
 // chose (compiler/ops/conv2d.cpp): im2col gathered straight into the GEMM micro-kernel's panels
 // (executor/simd/conv_body.inc; on the baseline ISA, into a per-thread buffer + Eigen's GEMM),
-// the same without the gather for 1x1 convolutions, or a direct loop for depthwise ones.
+// the same without the gather for 1x1 convolutions, or a direct loop for depthwise ones. On AVX2
+// a 3 x 3 stride-2 conv over at most 4 input channels (an RGB stem) reads the micro-kernel's B
+// rows from a parity-split copy of its input rows instead of gathered panels (convS2x3Item).
 // Items with few positions split their output channels between tasks; their B is then gathered
 // once into a buffer the tasks share (runSharedPack).
 #include <algorithm>
