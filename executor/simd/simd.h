@@ -9,7 +9,8 @@
 //   0 <= n <= kLanes; masked: the lanes past n are neither read nor written, so they may lie past
 //   an array's end).
 // F32x8 also has V::rangeMask(a, b) (lanes [a, b), clamped to [0, 8]) and V::loadMasked(p, m) /
-// V::storeMasked(p, r, m) under such a mask (the other lanes zero, and neither read nor written),
+// V::storeMasked(p, r, m) under such a mask (the other lanes zero, and neither read nor written;
+// V::loadMaskedOr(p, m, other) takes them from other),
 // and V::evens(a, b) / V::odds(a, b) / V::inOrder(r) (a stride-2 deinterleave, see there).
 // 16-lane types also have V::kNative (F32x16 on AVX-512, not the AVX2 stand-in), V::transpose16(r)
 // (r[i] lane j <-> r[j] lane i, 16 registers) and V::permute2(lo, idx, hi, keep): lane i is lane
@@ -60,6 +61,10 @@ struct F32x8 {
     return _mm256_andnot_si256(mask(a), mask(b));
   }
   GEARBOX_SIMD_INLINE R loadMasked(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  // loadMasked with `other`'s lanes where m is clear.
+  GEARBOX_SIMD_INLINE R loadMaskedOr(const float* p, Mask m, R other) {
+    return _mm256_blendv_ps(other, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+  }
   // p[0], p[stride], ..., p[7 * stride] (stride * 7 within int32).
   GEARBOX_SIMD_INLINE R gatherStride(const float* p, int32_t stride) {
     const __m256i idx =
