@@ -338,9 +338,10 @@ const std::vector<ConvShape>& convShapes() {
 // How a static plan holds a layer's tensors in MobileNetV2 (compiler.cpp's blockActivations).
 // On AVX-512 a depthwise layer reads and writes channel blocks, its stem and expanding 1x1s write
 // them and its projecting 1x1s read them, on the channel-tile path. On AVX2 a depthwise layer
-// reads them on the channel-block path (a wide one switched to it by the plan), written by the
-// expanding 1x1 before it from its GEMM tiles (convItemToBlocks); the rest stays planes, and so
-// does the 112 x 112 x 32 layer, which the 3 x 3 stem feeds. kPlanar: NCHW.
+// reads and writes them on the channel-block path (a wide one switched to it by the plan), the
+// expanding 1x1 before it writing them from its GEMM tiles (convItemToBlocks) and the projecting
+// 1x1 after it reading them (convItemFromBlocks); the 112 x 112 x 32 layer, which the 3 x 3 stem
+// feeds, stays planes. kPlanar: NCHW.
 enum class ConvLayout { kPlanar, kAsInPlan };
 
 bool writesBlocksInPlan(const ConvShape& s) {
@@ -354,7 +355,7 @@ bool blockedInPlan(const ConvShape& s) {
   const bool dw = s.group == s.c && s.group == s.m && s.k == 3 && s.c % 16 == 0;
   const bool project = s.label.find("project") != std::string::npos && s.c % 16 == 0;
   if (activeIsa() == Isa::kAvx2)
-    return (dw && s.label != "mv2_dw_3x3_32_112x112") ||
+    return (dw && s.label != "mv2_dw_3x3_32_112x112") || project ||
            (s.label.find("expand") != std::string::npos && s.m % 16 == 0);
   return activeIsa() == Isa::kAvx512 && (dw || project || writesBlocksInPlan(s));
 }
@@ -382,9 +383,10 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
     if (bp.channelBlocks || (activeIsa() == Isa::kAvx2 && convDepthwiseBlocksFit(bp))) {
       bp.channelBlocks = 1;  // on AVX2 a wide layer's, switched by the plan
       bp.inBlocked = 1;
-      bp.outBlocked = activeIsa() == Isa::kAvx512 ? 1 : 0;
+      bp.outBlocked = 1;
     } else if (activeIsa() == Isa::kAvx2) {
-      bp.outBlocked = 1;  // an expanding 1x1, its weight packed below
+      // An expanding 1x1 writes blocks, a projecting one reads them; its weight packed below.
+      (writesBlocksInPlan(s) ? bp.outBlocked : bp.inBlocked) = 1;
     } else {
       bp.channelTiles = 1;
       bp.winograd = 0;  // a plan never blocks a Winograd conv's values
@@ -396,7 +398,8 @@ void BM_Conv2d_Gearbox(benchmark::State& state, const ConvShape& s, bool oneTask
   // A plan packs a depthwise conv's constant taps too (9 vectors per 16 channels), whatever the
   // layout of its values (compiler.cpp: on AVX2 they stay in planes).
   const bool packTaps = cp.channelBlocks != 0;
-  const bool blocksFromGemm = cp.outBlocked && !cp.channelTiles && !cp.channelBlocks;
+  const bool blocksFromGemm =
+      (cp.outBlocked || cp.inBlocked) && !cp.channelTiles && !cp.channelBlocks;
   if ((cp.channelTiles && !std::getenv("GEARBOX_BENCH_CONV_IM2COL")) || packTaps ||
       blocksFromGemm) {
     const size_t bytes = (static_cast<size_t>(convPackedWeightFloats(cp)) * 4 + 63) / 64 * 64;

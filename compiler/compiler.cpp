@@ -104,17 +104,18 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
   step.kernel = std::move(spec);
 }
 
-// A conv2d on the channel-tile path (or the depthwise channel-block path, or AVX2's 1x1 into
-// channel blocks) whose weight is a constant gets the weight packed for the path (shared with
-// the graph's other plans) and its own
-// copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
+// A conv2d on the channel-tile path (or the depthwise channel-block path, or AVX2's 1x1 into or
+// from channel blocks) whose weight is a constant gets the weight packed for the path (shared
+// with the graph's other plans) and its own copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
 // path the spec falls back to (channel blocks then transpose the weights per item). MatMul's
 // B: bindPackedMatMulB.
 void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
   if (node.kind == OpKind::kMatMul && plan.isStatic) bindPackedMatMulB(plan, g, node, step);
   if (node.kind != OpKind::kConv2d || !plan.isStatic) return;
   const auto* p = std::get_if<ConvParams>(&step.kernel->params);
-  if (!p || !(p->channelTiles || p->channelBlocks || p->outBlocked) || p->weightsPacked) return;
+  if (!p || !(p->channelTiles || p->channelBlocks || p->outBlocked || p->inBlocked) ||
+      p->weightsPacked)
+    return;
   const ValueId w = node.inputs[1];
   if (plan.storage[w] != Storage::kConst) return;
   const Node& producer = g.nodes[g.values[w].producer];
@@ -142,8 +143,10 @@ void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& st
 // blocks, no padding (it reads them in place). Two dense convs in a row keep planes: the layout
 // pays where a depthwise conv would transpose. On AVX2 (no channel-tile path) a 1x1 conv writes
 // blocks from its GEMM tiles run as positions x channels (convBlocksFromGemmFit: the expanding
-// 1x1 before a depthwise conv; its weight packed as the channel tiles' is), and no dense conv
-// reads them: the depthwise conv transposes its output back to planes for the 1x1 after it.
+// 1x1 before a depthwise conv; its weight packed as the channel tiles' is), and a 1x1 conv reads
+// them from tiles run the same way (convPointwiseFromBlocksFit: the projecting 1x1 after a
+// depthwise conv), transposing 4 x 8 of its output per store: the depthwise conv, whose outputs
+// take 9 FMAs each against the 1x1's K, no longer transposes its output back to planes.
 // A wide depthwise conv there, which its own compile put on planes (transposing its input in
 // would cost more than the planes' row loop), is switched to channel blocks when its input
 // comes in blocks: kernels_bench, Zen 5 forced to AVX2, one thread, MobileNetV2's 56 x 56 x 144
@@ -166,6 +169,7 @@ BlockSide blockSide(const Plan& plan, const Graph& g, const PlanStep& step, bool
   if (p->winograd) return {};  // its transforms read and write planes
   if (plan.storage[node.inputs[1]] != Storage::kConst) return {};
   if (!reads && !p->inBlocked && convBlocksFromGemmFit(*p)) return {true, false};
+  if (reads && convPointwiseFromBlocksFit(*p)) return {true, false};
   if (!convChannelTilesFit(*p)) return {};
   if (reads && !p->readsInputInPlace()) return {};
   return {true, p->channelTiles == 0};

@@ -29,6 +29,10 @@ bool convChannelTilesFit(const ConvParams& p);
 // convChannelTilesFit is false), a 1x1 read in place (Path::kPointwise), one group, m % 16 == 0.
 // Its weight is packed in the channel-tile layout (packConvWeights, tag 0).
 bool convBlocksFromGemmFit(const ConvParams& p);
+// Whether `p` can read its input in channel blocks and write planes from tiles run as positions
+// x channels (conv_body.inc's convItemFromBlocks) on this process's ISA: AVX2, a 1x1 read in
+// place, one group, c % 16 == 0, m % 8 == 0. Its weight is packed in the channel-tile layout.
+bool convPointwiseFromBlocksFit(const ConvParams& p);
 // Whether the depthwise channel-block path (ConvParams::channelBlocks) can run `p` on this
 // process's ISA (AVX2 or AVX-512, a 3 x 3 window at strides 1-2, one channel per group), whatever
 // the compile step preferred for it: on AVX2 wide layers run on planes unless a static plan

@@ -1630,6 +1630,116 @@ TEST(IsaConv, A1x1WritesChannelBlocksOnAvx2BitForBitWithItsPlanarPath) {
   }
 }
 
+// A 1x1 conv reading channel blocks on AVX2 (conv_body.inc's convItemFromBlocks: a static plan's
+// projecting 1x1 after a channel-block depthwise conv), whole, its weight packed as the channel
+// tiles', its items as conv2d.cpp cuts them or cut raggedly: output channels split at a 64-channel
+// tile and mid-tile (8-channel strips), positions at a 4-position tile's middle. x comes in
+// blocks (inChannelBlocks); res, when set, is added before the clamp.
+template <int kCut>
+bool fromBlocksWhole(const ConvParams& p, const float* x, const float* w, const float* b, float lo,
+                     float hi, float* out, const float* res) {
+  std::vector<float> packed(static_cast<size_t>(convPackedWeightFloats(p)));
+  packConvWeights(p, w, packed.data());
+  const int64_t positions = p.oh * p.ow, plane = p.m * positions;
+  // kCut 0: one item per image; 1: channels at 64 (or m / 2 rounded to 8) and positions at 6.
+  const int64_t cm = p.m > 64 ? 64 : p.m / 2 / 8 * 8, cp = positions > 6 ? 6 : positions;
+  for (int64_t img = 0; img < p.n; ++img) {
+    const float* xi = x + img * p.c * positions;
+    const float* ri = res ? res + img * plane : nullptr;
+    float* oi = out + img * plane;
+    const std::vector<std::pair<int64_t, int64_t>> cs =
+        kCut ? std::vector<std::pair<int64_t, int64_t>>{{0, cm}, {cm, p.m}}
+             : std::vector<std::pair<int64_t, int64_t>>{{0, p.m}};
+    const std::vector<std::pair<int64_t, int64_t>> ps =
+        kCut ? std::vector<std::pair<int64_t, int64_t>>{{0, cp}, {cp, positions}}
+             : std::vector<std::pair<int64_t, int64_t>>{{0, positions}};
+    for (const auto& [c0, c1] : cs)
+      for (const auto& [p0, p1] : ps)
+        if (c1 > c0 && p1 > p0 &&
+            !kernels::convItemFromBlocksF32(p, xi, packed.data(), b, lo, hi, oi, ri, c0, c1, p0,
+                                            p1))
+          return false;
+  }
+  return true;
+}
+template <int kCut>
+bool fromBlocksNoResidual(const ConvParams& p, const float* x, const float* w, const float* b,
+                          float lo, float hi, float* out) {
+  return fromBlocksWhole<kCut>(p, x, w, b, lo, hi, out, nullptr);
+}
+
+// Against the double-precision loop: positions in whole and part 4-position tiles (1, 3, 4, 49,
+// 50, 196), strips of 24, 16 and 8 channels (m 8, 16, 24, 40, 72, 96, 136, 320: tiles of 64 and
+// what is left), K of one block to 30 (480), 1-3 images, with and without bias and clamp. The
+// residual: bit for bit the sum without it plus it, then the clamp. And the plan's kernel refuses
+// what it cannot read: a 3 x 3 conv, two groups, 24 input channels (not whole blocks).
+TEST(IsaConv, A1x1ReadsChannelBlocksOnAvx2) {
+  if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  ScopedIsaOverride forced(Isa::kAvx2);
+  auto pw = [](std::string name, Shape x, int64_t m, bool bias, float lo, float hi) {
+    return ConvGeom{
+        std::move(name), x, Shape{m, x[1], 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, bias, lo, hi};
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<ConvGeom> geoms = {
+      pw("project_7x7", {1, 144, 7, 7}, 24, true, -inf, inf),
+      pw("project_14x14_2img", {2, 192, 14, 14}, 40, true, 0.0f, 6.0f),
+      pw("one_position_3img", {3, 16, 1, 1}, 8, false, -0.5f, 0.5f),
+      pw("three_positions", {1, 32, 1, 3}, 16, true, -inf, inf),
+      pw("four_positions", {1, 48, 2, 2}, 72, true, -0.25f, inf),
+      pw("fifty", {2, 96, 5, 10}, 136, true, -inf, inf),
+      pw("deep_480", {1, 480, 7, 7}, 96, true, 0.0f, 6.0f),
+      pw("m320_7x7", {1, 960, 7, 7}, 320, true, -inf, inf),
+  };
+  for (const ConvGeom& g : geoms) {
+    const ConvParams p = compiledConv(g);
+    ASSERT_EQ(p.path, ConvParams::Path::kPointwise) << g.name;
+    ASSERT_TRUE(convPointwiseFromBlocksFit(p)) << g.name;
+    checkConv(g, p, "one item", nullptr, nullptr,
+              inChannelBlocks<fromBlocksNoResidual<0>, true, false>);
+    checkConv(g, p, "cut items", nullptr, nullptr,
+              inChannelBlocks<fromBlocksNoResidual<1>, true, false>);
+    // The residual, exactly: clamp(sum + r), the sum from the run without it or the clamp.
+    SCOPED_TRACE(g.name + " residual");
+    const Tensor x = randomTensor(DType::kF32, g.x, 61);
+    const Tensor w = randomTensor(DType::kF32, g.w, 62);
+    const Tensor b = randomTensor(DType::kF32, Shape{g.w[0]}, 63);
+    const int64_t size = p.n * p.m * p.oh * p.ow;
+    const Tensor r = randomTensor(DType::kF32, Shape{size}, 64);
+    const std::vector<float> xb = toChannelBlocks(x.as<float>(), p.n, p.c, p.h * p.w);
+    std::vector<float> sum(static_cast<size_t>(size)), got(static_cast<size_t>(size));
+    const float* bias = g.bias ? b.as<float>() : nullptr;
+    ASSERT_TRUE(
+        fromBlocksWhole<1>(p, xb.data(), w.as<float>(), bias, -inf, inf, sum.data(), nullptr));
+    ASSERT_TRUE(fromBlocksWhole<1>(p, xb.data(), w.as<float>(), bias, g.lo, g.hi, got.data(),
+                                   r.as<float>()));
+    for (int64_t i = 0; i < size; ++i) {
+      float want = sum[static_cast<size_t>(i)] + r.as<float>()[i];
+      want = g.lo > want ? g.lo : want;
+      want = g.hi < want ? g.hi : want;
+      ASSERT_EQ(std::memcmp(&want, &got[static_cast<size_t>(i)], 4), 0)
+          << "at " << i << ": " << got[static_cast<size_t>(i)] << " want " << want;
+    }
+  }
+  for (const ConvGeom& g : {
+           ConvGeom{"3x3", {1, 16, 5, 5}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+           ConvGeom{"groups", {1, 32, 5, 5}, {32, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2},
+           ConvGeom{"c24", {1, 24, 5, 5}, {16, 24, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+       }) {
+    SCOPED_TRACE(g.name);
+    const auto spec = convSpec(g, 1);
+    EXPECT_FALSE(convPointwiseFromBlocksFit(std::get<ConvParams>(spec->params)));
+    KernelSpec blocked = *spec;
+    std::get<ConvParams>(blocked.params).inBlocked = 1;
+    std::get<ConvParams>(blocked.params).weightsPacked = 1;
+    std::vector<float> x(static_cast<size_t>(g.x.numel()), 1.0f), out(x.size() * 4);
+    std::vector<float> packed(
+        static_cast<size_t>(convPackedWeightFloats(std::get<ConvParams>(spec->params))), 1.0f);
+    const void* in[] = {x.data(), packed.data()};
+    EXPECT_THROW(kernels::run(blocked, in, out.data()), Error);
+  }
+}
+
 // On this machine's ISA and, where it has more, forced to AVX2 (whose rule differs).
 TEST(IsaConv, TheCompileStepChoosesChannelBlocksFor3x3DepthwiseOnAvx2AndAvx512) {
   std::vector<Isa> isas = {activeIsa()};

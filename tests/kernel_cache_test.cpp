@@ -708,9 +708,10 @@ const ConvParams& stepConv(const Plan& plan, size_t i) {
 // sizes, 1 x 1 and 1-row planes, strides 1 and 2, 1 and 3 images, 1 and 2 threads. On AVX2
 // (forced, where this machine has more) the depthwise conv runs in channel blocks with its taps
 // packed, and reads the expanding 1x1's output in blocks, which that conv writes from its GEMM
-// tiles run as positions x channels (its weight packed as the channel tiles'); its own output
-// stays planes (no dense conv reads blocks on AVX2). One whose output rows are 24 columns or
-// more (48 at stride 2) compiles to planes, and the plan switches it to channel blocks.
+// tiles run as positions x channels (its weight packed as the channel tiles'), and writes its
+// output in blocks for the projecting 1x1, which reads them from tiles run the same way (its
+// weight packed too). One whose output rows are 24 columns or more (48 at stride 2) compiles to
+// planes, and the plan switches it to channel blocks.
 TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
   struct Case {
     int64_t n, c, m, outC, h, w, stride;
@@ -738,12 +739,12 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
         KernelCache cache(64, threads);
         auto plan = compilePlan(g, {Shape{k.n, k.c, k.h, k.w}}, cache);
         ASSERT_EQ(plan->steps.size(), 3u);
-        EXPECT_EQ(plan->blockedValues, on ? 2 : dwPacked ? 1 : 0);
+        EXPECT_EQ(plan->blockedValues, dwPacked ? 2 : 0);
         EXPECT_EQ(stepConv(*plan, 0).outBlocked, dwPacked ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, 0).inBlocked, 0);
         EXPECT_EQ(stepConv(*plan, 1).inBlocked, dwPacked ? 1 : 0);
-        EXPECT_EQ(stepConv(*plan, 1).outBlocked, on ? 1 : 0);
-        EXPECT_EQ(stepConv(*plan, 2).inBlocked, on ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 1).outBlocked, dwPacked ? 1 : 0);
+        EXPECT_EQ(stepConv(*plan, 2).inBlocked, dwPacked ? 1 : 0);
         EXPECT_EQ(stepConv(*plan, 2).outBlocked, 0);
         // The depthwise taps packed too: 9 vectors per 16 channels.
         EXPECT_EQ(stepConv(*plan, 1).channelBlocks, dwPacked ? 1 : 0);
@@ -753,7 +754,7 @@ TEST(ChannelBlockLayout, APlanKeepsTheDepthwiseInputAndOutputInChannelBlocks) {
                   dwPacked && !wide ? 1 : 0);
         for (size_t i : {size_t{0}, size_t{2}}) {
           EXPECT_EQ(stepConv(*plan, i).channelTiles, on ? 1 : 0);
-          EXPECT_EQ(stepConv(*plan, i).weightsPacked, on || (i == 0 && dwPacked) ? 1 : 0);
+          EXPECT_EQ(stepConv(*plan, i).weightsPacked, dwPacked ? 1 : 0);
           // The cached spec is the one compiled for the op alone: no layout, whatever its path.
           const auto cached = cache.get(plan->steps[i].kernel->key);
           EXPECT_EQ(std::get<ConvParams>(cached->params).outBlocked, 0);
@@ -869,9 +870,9 @@ TEST(BatchTiles, ARunOfConvsGoesTileByTileAndMatchesTheWholeBatchBitForBit) {
 
 // Forced to AVX2 (where this machine has more), where the expansion writes channel blocks from
 // its GEMM tiles for a depthwise conv on the channel-block path (stride 2 to 14 x 14, and 14 x 14
-// at stride 1): batch tiles of the run (tile specs of fewer images, each tile's items split
-// anew) give the whole batch's bits, with the blocked value in both plans, and the reference's
-// result. Two threads: two lanes of tiles.
+// at stride 1), and the projection reads the depthwise conv's blocks: batch tiles of the run (tile
+// specs of fewer images, each tile's items split anew) give the whole batch's bits, with the
+// blocked value in both plans, and the reference's result. Two threads: two lanes of tiles.
 TEST(BatchTiles, OnAvx2TheBlockedExpansionRunsTileByTileBitForBit) {
   if (detectedIsa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
   ScopedIsaOverride forced(Isa::kAvx2);
@@ -888,9 +889,11 @@ TEST(BatchTiles, OnAvx2TheBlockedExpansionRunsTileByTileBitForBit) {
       ASSERT_FALSE(tiled->batchTiles.empty());
       EXPECT_TRUE(plain->batchTiles.empty());
       for (const auto* plan : {tiled.get(), plain.get()}) {
-        EXPECT_EQ(plan->blockedValues, 1);
+        EXPECT_EQ(plan->blockedValues, 2);
         EXPECT_EQ(stepConv(*plan, 0).outBlocked, 1);
         EXPECT_EQ(stepConv(*plan, 1).inBlocked, 1);
+        EXPECT_EQ(stepConv(*plan, 1).outBlocked, 1);
+        EXPECT_EQ(stepConv(*plan, 2).inBlocked, 1);
       }
       ASSERT_NE(tiled->steps[0].tileKernel, nullptr);
       EXPECT_EQ(std::get<ConvParams>(tiled->steps[0].tileKernel->params).outBlocked, 1);
@@ -1071,8 +1074,7 @@ TEST(BatchTiles, OneImageASmallBatchOrHeavyWeightsAreNotTiled) {
 }
 
 // On AVX-512 and on AVX2 (forced, where this machine has more; its 9 x 9 depthwise conv runs
-// in channel blocks, and only the expanded value can be blocked there: no dense conv reads
-// blocks on AVX2).
+// in channel blocks, and on both the convs on either side of it read or write blocks).
 TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
   std::vector<Isa> isas = {activeIsa()};
   if (activeIsa() > Isa::kAvx2) isas.push_back(Isa::kAvx2);
@@ -1081,7 +1083,7 @@ TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
     SCOPED_TRACE(isaName(isa));
     // Blocks on each side of the depthwise conv: its input (written by the expansion), its
     // output (read by the projection).
-    const int64_t in = isa >= Isa::kAvx2 ? 1 : 0, on = isa == Isa::kAvx512 ? 1 : 0;
+    const int64_t in = isa >= Isa::kAvx2 ? 1 : 0;
     KernelCache cache;
     auto compile = [&](int64_t m, BlockVariant v) {
       auto g = std::make_shared<const Graph>(
@@ -1103,10 +1105,10 @@ TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
     EXPECT_EQ(stepConv(*out, 1).outBlocked, 0);
     // The expanded value is also read by an Add: only the depthwise output is blocked.
     auto two = compile(32, BlockVariant::kTwoReaders);
-    EXPECT_EQ(two->blockedValues, on);
+    EXPECT_EQ(two->blockedValues, in);
     EXPECT_EQ(stepConv(*two, 0).outBlocked, 0);
     EXPECT_EQ(stepConv(*two, 1).inBlocked, 0);
-    EXPECT_EQ(stepConv(*two, 1).outBlocked, on);
+    EXPECT_EQ(stepConv(*two, 1).outBlocked, in);
     // The projection's weight may change per call, so it is not packed: its input stays planes.
     auto fed = compile(32, BlockVariant::kProjectionWeightIsInput);
     EXPECT_EQ(fed->blockedValues, in);
@@ -1116,13 +1118,13 @@ TEST(ChannelBlockLayout, ValuesOthersSeeOrOddChannelCountsStayPlanes) {
     // A residual is added to an output in planes: the projection still reads blocks; an
     // expansion with one keeps its output in planes.
     auto res = compile(32, BlockVariant::kResidual);
-    EXPECT_EQ(res->blockedValues, in + on);
-    EXPECT_EQ(stepConv(*res, 2).inBlocked, on);
+    EXPECT_EQ(res->blockedValues, 2 * in);
+    EXPECT_EQ(stepConv(*res, 2).inBlocked, in);
     EXPECT_EQ(stepConv(*res, 2).outBlocked, 0);
     auto expand = compile(32, BlockVariant::kExpandResidual);
-    EXPECT_EQ(expand->blockedValues, on);
+    EXPECT_EQ(expand->blockedValues, in);
     EXPECT_EQ(stepConv(*expand, 0).outBlocked, 0);
-    EXPECT_EQ(stepConv(*expand, 1).outBlocked, on);
+    EXPECT_EQ(stepConv(*expand, 1).outBlocked, in);
   }
 }
 
@@ -1142,18 +1144,22 @@ TEST(ChannelBlockLayout, OnAvx2AWideDepthwiseTakesBlocksOnlyWhenItsInputComesInT
     return plan;
   };
   auto plain = compile(BlockVariant::kPlain);
-  EXPECT_EQ(plain->blockedValues, 1);
+  EXPECT_EQ(plain->blockedValues, 2);
   EXPECT_EQ(stepConv(*plain, 0).outBlocked, 1);
   EXPECT_EQ(stepConv(*plain, 1).inBlocked, 1);
+  EXPECT_EQ(stepConv(*plain, 1).outBlocked, 1);
+  EXPECT_EQ(stepConv(*plain, 2).inBlocked, 1);
   EXPECT_EQ(stepConv(*plain, 1).channelBlocks, 1);
   EXPECT_EQ(stepConv(*plain, 1).weightsPacked, 1);
   EXPECT_EQ(std::get<ConvParams>(cache.get(plain->steps[1].kernel->key)->params).channelBlocks, 0);
-  // The expansion adds a residual, so it writes planes: the depthwise conv stays on them.
+  // The expansion adds a residual, so it writes planes: the depthwise conv stays on them, and
+  // so does its output (a depthwise conv on planes writes planes).
   auto expand = compile(BlockVariant::kExpandResidual);
   EXPECT_EQ(expand->blockedValues, 0);
   EXPECT_EQ(stepConv(*expand, 1).inBlocked, 0);
   EXPECT_EQ(stepConv(*expand, 1).channelBlocks, 0);
   EXPECT_EQ(stepConv(*expand, 1).weightsPacked, 0);
+  EXPECT_EQ(stepConv(*expand, 2).inBlocked, 0);
 }
 
 // Dynamic plans (symbolic dims) run the cached specs on per-call buffers: no layout decisions.

@@ -129,6 +129,11 @@ bool gearbox::convBlocksFromGemmFit(const ConvParams& p) {
          p.m > 0 && p.m % 16 == 0 && p.c > 0 && p.oh > 0 && p.ow > 0;
 }
 
+bool gearbox::convPointwiseFromBlocksFit(const ConvParams& p) {
+  return activeIsa() == Isa::kAvx2 && p.path == ConvParams::Path::kPointwise && p.group == 1 &&
+         p.m > 0 && p.m % 8 == 0 && p.c > 0 && p.c % 16 == 0 && p.oh > 0 && p.ow > 0;
+}
+
 namespace gearbox::ops {
 
 void compileConv2d(KernelSpec& spec) {

@@ -222,6 +222,32 @@ bool runPointwiseToBlocks(const ConvParams& p, int tasks, const float* x, const 
   return true;
 }
 
+// A 1x1 conv reading channel blocks on AVX2 (ConvParams::inBlocked without the channel-tile path:
+// the plan's projecting 1x1 after a channel-block depthwise conv), writing planes, wp the plan's
+// packed weight, r the residual or null: items of (image, run of the weight's 64-channel tiles,
+// block of positions), the compile's mSplit and colBlock (rounded to whole 4-position tiles).
+// False below AVX2.
+bool runPointwiseFromBlocks(const ConvParams& p, int tasks, const float* x, const float* wp,
+                            const float* b, float lo, float hi, const float* r, float* out) {
+  if (activeIsa() < Isa::kAvx2) return false;
+  const int64_t positions = p.oh * p.ow;
+  const int64_t tiles = (p.m + kConvTileChannels - 1) / kConvTileChannels;
+  const int64_t colBlock = (std::max<int64_t>(p.colBlock, 1) + 3) / 4 * 4;
+  const int64_t blocks = (positions + colBlock - 1) / colBlock;
+  const int64_t split = std::clamp<int64_t>(p.mSplit, 1, tiles);
+  const size_t plane = static_cast<size_t>(p.m * positions);
+  detail::runItems(tasks, p.n * split * blocks, [&](int64_t item) {
+    const int64_t blk = item % blocks, mi = item / blocks % split, img = item / blocks / split;
+    const int64_t p0 = blk * colBlock, p1 = std::min(positions, p0 + colBlock);
+    const int64_t c0 = std::min(p.m, tiles * mi / split * kConvTileChannels);
+    const int64_t c1 = std::min(p.m, tiles * (mi + 1) / split * kConvTileChannels);
+    if (c1 > c0)
+      convItemFromBlocksF32(p, x + img * p.c * positions, wp, b, lo, hi, out + img * plane,
+                            r ? r + img * plane : nullptr, c0, c1, p0, p1);
+  });
+  return true;
+}
+
 // One output plane of the baseline ISA's depthwise loop.
 void runDepthwisePlane(const ConvParams& p, const float* x, const float* w, const float* b,
                        float lo, float hi, float* out, int64_t item) {
@@ -585,6 +611,15 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
     if (p->inBlocked || p->path != ConvParams::Path::kPointwise || p->group != 1 ||
         p->m % 16 != 0 || !runPointwiseToBlocks(*p, spec.tasks, x, w, b, lo, hi, o))
       fail(ErrorKind::kShape, "kernel {}: a 1x1 conv into channel blocks needs the AVX2 paths",
+           spec.name);
+    return true;
+  } else if (p->weightsPacked && p->inBlocked && !p->channelTiles) {
+    // AVX2's 1x1 from channel blocks, into planes (compiler.cpp's blockSide); it adds the
+    // residual itself, before its clamp.
+    if (p->outBlocked || p->path != ConvParams::Path::kPointwise || p->group != 1 ||
+        p->c % 16 != 0 || p->m % 8 != 0 ||
+        !runPointwiseFromBlocks(*p, spec.tasks, x, w, b, clampLo, clampHi, r, o))
+      fail(ErrorKind::kShape, "kernel {}: a 1x1 conv from channel blocks needs the AVX2 paths",
            spec.name);
     return true;
   } else if (p->weightsPacked) {

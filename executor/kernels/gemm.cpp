@@ -132,6 +132,12 @@ void convItemToBlocks(const ConvParams& p, const float* x, const float* wp, cons
                                                                     j1, p0, p1);
 }
 
+void convItemFromBlocks(const ConvParams& p, const float* x, const float* wp, const float* bias,
+                        float lo, float hi, float* out, const float* res, int64_t c0, int64_t c1,
+                        int64_t p0, int64_t p1) {
+  convItemFromBlocks<F32x8>(p, x, wp, bias, lo, hi, out, res, c0, c1, p0, p1);
+}
+
 void convPack(const ConvParams& p, const float* x, int64_t s0, int64_t s1, int64_t p0, int64_t p1,
               float* packed) {
   convPackSlices<F32x8, kGemmNrAvx2 / F32x8::kLanes>(p, x, s0, s1, p0, p1, packed,
@@ -278,6 +284,19 @@ bool convItemToBlocksF32(const ConvParams& p, const float* x, const float* wp, c
   // after the ISA is raised, and AVX-512's 1x1 paths read and write planes only.
   if (activeIsa() >= Isa::kAvx2) {
     isa_avx2::convItemToBlocks(p, x, wp, bias, lo, hi, out, j0, j1, p0, p1);
+    return true;
+  }
+#endif
+  return false;
+}
+
+bool convItemFromBlocksF32(const ConvParams& p, const float* x, const float* wp, const float* bias,
+                           float lo, float hi, float* out, const float* res, int64_t c0, int64_t c1,
+                           int64_t p0, int64_t p1) {
+#if GEARBOX_HAVE_ISA_REGIONS
+  // AVX2's tiles on AVX-512 too, as convItemToBlocksF32's.
+  if (activeIsa() >= Isa::kAvx2) {
+    isa_avx2::convItemFromBlocks(p, x, wp, bias, lo, hi, out, res, c0, c1, p0, p1);
     return true;
   }
 #endif

@@ -82,6 +82,16 @@ bool convItemToBlocksF32(const ConvParams& p, const float* x, const float* wp, c
                          float lo, float hi, float* out, int64_t j0, int64_t j1, int64_t p0,
                          int64_t p1);
 
+// One item of a 1x1 conv that reads channel blocks and writes planes (ConvParams::inBlocked on
+// AVX2; conv_body.inc's convItemFromBlocks): output channels [c0, c1) (multiples of 8) at
+// positions [p0, p1) of one image (x: its input, [c / 16][positions][16]; out and res: its
+// output and residual planes, res null for none), from the plan's packed weight wp. The residual
+// is added before the clamp. Needs one group, a 1x1 window read in place, c % 16 == 0 and
+// m % 8 == 0. False (nothing run) below AVX2.
+bool convItemFromBlocksF32(const ConvParams& p, const float* x, const float* wp, const float* bias,
+                           float lo, float hi, float* out, const float* res, int64_t c0, int64_t c1,
+                           int64_t p0, int64_t p1);
+
 // True when convGemmItemF32 runs 1x1 items with both operands read in place (AVX-512: the direct
 // path's tiles), so an item split by channels needs no shared pack (conv2d.cpp).
 bool convPointwiseInPlaceF32();

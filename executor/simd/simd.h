@@ -11,7 +11,8 @@
 // F32x8 also has V::rangeMask(a, b) (lanes [a, b), clamped to [0, 8]) and V::loadMasked(p, m) /
 // V::storeMasked(p, r, m) under such a mask (the other lanes zero, and neither read nor written;
 // V::loadMaskedOr(p, m, other) takes them from other),
-// and V::evens(a, b) / V::odds(a, b) / V::inOrder(r) (a stride-2 deinterleave, see there).
+// V::evens(a, b) / V::odds(a, b) / V::inOrder(r) (a stride-2 deinterleave, see there) and
+// V::loadHalves(lo, hi) / V::storeHalves(lo, hi, r) (4 floats at each of two addresses).
 // 16-lane types also have V::kNative (F32x16 on AVX-512, not the AVX2 stand-in), V::transpose16(r)
 // (r[i] lane j <-> r[j] lane i, 16 registers) and V::permute2(lo, idx, hi, keep): lane i is lane
 // idx[i] (0..31) of the 32 lanes lo then hi, or zero where bit i of `keep` is clear (AVX-512's
@@ -86,6 +87,14 @@ struct F32x8 {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(r), 0xD8));
   }
   GEARBOX_SIMD_INLINE void storeMasked(float* p, R v, Mask m) { _mm256_maskstore_ps(p, m, v); }
+  // 4 floats at lo then 4 at hi (a register's 128-bit halves), and the store back.
+  GEARBOX_SIMD_INLINE R loadHalves(const float* lo, const float* hi) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1);
+  }
+  GEARBOX_SIMD_INLINE void storeHalves(float* lo, float* hi, R v) {
+    _mm_storeu_ps(lo, _mm256_castps256_ps128(v));
+    _mm_storeu_ps(hi, _mm256_extractf128_ps(v, 1));
+  }
   // The 4 x 4 transposes within each 128-bit lane of a, b, c, d (two shuffle stages).
   GEARBOX_SIMD_INLINE void transpose4x4Lanes(R& a, R& b, R& c, R& d) {
     const R u0 = _mm256_unpacklo_ps(a, b), u1 = _mm256_unpackhi_ps(a, b);
