@@ -282,8 +282,8 @@ struct ConvParams {
   int64_t winograd = 0;
   // Not a compile decision: a static plan sets it on its own copy of the spec when it binds the
   // packed weight (compiler/weight_pack.h) in place of input 1, for the channel-tile path, the
-  // depthwise channel-block path (its taps as 9 vectors per 16 channels) or AVX2's 1x1 into
-  // channel blocks (outBlocked, the channel tiles' layout). Never stored or
+  // depthwise channel-block path (its taps as 9 vectors per 16 channels) or AVX2's 1x1 into or
+  // from channel blocks (outBlocked or inBlocked, the channel tiles' layout). Never stored or
   // compared with a recompile (a stored spec always has 0).
   int64_t weightsPacked = 0;
   // Not compile decisions either: a static plan sets them on its own copy of the spec where it
@@ -292,8 +292,9 @@ struct ConvParams {
   // oneDNN calls nChw16c. inBlocked: input 0 is blocked; outBlocked: the output is. Only the
   // channel-block depthwise path and the channel-tile path (its input read in place) read or
   // write them, and on AVX2 a 1x1 conv writes them from its GEMM tiles (weightsPacked and
-  // outBlocked without channelTiles: conv_body.inc's convItemToBlocks); never stored (a stored
-  // spec always has 0).
+  // outBlocked without channelTiles: conv_body.inc's convItemToBlocks) or reads them into planes
+  // (weightsPacked and inBlocked without channelTiles: convItemFromBlocks); never stored (a
+  // stored spec always has 0).
   int64_t inBlocked = 0, outBlocked = 0;
   // The first output channel (of a group) of channel item j: j * mg / mSplit rounded down to a
   // multiple of 12 (the micro-kernel's rows on AVX-512, twice AVX2's), so that only a group's
