@@ -2289,9 +2289,13 @@ TEST(IsaConv, TheCompileStepChoosesWinogradForPaddedStride1Convs3x3) {
   const ConvGeom grouped{"g2", {1, 64, 14, 14}, {64, 32, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
   const ConvGeom l3{"l3", {1, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
   const ConvGeom l4{"l4", {1, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom edge{"edge", {1, 64, 15, 16}, {64, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  const ConvGeom under{"under", {1, 64, 14, 16}, {64, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
   EXPECT_EQ(compiledConv(l1).winograd, on);
-  EXPECT_EQ(compiledConv(l3).winograd, on);  // 49 tiles
-  EXPECT_EQ(compiledConv(l4).winograd, 0);   // 16 tiles: one vector
+  EXPECT_EQ(compiledConv(edge).winograd, on);  // 8 x 8 = 64 tiles
+  EXPECT_EQ(compiledConv(under).winograd, 0);  // 7 x 8 = 56
+  EXPECT_EQ(compiledConv(l3).winograd, 0);     // 49 tiles
+  EXPECT_EQ(compiledConv(l4).winograd, 0);     // 16 tiles: one vector
   EXPECT_EQ(compiledConv(s2).winograd, 0);
   EXPECT_EQ(compiledConv(dil).winograd, 0);
   EXPECT_EQ(compiledConv(valid).winograd, 0);

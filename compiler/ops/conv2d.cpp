@@ -99,14 +99,20 @@ bool channelBlocksFit(const ConvParams& p) {
 // The Winograd path (ConvParams::winograd): 3 x 3, stride 1, no dilation, padded by 1 on every
 // side (the output as large as the input), one group, on AVX-512 (its transforms are written
 // for 16-lane vectors), at least 16 input and output channels (fewer would spend more on the
-// transforms than the 2.25x fewer multiply-adds save), and at least 32 tiles of 2 x 2 outputs
-// per image: its GEMMs run over an image's tiles, and one 16-tile vector (ResNet-18's 7 x 7
-// stage: 16 tiles, its 16 transformed weights 16 MB) ran 1.0-1.3x slower than the channel tiles.
+// transforms than the 2.25x fewer multiply-adds save), and at least 64 tiles of 2 x 2 outputs
+// per image: its GEMMs run over an image's tiles, so each of its 16 transformed weight floats
+// per kernel tap feeds one FMA per tile, against the channel tiles' 9 floats feeding one per
+// position. One 16-tile vector (ResNet-18's 7 x 7 stage: its 16 transformed weights 16 MB) ran
+// 1.0-1.3x slower than the channel tiles. ResNet-18's 14 x 14 stage (49 tiles, 4.2 MB of
+// transformed weights per conv) ran 10-20% faster on Winograd alone in kernels_bench, warm, but
+// the whole model at batch 1, whose weights a call streams in cold, ran 5% faster with it on the
+// channel tiles (one thread, 20.7-21.5 -> 19.8-20.4 ms; two, 10.5-10.9 -> 10.1-10.4; batch 32
+// level; Xeon, interleaved), and slower again with the 28 x 28 stage (196 tiles) moved too.
 bool winogradFits(const ConvParams& p) {
   return activeIsa() == Isa::kAvx512 && p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 &&
          p.dh == 1 && p.dw == 1 && p.pt == 1 && p.pl == 1 && p.oh == p.h && p.ow == p.w &&
          p.group == 1 && p.c >= 16 && p.m >= 16 && p.oh > 0 && p.ow > 0 &&
-         (p.oh + 1) / 2 * ((p.ow + 1) / 2) >= 32;
+         (p.oh + 1) / 2 * ((p.ow + 1) / 2) >= 64;
 }
 
 }  // namespace
