@@ -71,10 +71,11 @@ bool channelTilesFit(const ConvParams& p) {
 
 // Depthwise in channel blocks (ConvParams::channelBlocks) on AVX-512 and AVX2: its row walk is
 // written for a 3 x 3 window without dilation, row and column strides of 1 or 2, and one output
-// channel per input channel (every depthwise layer of MobileNetV2 and ShuffleNetV2). On AVX2 a
-// plan keeps the values it shares with a dense conv in planes (that conv has no channel-tile
-// path there to read or write blocks), so it transposes them; it still ran MobileNetV2's
-// depthwise layers 1.2-3.5x faster than the per-plane loops (conv_body.inc).
+// channel per input channel (every depthwise layer of MobileNetV2 and ShuffleNetV2). Where its
+// input or output is in planes it transposes rows into and out of blocks; so measured (each side
+// transposed), it still ran MobileNetV2's depthwise layers on AVX2 1.2-3.5x faster than the
+// per-plane loops (conv_body.inc). A static plan keeps both sides in blocks where the 1x1 convs
+// around it can write and read them (compiler.cpp's blockActivations).
 //
 // Except, on AVX2, a layer of stride 1 whose output rows are at least three vectors wide, or of
 // stride 2 and at least six (kDepthwisePlaneMinCols): conv_body.inc's dw3x3Plane reads its

@@ -595,7 +595,8 @@ bool runConv2d(const KernelSpec& spec, const void* const* in, void* out) {
     fail(ErrorKind::kShape, "kernel {}: channel-block depthwise needs the AVX2 or AVX-512 paths",
          spec.name);
   if ((p->inBlocked || p->outBlocked) && !p->weightsPacked && !p->channelBlocks)
-    fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the AVX-512 paths", spec.name);
+    fail(ErrorKind::kShape, "kernel {}: channel-block layouts need the plan's packed weight",
+         spec.name);
   if (p->weightsPacked && p->channelBlocks) {
     runDepthwise(*p, spec.tasks, x, w, b, lo, hi, o);  // w: the plan's 16-channel tap vectors
   } else if (p->weightsPacked && p->winograd) {
