@@ -106,9 +106,9 @@ void bindPackedMatMulB(Plan& plan, const Graph& g, const Node& node, PlanStep& s
 
 // A conv2d on the channel-tile path (or the depthwise channel-block path, or AVX2's 1x1 into or
 // from channel blocks) whose weight is a constant gets the weight packed for the path (shared
-// with the graph's other plans) and its own copy of the spec, which says so. Any other weight (a graph input, a computed value) keeps the
-// path the spec falls back to (channel blocks then transpose the weights per item). MatMul's
-// B: bindPackedMatMulB.
+// with the graph's other plans) and its own copy of the spec, which says so. Any other weight (a
+// graph input, a computed value) keeps the path the spec falls back to (channel blocks then
+// transpose the weights per item). MatMul's B: bindPackedMatMulB.
 void bindPackedWeight(Plan& plan, const Graph& g, const Node& node, PlanStep& step) {
   if (node.kind == OpKind::kMatMul && plan.isStatic) bindPackedMatMulB(plan, g, node, step);
   if (node.kind != OpKind::kConv2d || !plan.isStatic) return;

@@ -1670,7 +1670,7 @@ bool fromBlocksNoResidual(const ConvParams& p, const float* x, const float* w, c
 
 // Against the double-precision loop: positions in whole and part 4-position tiles (1, 3, 4, 49,
 // 50, 196), strips of 24, 16 and 8 channels (m 8, 16, 24, 40, 72, 96, 136, 320: tiles of 64 and
-// what is left), K of one block to 30 (480), 1-3 images, with and without bias and clamp. The
+// what is left), K of one block to 60 (960), 1-3 images, with and without bias and clamp. The
 // residual: bit for bit the sum without it plus it, then the clamp. And the plan's kernel refuses
 // what it cannot read: a 3 x 3 conv, two groups, 24 input channels (not whole blocks).
 TEST(IsaConv, A1x1ReadsChannelBlocksOnAvx2) {
